@@ -1,0 +1,3 @@
+"""TRACE: accountable source discovery over noisy historical collections."""
+
+__version__ = "0.1.0"

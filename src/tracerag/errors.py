@@ -1,0 +1,37 @@
+"""The errors TRACE raises on purpose. The CLI turns them into messages and exit codes; nothing else catches them."""
+
+
+class TraceError(Exception):
+    """Base of every error that the user can act on."""
+
+
+class ConfigError(TraceError):
+    """A setting has a value that cannot be used."""
+
+
+class CollectionError(TraceError):
+    """A collection directory is missing, damaged, or built with something else than asked."""
+
+
+class ModelMismatchError(CollectionError):
+    """The collection was built with another embedding model than the one asked for."""
+
+
+class RecordError(TraceError):
+    """One input record cannot be read. Carries where, so the ingest can report it and go on."""
+
+    def __init__(self, message: str, *, file: str, line: int | None = None, record: str | None = None):
+        self.file = file
+        self.line = line
+        self.record = record
+        where = file if line is None else f"{file}:{line}"
+        super().__init__(f"{where}: {message}")
+        self.reason = message
+
+
+class EmbeddingError(TraceError):
+    """The embedding model cannot be loaded or answered badly."""
+
+
+class DataUnavailableError(TraceError):
+    """Data the user asked for is neither on disk nor reachable."""

@@ -1,0 +1,72 @@
+"""Readers turn files into `Document`s, streaming, one record at a time.
+
+Every reader is a module with `read(path, **options) -> Iterator[Document | RecordError]`: `path` is a file or
+a folder (walked in sorted order for the reader's file types). A record that cannot be read is yielded as a
+`RecordError` naming its file and line, and reading goes on: the ingest counts and reports it, nothing is lost.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from tracerag.errors import ConfigError, RecordError
+from tracerag.model import Document
+
+# format name -> module under tracerag.ingest
+FORMATS: dict[str, str] = {
+    "jsonl": "jsonl",
+    "csv": "table",
+    "txt": "textdir",
+    "alto": "alto",
+    "hipe": "hipe",
+}
+
+_SUFFIXES = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".txt": "txt",
+    ".xml": "alto",
+    ".tsv": "hipe",
+}
+
+
+def detect_format(path: Path) -> str:
+    """Guess a format from file suffixes; a folder is judged by its most common known suffix."""
+    files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
+    counts: dict[str, int] = {}
+    for f in files:
+        fmt = _SUFFIXES.get(f.suffix.lower())
+        if fmt:
+            counts[fmt] = counts.get(fmt, 0) + 1
+    if not counts:
+        raise ConfigError(f"{path}: cannot tell the format (no .jsonl/.csv/.txt/.xml/.tsv files); pass --format")
+    return max(counts, key=lambda k: counts[k])
+
+
+def read_documents(path: Path, fmt: str | None = None, **options: Any) -> Iterator[Document | RecordError]:
+    """Stream the documents (and the records that failed) of `path` in format `fmt` (auto-detected if None)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file or folder")
+    fmt = fmt or detect_format(path)
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    module = importlib.import_module(f"tracerag.ingest.{FORMATS[fmt]}")
+    return module.read(path, **options)
+
+
+def iter_files(path: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
+    """The files under `path` (or `path` itself) with one of `suffixes`, in a stable order."""
+    if path.is_file():
+        yield path
+        return
+    for f in sorted(path.rglob("*")):
+        if f.is_file() and f.suffix.lower() in suffixes:
+            yield f
+
+
+__all__ = ["FORMATS", "RecordError", "detect_format", "iter_files", "read_documents"]

@@ -1,0 +1,69 @@
+"""A ranking as plain data: what `--explain` shows and `--json` prints (schema version 1, see README)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracerag.collection import Collection
+from tracerag.model import Ranking
+
+SCHEMA_VERSION = 1
+
+
+def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20) -> dict[str, Any]:
+    """Every result with its fused rank and RRF score, each channel that found it (rank, score, chunk), its best
+    chunk with the exact character span into the document text, and the metadata filters act on.
+    """
+    store = collection.store
+    doc_ids = [d.doc_id for d in ranking.documents]
+    docs = store.get_documents(doc_ids)
+    chunk_ids = {d.best_chunk_id for d in ranking.documents}
+    chunk_ids |= {e.chunk_id for d in ranking.documents for e in d.channels}
+    chunks = store.get_chunks(sorted(chunk_ids))
+    results = []
+    for d in ranking.documents:
+        doc = docs[d.doc_id]
+        best = chunks[d.best_chunk_id]
+        results.append(
+            {
+                "rank": d.rank,
+                "doc_id": d.doc_id,
+                "rrf_score": round(d.score, 6),
+                "corpus": doc.corpus,
+                "date": doc.date,
+                "language": doc.language,
+                "title": doc.title,
+                "window": d.window,
+                "source": {k: v for k, v in doc.source.items() if isinstance(v, str | int | float | bool)},
+                "fields": doc.fields,
+                "best_chunk": {
+                    "chunk_id": best.id,
+                    "start": best.start,
+                    "end": best.end,
+                    "text": doc.text[best.start : best.end],
+                },
+                "channels": [
+                    {
+                        "channel": e.channel,
+                        "rank": e.rank,
+                        "score": round(e.score, 6),
+                        "chunk_id": e.chunk_id,
+                        "span": [chunks[e.chunk_id].start, chunks[e.chunk_id].end],
+                    }
+                    for e in sorted(d.channels, key=lambda e: e.channel)
+                ],
+            }
+        )
+    return {
+        "schema": SCHEMA_VERSION,
+        "collection": str(collection.path),
+        "params": ranking.params,
+        "results": results,
+        "channel_rankings": {
+            name: [
+                {"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id, "score": round(h.score, 6)}
+                for h in sorted(hits, key=lambda h: h.rank)[:channel_depth]
+            ]
+            for name, hits in ranking.channel_hits.items()
+        },
+    }

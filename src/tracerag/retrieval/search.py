@@ -1,0 +1,122 @@
+"""The warm start: run the channels, fuse with RRF, max-pool to documents, balance corpora and time windows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tracerag.collection import Collection
+from tracerag.errors import ConfigError
+from tracerag.model import Filter, Hit, RankedDocument, Ranking
+from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel
+from tracerag.retrieval.fusion import fuse
+from tracerag.retrieval.windows import equal_share, parse_window, window_of
+
+KNOWN_CHANNELS = ("bm25", "dense", "date", "phrase")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    k: int = 10
+    filter: Filter = field(default_factory=Filter)
+    channels: tuple[str, ...] | None = None  # None: the settings' channels
+    windows: str | None = None  # None: the settings' windows; "" disables
+
+
+class Retriever:
+    """Hybrid search over one collection. Configuration comes from the collection's settings."""
+
+    def __init__(self, collection: Collection):
+        self.collection = collection
+        self.settings = collection.settings.retrieval
+        unknown = set(self.settings.channels) - set(KNOWN_CHANNELS)
+        if unknown:
+            raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
+
+    def search(self, request: SearchRequest) -> Ranking:
+        if not request.query.strip():
+            raise ConfigError("empty query")
+        if request.k <= 0:
+            raise ConfigError(f"k must be positive, got {request.k}")
+        channels = request.channels or self.settings.channels
+        unknown = set(channels) - set(KNOWN_CHANNELS)
+        if unknown:
+            raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
+        windows = self.settings.windows if request.windows is None else (request.windows or None)
+        flt = request.filter
+        groups = (
+            [flt.narrowed(corpora=(c,)) for c in flt.corpora]
+            if self.settings.per_corpus_depth and len(flt.corpora) > 1
+            else [flt]
+        )
+        depth = max(self.settings.depth, request.k)
+        # The pool must hold at least k documents after max-pooling (and k per window when windowing):
+        # deepen while a channel was cut off by the depth and documents are missing.
+        want = request.k * (4 if windows else 1)
+        for _ in range(4):
+            hits, per_group = self._run_channels(request.query, channels, groups, depth)
+            docs = self._fuse_groups(per_group)
+            cut_off = any(len(h) >= depth for h in hits.values())
+            if len(docs) >= want or not cut_off:
+                break
+            depth *= 4
+        if windows:
+            years = parse_window(windows)
+            spans = self.collection.store.date_spans([d.doc_id for d in docs])
+            for d in docs:
+                d.window = window_of(spans.get(d.doc_id, (None,))[0], years)
+            docs = equal_share(docs, lambda d: d.window or "", request.k)
+        docs = docs[: request.k]
+        for i, d in enumerate(docs):
+            d.rank = i + 1
+        date = DateChannel(self.settings.date_scale_days).target(request.query) if "date" in channels else None
+        return Ranking(
+            documents=docs,
+            channel_hits=hits,
+            params={
+                "query": request.query,
+                "k": request.k,
+                "channels": list(channels),
+                "active_channels": [c for c, h in hits.items() if h],
+                "rrf_k": self.settings.rrf_k,
+                "depth": depth,
+                "filter": flt.to_dict(),
+                "windows": windows,
+                "per_corpus": len(groups) > 1,
+                "query_date": [date.start, date.end] if date else None,
+            },
+        )
+
+    def _run_channels(
+        self, query: str, channels: tuple[str, ...], groups: list[Filter], depth: int
+    ) -> tuple[dict[str, list[Hit]], list[dict[str, list[Hit]]]]:
+        col = self.collection
+        runners = []
+        if "bm25" in channels:
+            runners.append(Bm25Channel(col.engine))
+        if "dense" in channels and col.dim and col.embedder is not None:
+            runners.append(DenseChannel(col.engine, col.embedder))
+        if "phrase" in channels:
+            runners.append(PhraseChannel(col.engine))
+        per_group: list[dict[str, list[Hit]]] = []
+        for flt in groups:
+            hits = {r.name: r.run(query, depth, flt) for r in runners}
+            if "date" in channels:
+                pool = [h for hs in hits.values() for h in hs]
+                dates = col.store.date_spans(sorted({h.doc_id for h in pool}))
+                hits["date"] = DateChannel(self.settings.date_scale_days).rank(query, pool, dates, depth)
+            per_group.append(hits)
+        merged: dict[str, list[Hit]] = {}
+        for hits in per_group:
+            for name, hs in hits.items():
+                merged.setdefault(name, []).extend(hs)
+        return merged, per_group
+
+    def _fuse_groups(self, per_group: list[dict[str, list[Hit]]]) -> list[RankedDocument]:
+        """One corpus: plain fusion. Several: fuse each corpus, then take an equal share from each."""
+        fused = [fuse(hits, self.settings.rrf_k) for hits in per_group]
+        if len(fused) == 1:
+            return fused[0]
+        corpus_of = {d.doc_id: i for i, docs in enumerate(fused) for d in docs}
+        everything = sorted((d for docs in fused for d in docs), key=lambda d: (d.rank, -d.score, d.doc_id))
+        return equal_share(everything, lambda d: str(corpus_of[d.doc_id]), len(everything))
