@@ -20,7 +20,7 @@ from rich.table import Table
 from tracerag import __version__
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import load_settings
-from tracerag.errors import TraceError
+from tracerag.errors import ConfigError, TraceError
 from tracerag.ingest import read_documents
 from tracerag.ingest.dates import parse_partial_date
 from tracerag.model import Filter
@@ -111,6 +111,8 @@ def ingest(
         chunk={"size": chunk_size, "overlap": chunk_overlap},
         ingest={"spelling_map": spelling_map},
     )
+    if not path.exists():
+        raise ConfigError(f"{path}: no such file or folder")
     options = _reader_options(fmt or _guess(path), locals())
     records = read_documents(path, fmt, **options)
     if limit is not None:

@@ -115,10 +115,11 @@ class Collection:
                 raise CollectionError(f"{manifest_path}: damaged manifest: {exc}") from exc
             recorded = manifest["embedding"]["spec"]
             if embed_model is not None and embed_model != recorded:
+                emb = manifest["embedding"]
+                built = f"{emb['name']}, dim {emb['dim']}" if emb.get("dim") else "lexical only, no vectors"
                 raise ModelMismatchError(
-                    f"{path} was built with embedding model {recorded!r} "
-                    f"({manifest['embedding'].get('name')}, dim {manifest['embedding'].get('dim')}); "
-                    f"asked for {settings.embed.model!r}. Use the same model, or ingest into a new collection."
+                    f"{path} was built with embedding model {recorded!r} ({built}); asked for {embed_model!r}. "
+                    "Use the same model, or ingest into a new collection."
                 )
             settings = settings.model_copy(update={"embed": settings.embed.model_copy(update={"model": recorded})})
             return cls(path, settings, manifest)

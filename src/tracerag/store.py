@@ -182,6 +182,9 @@ class DocumentStore:
         where = " WHERE vector IS NULL" if without_vectors else ""
         return int(self._db.execute(f"SELECT count(*) FROM chunks{where}").fetchone()[0])
 
+    def has_vectors(self) -> bool:
+        return self._db.execute("SELECT 1 FROM chunks WHERE vector IS NOT NULL LIMIT 1").fetchone() is not None
+
     def count_documents(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
 

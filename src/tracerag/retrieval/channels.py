@@ -7,6 +7,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from tracerag.engine import EngineHit, SearchEngine
 from tracerag.ingest.dates import find_query_date
 from tracerag.model import DateRange, Filter, Hit
@@ -32,15 +34,15 @@ class Bm25Channel:
 
 @dataclass(frozen=True)
 class DenseChannel:
-    """Cosine similarity between the query embedding and chunk embeddings (HNSW)."""
+    """Cosine similarity between the query embedding and chunk embeddings (HNSW). The query is embedded once,
+    by the caller, because a search may query several corpora or deepen its pool."""
 
     engine: SearchEngine
-    embedder: object  # tracerag.embed.Embedder; kept loose so a collection without vectors can skip it
+    query_vector: np.ndarray
     name: str = "dense"
 
     def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
-        vector = self.embedder.encode_queries([query])[0]  # type: ignore[attr-defined]
-        return _hits(self.name, self.engine.dense(vector, k, flt))
+        return _hits(self.name, self.engine.dense(self.query_vector, k, flt))
 
 
 def phrases_of(query: str) -> list[str]:

@@ -29,6 +29,9 @@ class Retriever:
     def __init__(self, collection: Collection):
         self.collection = collection
         self.settings = collection.settings.retrieval
+        # A collection ingested with --no-dense has no vectors yet: the dense channel stays out rather than
+        # loading the model to search nothing.
+        self.has_vectors = bool(collection.dim) and collection.store.has_vectors()
         unknown = set(self.settings.channels) - set(KNOWN_CHANNELS)
         if unknown:
             raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
@@ -53,8 +56,9 @@ class Retriever:
         # The pool must hold at least k documents after max-pooling (and k per window when windowing):
         # deepen while a channel was cut off by the depth and documents are missing.
         want = request.k * (4 if windows else 1)
+        runners = self._runners(request.query, channels)
         for _ in range(4):
-            hits, per_group = self._run_channels(request.query, channels, groups, depth)
+            hits, per_group = self._run_channels(request.query, runners, "date" in channels, groups, depth)
             docs = self._fuse_groups(per_group)
             cut_off = any(len(h) >= depth for h in hits.values())
             if len(docs) >= want or not cut_off:
@@ -87,21 +91,25 @@ class Retriever:
             },
         )
 
-    def _run_channels(
-        self, query: str, channels: tuple[str, ...], groups: list[Filter], depth: int
-    ) -> tuple[dict[str, list[Hit]], list[dict[str, list[Hit]]]]:
+    def _runners(self, query: str, channels: tuple[str, ...]) -> list:
         col = self.collection
-        runners = []
+        runners: list = []
         if "bm25" in channels:
             runners.append(Bm25Channel(col.engine))
-        if "dense" in channels and col.dim and col.embedder is not None:
-            runners.append(DenseChannel(col.engine, col.embedder))
+        if "dense" in channels and self.has_vectors and col.embedder is not None:
+            runners.append(DenseChannel(col.engine, col.embedder.encode_queries([query])[0]))
         if "phrase" in channels:
             runners.append(PhraseChannel(col.engine))
+        return runners
+
+    def _run_channels(
+        self, query: str, runners: list, with_date: bool, groups: list[Filter], depth: int
+    ) -> tuple[dict[str, list[Hit]], list[dict[str, list[Hit]]]]:
+        col = self.collection
         per_group: list[dict[str, list[Hit]]] = []
         for flt in groups:
             hits = {r.name: r.run(query, depth, flt) for r in runners}
-            if "date" in channels:
+            if with_date:
                 pool = [h for hs in hits.values() for h in hs]
                 dates = col.store.date_spans(sorted({h.doc_id for h in pool}))
                 hits["date"] = DateChannel(self.settings.date_scale_days).rank(query, pool, dates, depth)
