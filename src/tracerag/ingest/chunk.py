@@ -26,7 +26,15 @@ def _units(text: str) -> list[tuple[int, int]]:
         if p_end > pos:
             spans.append((pos, p_end))
         para_start = next_start
-    return [(s, e) for s, e in spans if text[s:e].strip()]
+    trimmed = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            trimmed.append((s, e))
+    return trimmed
 
 
 def _split_long(start: int, end: int, size: int, text: str) -> list[tuple[int, int]]:
