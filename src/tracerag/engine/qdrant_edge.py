@@ -29,6 +29,7 @@ from qdrant_edge import (
     EdgeShard,
     EdgeSparseVectorParams,
     EdgeVectorParams,
+    FacetRequest,
     FieldCondition,
     Filter,
     KeywordIndexParams,
@@ -194,15 +195,11 @@ class QdrantEdgeEngine:
     # -- reads ----------------------------------------------------------------------------------------
 
     def _present_fields(self) -> list[str]:
-        """Language fields that hold at least one chunk: only those are queried."""
+        """Language fields that hold at least one chunk: only those are queried. Found from the languages stored,
+        mapped as `upsert` maps them ("la", "pl" → text_xx; "fr-ch" → text_fr)."""
         if self._fields is None:
-            self._fields = {
-                f"text_{lang}"
-                for lang in LANGUAGES
-                if self._shard.count(
-                    CountRequest(exact=True, filter=Filter(must=[FieldCondition("language", match=MatchValue(lang))]))
-                )
-            }
+            found = self._shard.facet(FacetRequest("language", limit=100_000, exact=True))
+            self._fields = {text_field(str(hit.value)) for hit in found.hits}
         return sorted(self._fields)
 
     def _merged(self, requests: list[QueryRequest], k: int) -> list[EngineHit]:

@@ -29,9 +29,7 @@ class Retriever:
     def __init__(self, collection: Collection):
         self.collection = collection
         self.settings = collection.settings.retrieval
-        # A collection ingested with --no-dense has no vectors yet: the dense channel stays out rather than
-        # loading the model to search nothing.
-        self.has_vectors = bool(collection.dim) and collection.store.has_vectors()
+        self._has_vectors = False
         unknown = set(self.settings.channels) - set(KNOWN_CHANNELS)
         if unknown:
             raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
@@ -47,9 +45,10 @@ class Retriever:
             raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
         windows = self.settings.windows if request.windows is None else (request.windows or None)
         flt = request.filter
+        corpora = _disjoint(flt.corpora)
         groups = (
-            [flt.narrowed(corpora=(c,)) for c in flt.corpora]
-            if self.settings.per_corpus_depth and len(flt.corpora) > 1
+            [flt.narrowed(corpora=(c,)) for c in corpora]
+            if self.settings.per_corpus_depth and len(corpora) > 1
             else [flt]
         )
         depth = max(self.settings.depth, request.k)
@@ -91,6 +90,15 @@ class Retriever:
             },
         )
 
+    @property
+    def has_vectors(self) -> bool:
+        """A collection ingested with --no-dense has no vectors yet: the dense channel stays out rather than
+        loading the model to search nothing. Asked again until vectors appear, since `embed_missing` or an
+        ingest may add them while this retriever lives."""
+        if not self._has_vectors:
+            self._has_vectors = bool(self.collection.dim) and self.collection.store.has_vectors()
+        return self._has_vectors
+
     def _runners(self, query: str, channels: tuple[str, ...]) -> list:
         col = self.collection
         runners: list = []
@@ -128,3 +136,10 @@ class Retriever:
         corpus_of = {d.doc_id: i for i, docs in enumerate(fused) for d in docs}
         everything = sorted((d for docs in fused for d in docs), key=lambda d: (d.rank, -d.score, d.doc_id))
         return equal_share(everything, lambda d: str(corpus_of[d.doc_id]), len(everything))
+
+
+def _disjoint(corpora: tuple[str, ...]) -> list[str]:
+    """The corpora asked for, without repeats and without those inside another one asked for ("letemps/gdl"
+    with "letemps"): overlapping groups would return the same document twice."""
+    unique = list(dict.fromkeys(corpora))
+    return [c for c in unique if not any(c.startswith(p + "/") for p in unique)]

@@ -1,0 +1,152 @@
+"""Fusion against rankings worked out by hand: max-pooling, RRF, tie-breaking and the choice of best chunk."""
+
+from __future__ import annotations
+
+import pytest
+
+from tracerag.model import ChannelEvidence, Hit
+from tracerag.retrieval.fusion import RRF_K, best_chunks, fuse, max_pool, rrf
+
+
+def hits(channel: str, *chunk_ids: str) -> list[Hit]:
+    """Hits in rank order; a chunk id is "DOC#N", its score decreases with the rank."""
+    return [Hit(cid, cid.split("#")[0], channel, i + 1, 10.0 - i) for i, cid in enumerate(chunk_ids)]
+
+
+def ev(channel: str, rank: int, doc: str, chunk: str | None = None) -> ChannelEvidence:
+    return ChannelEvidence(channel, rank, 1.0, chunk or f"{doc}#0", doc)
+
+
+# bm25 ranks chunks A#0, B#0, A#1, C#0; dense ranks A#1, C#0, D#0.
+BM25 = hits("bm25", "A#0", "B#0", "A#1", "C#0")
+DENSE = hits("dense", "A#1", "C#0", "D#0")
+
+
+def test_rrf_k_is_60():
+    assert RRF_K == 60
+
+
+def test_max_pool_keeps_each_documents_best_chunk_and_renumbers_ranks():
+    pooled = max_pool(BM25)
+    # A counts once (its best chunk A#0 at rank 1); C's chunk was 4th but C is the 3rd document.
+    assert [(e.doc_id, e.rank, e.chunk_id, e.score) for e in pooled] == [
+        ("A", 1, "A#0", 10.0),
+        ("B", 2, "B#0", 9.0),
+        ("C", 3, "C#0", 7.0),
+    ]
+    assert {e.channel for e in pooled} == {"bm25"}
+
+
+def test_max_pool_orders_by_rank_not_by_input_order():
+    shuffled = [BM25[2], BM25[3], BM25[0], BM25[1]]
+    assert [(e.doc_id, e.rank, e.chunk_id) for e in max_pool(shuffled)] == [
+        ("A", 1, "A#0"),
+        ("B", 2, "B#0"),
+        ("C", 3, "C#0"),
+    ]
+
+
+def test_max_pool_of_nothing_is_nothing():
+    assert max_pool([]) == []
+
+
+def test_rrf_scores_by_hand():
+    fused = rrf({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})
+    # document ranks: bm25 A1 B2 C3; dense A1 C2 D3
+    expected = {
+        "A": 1 / 61 + 1 / 61,  # 0.032787
+        "C": 1 / 63 + 1 / 62,  # 0.032002
+        "B": 1 / 62,  # 0.016129
+        "D": 1 / 63,  # 0.015873
+    }
+    assert [d.doc_id for d in fused] == ["A", "C", "B", "D"]
+    assert [d.rank for d in fused] == [1, 2, 3, 4]
+    for d in fused:
+        assert d.score == pytest.approx(expected[d.doc_id], abs=1e-12)
+    channels = {d.doc_id: sorted((e.channel, e.rank) for e in d.channels) for d in fused}
+    assert channels == {
+        "A": [("bm25", 1), ("dense", 1)],
+        "C": [("bm25", 3), ("dense", 2)],
+        "B": [("bm25", 2)],
+        "D": [("dense", 3)],
+    }
+
+
+def test_rrf_with_another_k():
+    fused = rrf({"bm25": [ev("bm25", 1, "X"), ev("bm25", 2, "Y")], "dense": [ev("dense", 1, "Y")]}, k=10)
+    assert [d.doc_id for d in fused] == ["Y", "X"]
+    assert fused[0].score == pytest.approx(1 / 12 + 1 / 11)
+    assert fused[1].score == pytest.approx(1 / 11)
+
+
+def test_rrf_equal_scores_and_equal_best_rank_fall_back_to_doc_id():
+    # "Z" is 1st in bm25 and 3rd in dense, "M" the reverse: 1/61 + 1/63 each, best rank 1 each.
+    channels = {
+        "bm25": [ev("bm25", 1, "Z"), ev("bm25", 2, "F"), ev("bm25", 3, "M")],
+        "dense": [ev("dense", 1, "M"), ev("dense", 2, "G"), ev("dense", 3, "Z")],
+    }
+    fused = rrf(channels)
+    assert fused[0].score == fused[1].score == 1 / 61 + 1 / 63
+    # F and G: 1/62 each, best rank 2 each -> id order too
+    assert [d.doc_id for d in fused] == ["M", "Z", "F", "G"]
+
+
+def test_rrf_equal_scores_prefer_the_better_single_channel_rank():
+    # With k=2: "z" 1st in bm25 only scores 1/3; "a" 4th in both channels scores 1/6 + 1/6 = 1/3 too.
+    # "z" wins on its best single rank (1 < 4) although "a" sorts first by id. g1 (1st in dense) also
+    # scores 1/3 with best rank 1, and precedes "z" by id.
+    channels = {
+        "bm25": [ev("bm25", 1, "z"), ev("bm25", 2, "f1"), ev("bm25", 3, "f2"), ev("bm25", 4, "a")],
+        "dense": [ev("dense", 1, "g1"), ev("dense", 2, "g2"), ev("dense", 3, "g3"), ev("dense", 4, "a")],
+    }
+    fused = rrf(channels, k=2)
+    scores = {d.doc_id: d.score for d in fused}
+    assert scores["z"] == scores["a"] == scores["g1"] == 1 / 3
+    assert scores["f1"] == scores["g2"] == 1 / 4
+    assert scores["f2"] == scores["g3"] == 1 / 5
+    assert [d.doc_id for d in fused] == ["g1", "z", "a", "f1", "g2", "f2", "g3"]
+
+
+def test_rrf_is_independent_of_channel_order():
+    a = rrf({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})
+    b = rrf({"dense": max_pool(DENSE), "bm25": max_pool(BM25)})
+    assert [(d.doc_id, d.score) for d in a] == [(d.doc_id, d.score) for d in b]
+
+
+def test_best_chunks_by_hand():
+    best = best_chunks({"bm25": BM25, "dense": DENSE})
+    # A#0: 1/61 (bm25 1st); A#1: 1/63 (bm25 3rd) + 1/61 (dense 1st) -> A#1.
+    # C#0: 1/64 + 1/62, the only chunk of C.
+    assert best == {"A": "A#1", "B": "B#0", "C": "C#0", "D": "D#0"}
+
+
+def test_best_chunks_tie_goes_to_the_smaller_chunk_id():
+    # D#2 1st in bm25, D#1 1st in dense: 1/61 each.
+    assert best_chunks({"bm25": hits("bm25", "D#2"), "dense": hits("dense", "D#1")}) == {"D": "D#1"}
+
+
+def test_fuse_by_hand():
+    fused = fuse({"bm25": BM25, "dense": DENSE})
+    assert [(d.rank, d.doc_id) for d in fused] == [(1, "A"), (2, "C"), (3, "B"), (4, "D")]
+    assert [d.score for d in fused] == pytest.approx([2 / 61, 1 / 63 + 1 / 62, 1 / 62, 1 / 63])
+    assert {d.doc_id: d.best_chunk_id for d in fused} == {"A": "A#1", "C": "C#0", "B": "B#0", "D": "D#0"}
+
+
+def test_fuse_best_chunk_is_not_the_first_channels_chunk():
+    fused = {d.doc_id: d for d in fuse({"bm25": BM25, "dense": DENSE})}
+    a = fused["A"]
+    bm25_evidence = next(e for e in a.channels if e.channel == "bm25")
+    assert bm25_evidence.chunk_id == "A#0"  # what bm25 alone would cite
+    assert a.best_chunk_id == "A#1"  # 1/63 + 1/61 > 1/61
+    # rrf alone keeps the first channel's chunk; fuse must replace it
+    assert rrf({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})[0].best_chunk_id == "A#0"
+
+
+def test_fuse_one_channel_is_that_channels_document_order():
+    fused = fuse({"bm25": BM25})
+    assert [d.doc_id for d in fused] == ["A", "B", "C"]
+    assert [d.best_chunk_id for d in fused] == ["A#0", "B#0", "C#0"]
+
+
+def test_fuse_of_no_hits_is_empty():
+    assert fuse({"bm25": [], "dense": []}) == []

