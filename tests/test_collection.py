@@ -138,6 +138,16 @@ def test_duplicate_ids_in_one_run_are_skipped(tmp_path):
         assert col.store.get_documents(["d1"])["d1"].text == "Premier texte."
 
 
+def test_library_documents_with_bad_dates_are_reported_not_indexed(tmp_path):
+    docs = [Document("ok", "Texte daté.", date="1887-5"), Document("bad", "Autre texte.", date="1887-13")]
+    with Collection.open(tmp_path / "c", load_settings(), create=True, embed_model="none") as col:
+        report = col.ingest(docs, dense=False)
+        assert (report.read, report.added, dict(report.languages)) == (1, 1, {"?": 1})
+        assert "document bad: unparseable date '1887-13'" in str(report.skipped[0])
+        assert col.store.get_documents(["ok"])["ok"].date == "1887-05"
+        assert col.engine.count() == 1
+
+
 # -- resume after a kill ----------------------------------------------------------------------------------
 
 RESUME_FILES = [

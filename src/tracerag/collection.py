@@ -206,10 +206,14 @@ class Collection:
             if isinstance(item, RecordError):
                 report.skipped.append(item)
                 continue
+            where = {"file": str(item.source.get("file", item.id)), "line": item.source.get("line")}
             if item.id in seen:
-                report.skipped.append(
-                    RecordError(f"duplicate document id {item.id!r}", file=str(item.source.get("file", "?")))
-                )
+                report.skipped.append(RecordError(f"duplicate document id {item.id!r}", **where))
+                continue
+            try:  # readers check dates already; documents built by library users may not
+                item.date = normalise_date(item.date)
+            except ValueError as exc:
+                report.skipped.append(RecordError(f"document {item.id}: {exc}", **where))
                 continue
             seen.add(item.id)
             report.read += 1
@@ -237,15 +241,7 @@ class Collection:
         known = self.store.state_of([d.id for d in docs])
         todo = []
         for doc in docs:
-            try:
-                doc.date = normalise_date(doc.date)
-                span = parse_partial_date(doc.date) if doc.date else None
-            except ValueError as exc:
-                report.skipped.append(
-                    RecordError(str(exc), file=str(doc.source.get("file", doc.id)), line=doc.source.get("line"))
-                )
-                report.read -= 1
-                continue
+            span = parse_partial_date(doc.date) if doc.date else None
             digest = doc.content_hash()
             previous = known.get(doc.id)
             if previous == (digest, "indexed"):
