@@ -282,20 +282,16 @@ class Collection:
         return len(chunks)
 
     def _vectors_for(self, chunks: Sequence[StoredChunk], report: IngestReport) -> np.ndarray:
-        """Vectors for `chunks`, from the store when the same text was embedded before, else from the model."""
-        stored = self.store.vectors_of([c.id for c in chunks])
-        missing = [c for c in chunks if c.id not in stored]
-        if missing:
-            reuse = self.store.known_vectors(text_hash(c.index_text) for c in missing)
-            fresh = [c for c in missing if text_hash(c.index_text) not in reuse]
-            new = self._encode([c.index_text for c in fresh])
+        """Vectors for `chunks`: from the store when the same text was embedded before, else from the model."""
+        hashes = [text_hash(c.index_text) for c in chunks]
+        known = self.store.vectors_by_hash(hashes)
+        fresh = {h: c.index_text for h, c in zip(hashes, chunks, strict=True) if h not in known}
+        if fresh:
+            computed = dict(zip(fresh, self._encode(list(fresh.values())), strict=True))
+            self.store.put_vectors(computed)
+            known.update(computed)
             report.embedded += len(fresh)
-            by_id = {c.id: v for c, v in zip(fresh, new, strict=True)}
-            for c in missing:
-                by_id.setdefault(c.id, reuse.get(text_hash(c.index_text)))
-            self.store.set_vectors(list(by_id), np.stack(list(by_id.values())))
-            stored.update(by_id)
-        return np.stack([stored[c.id] for c in chunks])
+        return np.stack([known[h] for h in hashes])
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         embedder = self.embedder
@@ -311,10 +307,12 @@ class Collection:
         total = self.store.count_chunks(without_vectors=True)
         done = 0
         report = IngestReport()
+        after = ("", -1)
         while True:
-            chunks = self.store.chunks_without_vectors(self.settings.embed.batch_size * 4)
+            chunks = self.store.chunks_without_vectors(self.settings.embed.batch_size * 4, after)
             if not chunks:
                 break
+            after = (chunks[-1].doc_id, chunks[-1].n)
             vectors = self._vectors_for(chunks, report)
             self.engine.set_vectors([c.id for c in chunks], vectors)
             self.engine.flush()

@@ -26,10 +26,13 @@ CREATE INDEX IF NOT EXISTS documents_state ON documents(state);
 CREATE TABLE IF NOT EXISTS chunks (
   id TEXT PRIMARY KEY, doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
   n INTEGER NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, index_text TEXT NOT NULL,
-  text_hash TEXT NOT NULL, vector BLOB
+  text_hash TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc_id);
 CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
+-- One vector per distinct index text: repeated notices and re-ingested documents are embedded once. Vectors
+-- outlive their chunks (a document changed back reuses them); the collection has a single model.
+CREATE TABLE IF NOT EXISTS vectors (text_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
 """
 
 
@@ -105,25 +108,25 @@ class DocumentStore:
                     ),
                 )
                 self._db.executemany(
-                    "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,NULL)",
+                    "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
                     [(c.id, c.doc_id, c.n, c.start, c.end, c.index_text, text_hash(c.index_text)) for c in chunks],
                 )
 
-    def set_vectors(self, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
+    def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
+        """Store vectors by the hash of the index text they embed."""
         with self._transaction():
             self._db.executemany(
-                "UPDATE chunks SET vector = ? WHERE id = ?",
-                [(np.asarray(v, dtype=np.float32).tobytes(), cid) for cid, v in zip(chunk_ids, vectors, strict=True)],
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+                [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
             )
 
-    def known_vectors(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
-        """Vectors already computed for the same index text (repeated notices, re-ingests): computed once."""
+    def vectors_by_hash(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The vectors already computed for these index texts."""
         out: dict[str, np.ndarray] = {}
         for part in _batches(list(set(hashes)), 500):
             marks = ",".join("?" * len(part))
             for h, blob in self._db.execute(
-                f"SELECT text_hash, vector FROM chunks WHERE text_hash IN ({marks}) AND vector IS NOT NULL",
-                part,
+                f"SELECT text_hash, vector FROM vectors WHERE text_hash IN ({marks})", part
             ):
                 out[h] = np.frombuffer(blob, dtype=np.float32)
         return out
@@ -163,27 +166,36 @@ class DocumentStore:
         for part in _batches(list(chunk_ids), 500):
             marks = ",".join("?" * len(part))
             for cid, blob in self._db.execute(
-                f"SELECT id, vector FROM chunks WHERE id IN ({marks}) AND vector IS NOT NULL", part
+                f"SELECT c.id, v.vector FROM chunks c JOIN vectors v USING (text_hash) WHERE c.id IN ({marks})", part
             ):
                 out[cid] = np.frombuffer(blob, dtype=np.float32)
         return out
 
-    def chunks_without_vectors(self, limit: int) -> list[StoredChunk]:
+    _WITHOUT_VECTOR = "LEFT JOIN vectors v USING (text_hash) WHERE v.text_hash IS NULL"
+
+    def chunks_without_vectors(self, limit: int, after: tuple[str, int] = ("", -1)) -> list[StoredChunk]:
+        """Chunks whose text has no vector yet, in (doc_id, n) order from after `after` (keyset paging)."""
         return [
             StoredChunk(*row)
             for row in self._db.execute(
-                'SELECT id, doc_id, n, start, "end", index_text FROM chunks WHERE vector IS NULL '
-                "ORDER BY doc_id, n LIMIT ?",
-                (limit,),
+                f'SELECT c.id, c.doc_id, c.n, c.start, c."end", c.index_text FROM chunks c {self._WITHOUT_VECTOR} '
+                "AND (c.doc_id, c.n) > (?, ?) ORDER BY c.doc_id, c.n LIMIT ?",
+                (*after, limit),
             )
         ]
 
     def count_chunks(self, *, without_vectors: bool = False) -> int:
-        where = " WHERE vector IS NULL" if without_vectors else ""
-        return int(self._db.execute(f"SELECT count(*) FROM chunks{where}").fetchone()[0])
+        query = (
+            f"SELECT count(*) FROM chunks c {self._WITHOUT_VECTOR}"
+            if without_vectors
+            else "SELECT count(*) FROM chunks"
+        )
+        return int(self._db.execute(query).fetchone()[0])
 
     def has_vectors(self) -> bool:
-        return self._db.execute("SELECT 1 FROM chunks WHERE vector IS NOT NULL LIMIT 1").fetchone() is not None
+        """Whether any stored chunk has a vector (the dense channel has something to search)."""
+        row = self._db.execute("SELECT 1 FROM chunks c JOIN vectors v USING (text_hash) LIMIT 1").fetchone()
+        return row is not None
 
     def count_documents(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
