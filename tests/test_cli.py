@@ -210,3 +210,16 @@ def test_version():
     result = invoke("--version")
     assert result.exit_code == 0
     assert result.stdout.startswith("tracerag ")
+
+
+def test_chunking_is_fixed_by_the_collection(tmp_path):
+    path = str(tmp_path / "c")
+    first = invoke("ingest", str(JSONL / "good.jsonl"), "-c", path, "--embed-model", "none", "--chunk-size", "400")
+    assert first.exit_code == 0, first.output
+    clash = invoke("ingest", str(JSONL / "good.jsonl"), "-c", path, "--chunk-size", "500")
+    assert clash.exit_code == 2
+    assert "chunked with size 400" in clash.output and "new collection" in clash.output
+    same = invoke("ingest", str(JSONL / "good.jsonl"), "-c", path, "--chunk-size", "400")
+    assert same.exit_code == 0, same.output
+    with Collection.open(Path(path), load_settings()) as col:  # default settings: the collection's chunking wins
+        assert col.settings.chunk.size == 400

@@ -118,6 +118,14 @@ def ingest(
     if limit is not None:
         records = _take(records, limit)
     with Collection.open(collection, settings, create=True, embed_model=embed_model) as col:
+        asked = {"size": chunk_size, "overlap": chunk_overlap}
+        built = col.settings.chunk.model_dump()
+        clash = {k: v for k, v in asked.items() if v is not None and v != built[k]}
+        if clash:
+            raise ConfigError(
+                f"{collection} is chunked with size {built['size']}, overlap {built['overlap']}; "
+                f"asked for {clash}. Ingest into a new collection to change chunking."
+            )
         report = _run_ingest(col, records, dense=not no_dense)
     _print_report(report, json_out)
 

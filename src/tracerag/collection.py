@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tracerag import __version__
-from tracerag.config import Settings
+from tracerag.config import ChunkSettings, Settings
 from tracerag.embed import Embedder, load_embedder
 from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
@@ -121,7 +121,13 @@ class Collection:
                     f"{path} was built with embedding model {recorded!r} ({built}); asked for {embed_model!r}. "
                     "Use the same model, or ingest into a new collection."
                 )
-            settings = settings.model_copy(update={"embed": settings.embed.model_copy(update={"model": recorded})})
+            # The index was shaped by its own model and chunking: those win over whatever the caller has.
+            settings = settings.model_copy(
+                update={
+                    "embed": settings.embed.model_copy(update={"model": recorded}),
+                    "chunk": ChunkSettings(**manifest["chunk"]),
+                }
+            )
             return cls(path, settings, manifest)
         if not create:
             raise CollectionError(f"{path}: not a TRACE collection (no {MANIFEST}); create it with `tracerag ingest`")
