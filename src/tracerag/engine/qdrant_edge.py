@@ -130,10 +130,11 @@ class QdrantEdgeEngine:
             self._shard = EdgeShard.create(str(self.path), config)
             self._create_indexes()
         self._fields: set[str] | None = None
+        # Text indexes are made when a language's first chunk arrives: each one maps a 32 MiB page file that
+        # stays resident, so creating all ten up front cost ~130 MiB of RSS for languages a collection lacks.
+        self._text_indexes = {k for k in self._shard.info().payload_schema if k.startswith("text_")}
 
     def _create_indexes(self) -> None:
-        for lang in LANGUAGES:
-            self._shard.update(UpdateOperation.create_field_index(f"text_{lang}", _text_index(lang)))
         for key in ("doc_id", "corpus", "language"):
             self._shard.update(UpdateOperation.create_field_index(key, KeywordIndexParams(enable_hnsw=False)))
         for key in ("date_start", "date_end"):
@@ -144,6 +145,9 @@ class QdrantEdgeEngine:
     def upsert(self, chunks: Sequence[IndexedChunk], vectors: np.ndarray | None) -> None:
         if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        for field in sorted({text_field(c.language) for c in chunks} - self._text_indexes):
+            self._shard.update(UpdateOperation.create_field_index(field, _text_index(field.removeprefix("text_"))))
+            self._text_indexes.add(field)
         points = []
         for i, c in enumerate(chunks):
             payload = {
