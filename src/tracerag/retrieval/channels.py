@@ -87,27 +87,26 @@ def date_score(span: tuple[str, str], target: DateRange, half_life_days: float) 
 class DateChannel:
     """Ranks the documents other channels found by closeness to the date written in the query.
 
-    Silent when the query carries no date: a date channel without a date would only add noise to the fusion.
-    It ranks the candidate pool rather than the whole collection, because "any document of 1890" is not
-    evidence for a question about a strike in 1890.
+    Built only when the query carries a date (`for_query`): a date channel without a date would only add noise
+    to the fusion. It ranks the candidate pool rather than the whole collection, because "any document of
+    1890" is not evidence for a question about a strike in 1890.
     """
 
+    target: DateRange
     half_life_days: float
     name: str = "date"
 
-    def target(self, query: str) -> DateRange | None:
+    @classmethod
+    def for_query(cls, query: str, half_life_days: float) -> DateChannel | None:
         found = find_query_date(query)
-        return found[0] if found else None
+        return cls(found[0], half_life_days) if found else None
 
-    def rank(self, query: str, pool: Sequence[Hit], doc_dates: Mapping[str, tuple[str, str]], k: int) -> list[Hit]:
-        target = self.target(query)
-        if target is None:
-            return []
+    def rank(self, pool: Sequence[Hit], doc_dates: Mapping[str, tuple[str, str]], k: int) -> list[Hit]:
         best_chunk: dict[str, Hit] = {}
         for h in sorted(pool, key=lambda h: (h.rank, h.channel)):
             best_chunk.setdefault(h.doc_id, h)
         scored = [
-            (date_score(doc_dates[d], target, self.half_life_days), best_chunk[d].rank, d)
+            (date_score(doc_dates[d], self.target, self.half_life_days), best_chunk[d].rank, d)
             for d in best_chunk
             if d in doc_dates
         ]

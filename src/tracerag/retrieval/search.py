@@ -30,19 +30,14 @@ class Retriever:
         self.collection = collection
         self.settings = collection.settings.retrieval
         self._has_vectors = False
-        unknown = set(self.settings.channels) - set(KNOWN_CHANNELS)
-        if unknown:
-            raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
+        _check_channels(self.settings.channels)
 
     def search(self, request: SearchRequest) -> Ranking:
         if not request.query.strip():
             raise ConfigError("empty query")
         if request.k <= 0:
             raise ConfigError(f"k must be positive, got {request.k}")
-        channels = request.channels or self.settings.channels
-        unknown = set(channels) - set(KNOWN_CHANNELS)
-        if unknown:
-            raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
+        channels = _check_channels(request.channels or self.settings.channels)
         windows = self.settings.windows if request.windows is None else (request.windows or None)
         flt = request.filter
         corpora = _disjoint(flt.corpora)
@@ -56,8 +51,9 @@ class Retriever:
         # deepen while a channel was cut off by the depth and documents are missing.
         want = request.k * (4 if windows else 1)
         runners = self._runners(request.query, channels)
+        dated = DateChannel.for_query(request.query, self.settings.date_scale_days) if "date" in channels else None
         for _ in range(4):
-            hits, per_group = self._run_channels(request.query, runners, "date" in channels, groups, depth)
+            hits, per_group = self._run_channels(request.query, runners, dated, groups, depth)
             docs = self._fuse_groups(per_group)
             cut_off = any(len(h) >= depth for h in hits.values())
             if len(docs) >= want or not cut_off:
@@ -72,7 +68,6 @@ class Retriever:
         docs = docs[: request.k]
         for i, d in enumerate(docs):
             d.rank = i + 1
-        date = DateChannel(self.settings.date_scale_days).target(request.query) if "date" in channels else None
         return Ranking(
             documents=docs,
             channel_hits=hits,
@@ -86,7 +81,7 @@ class Retriever:
                 "filter": flt.to_dict(),
                 "windows": windows,
                 "per_corpus": len(groups) > 1,
-                "query_date": [date.start, date.end] if date else None,
+                "query_date": [dated.target.start, dated.target.end] if dated else None,
             },
         )
 
@@ -111,16 +106,15 @@ class Retriever:
         return runners
 
     def _run_channels(
-        self, query: str, runners: list, with_date: bool, groups: list[Filter], depth: int
+        self, query: str, runners: list, dated: DateChannel | None, groups: list[Filter], depth: int
     ) -> tuple[dict[str, list[Hit]], list[dict[str, list[Hit]]]]:
-        col = self.collection
         per_group: list[dict[str, list[Hit]]] = []
         for flt in groups:
             hits = {r.name: r.run(query, depth, flt) for r in runners}
-            if with_date:
+            if dated is not None:
                 pool = [h for hs in hits.values() for h in hs]
-                dates = col.store.date_spans(sorted({h.doc_id for h in pool}))
-                hits["date"] = DateChannel(self.settings.date_scale_days).rank(query, pool, dates, depth)
+                dates = self.collection.store.date_spans(sorted({h.doc_id for h in pool}))
+                hits[dated.name] = dated.rank(pool, dates, depth)
             per_group.append(hits)
         merged: dict[str, list[Hit]] = {}
         for hits in per_group:
@@ -136,6 +130,13 @@ class Retriever:
         corpus_of = {d.doc_id: i for i, docs in enumerate(fused) for d in docs}
         everything = sorted((d for docs in fused for d in docs), key=lambda d: (d.rank, -d.score, d.doc_id))
         return equal_share(everything, lambda d: str(corpus_of[d.doc_id]), len(everything))
+
+
+def _check_channels(channels: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = set(channels) - set(KNOWN_CHANNELS)
+    if unknown:
+        raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
+    return channels
 
 
 def _disjoint(corpora: tuple[str, ...]) -> list[str]:
