@@ -208,6 +208,15 @@ class Collection:
                 report.chunks += self._index(pending[i : i + self.settings.ingest.batch_documents], dense, report)
         batch: list[Document] = []
         seen: set[str] = set()
+
+        def commit() -> None:
+            self._ingest_batch(batch, dense, report)
+            batch.clear()
+            if progress:
+                progress(report.read, report.chunks)
+            if on_batch:
+                on_batch(report)
+
         for item in records:
             if isinstance(item, RecordError):
                 report.skipped.append(item)
@@ -227,18 +236,9 @@ class Collection:
             report.corpora[item.corpus] += 1
             batch.append(item)
             if len(batch) >= self.settings.ingest.batch_documents:
-                self._ingest_batch(batch, dense, report)
-                batch = []
-                if progress:
-                    progress(report.read, report.chunks)
-                if on_batch:
-                    on_batch(report)
+                commit()
         if batch:
-            self._ingest_batch(batch, dense, report)
-            if progress:
-                progress(report.read, report.chunks)
-            if on_batch:
-                on_batch(report)
+            commit()
         self.engine.optimize()
         report.seconds = time.perf_counter() - start
         return report
