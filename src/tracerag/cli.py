@@ -21,7 +21,7 @@ from tracerag import __version__
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError, TraceError
-from tracerag.ingest import read_documents
+from tracerag.ingest import detect_format, read_documents
 from tracerag.ingest.dates import parse_partial_date
 from tracerag.model import Filter
 
@@ -113,7 +113,7 @@ def ingest(
     )
     if not path.exists():
         raise ConfigError(f"{path}: no such file or folder")
-    options = _reader_options(fmt or _guess(path), locals())
+    options = _reader_options(fmt or detect_format(path), locals())
     records = read_documents(path, fmt, **options)
     if limit is not None:
         records = _take(records, limit)
@@ -128,12 +128,6 @@ def ingest(
             )
         report = _run_ingest(col, records, dense=not no_dense)
     _print_report(report, json_out)
-
-
-def _guess(path: Path) -> str:
-    from tracerag.ingest import detect_format
-
-    return detect_format(path)
 
 
 def _reader_options(fmt: str, args: dict[str, Any]) -> dict[str, Any]:
