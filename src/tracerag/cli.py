@@ -337,6 +337,96 @@ def render(data: dict, explain_: bool, console: Console) -> None:
                 console.print(f"    metadata: {escape(json.dumps(shown | r['fields'], ensure_ascii=False))}")
 
 
+# -- eval -------------------------------------------------------------------------------------------------
+
+
+@app.command("eval")
+@_friendly
+def eval_(
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark name (see --list) or a BEIR-layout folder.")] = None,
+    runs: Annotated[
+        str, typer.Option(help="Comma-separated runs: bm25, dense, phrase, bm25+date, hybrid, hybrid+windows.")
+    ] = "bm25,hybrid",
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Report folder (results.json, results.md, runs/*.trec).")
+    ] = Path("reports/eval"),
+    limit: Annotated[int | None, typer.Option(help="Evaluate the first N judged queries.")] = None,
+    sample: Annotated[int | None, typer.Option(help="Evaluate a seeded sample of N judged queries.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
+    no_dense: Annotated[bool, typer.Option("--no-dense", help="Build the collection without vectors.")] = False,
+    collections: Annotated[Path | None, typer.Option(help="Where benchmark collections are built and reused.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="Datasets folder (TRACERAG_DATASETS).")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="Describe every benchmark and exit.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Evaluate runs on a benchmark: recall, MRR, nDCG, MAP per run with paired significance against the first."""
+    from tracerag.eval.datasets import BENCHMARKS, load_benchmark
+    from tracerag.eval.metrics import compare, evaluate
+    from tracerag.eval.report import markdown_table, write_reports
+    from tracerag.eval.runner import build_collection, run_specs, search_all, select_queries
+    from tracerag.eval.trec import write_run
+
+    settings = load_settings(config, **({"datasets": data} if data else {}))
+    if list_:
+        for name, loader in BENCHMARKS.items():
+            doc = (loader.__doc__ or "").strip().splitlines()
+            out.print(f"[bold]{name}[/bold]: {escape(doc[0] if doc else '')}")
+        return
+    if benchmark is None:
+        raise ConfigError("--benchmark NAME or folder is required (see --list)")
+    specs = run_specs([r.strip() for r in runs.split(",") if r.strip()])
+    bench = load_benchmark(benchmark, settings.datasets)
+    query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
+    if not query_ids:
+        raise ConfigError(f"{bench.name}: no judged query selected")
+    root = collections or settings.cache_dir / "eval"
+    with _progress() as progress:
+        task = progress.add_task(f"ingest {bench.name}", total=len(bench.documents), extra="")
+        col, report = build_collection(
+            bench, root, settings, dense=not no_dense, progress=lambda d, c: progress.update(task, completed=d)
+        )
+    with col:
+        if any("dense" in s.channels for s in specs) and col.store.count_chunks(without_vectors=True):
+            if not no_dense:
+                raise ConfigError(f"{col.path} has chunks without vectors: run `tracerag embed -c {col.path}` first")
+            err.print("[yellow]--no-dense: runs that name the dense channel run without it[/yellow]")
+        qrels = {q: bench.qrels[q] for q in query_ids}
+        results: dict[str, dict[str, float]] = {}
+        pvalues: dict[str, dict[str, float]] = {}
+        run_dir = out_dir / "runs"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        first = None
+        for spec in specs:
+            with _progress() as progress:
+                task = progress.add_task(f"run {spec.name}", total=len(query_ids), extra="")
+                start = time.perf_counter()
+                run = search_all(col, bench, query_ids, spec, progress=lambda t=task: progress.advance(t))
+                seconds = time.perf_counter() - start
+            write_run(run_dir / f"{spec.name}.trec", run, spec.name)
+            results[spec.name] = evaluate(qrels, run) | {"seconds_per_query": seconds / len(query_ids)}
+            if first is None:
+                first = run
+            else:
+                pvalues[spec.name] = {m: compare(qrels, first, run, m) for m in METRICS}
+    summary = {
+        "benchmark": bench.name,
+        "description": bench.description,
+        "queries": len(query_ids),
+        "documents": len(bench.documents),
+        "collection": str(col.path),
+        "ingest": report.to_dict() | {"errors": len(report.skipped)},
+        "runs": results,
+        "pvalues_vs_first": pvalues,
+    }
+    table = markdown_table(results, pvalues, list(METRICS))
+    header = f"# {bench.name}: {len(query_ids)} queries, {len(bench.documents)} documents\n\n{bench.description}\n\n"
+    write_reports(out_dir, summary, header + table)
+    sys.stdout.write(table + f"\nreports in {out_dir}\n")
+
+
+METRICS = ("R@1", "R@5", "R@10", "R@100", "MRR@10", "nDCG@10", "MAP")
+
+
 # -- demo -------------------------------------------------------------------------------------------------
 
 # Chosen on the demo sample: French (accents folded), German with a date (date channel, 10-year windows), a

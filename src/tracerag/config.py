@@ -80,6 +80,9 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
     cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
     demo_data: Path | None = Field(None, description="Local copy of the demo data (skips the download).")
+    datasets: Path = Field(
+        Path("../shared/datasets"), description="Folder of evaluation datasets read by `tracerag eval` (in place)."
+    )
 
     def index_hash(self) -> str:
         """Hash of the settings that shape an index: stored in collection.toml, shown on mismatch."""

@@ -1,0 +1,1 @@
+"""Evaluation harness: TREC run and qrels files, retrieval metrics and significance tests."""

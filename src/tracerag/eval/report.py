@@ -1,0 +1,42 @@
+"""Reports of an evaluation: results.json and a markdown table (runs as rows, metrics as columns, the best value
+of each metric in bold, a dagger where a run differs significantly from the first run)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SIGNIFICANCE = 0.05
+
+
+def markdown_table(
+    results: dict[str, dict[str, float]], pvalues: dict[str, dict[str, float]], metrics: list[str]
+) -> str:
+    """`results[run][metric]`; `pvalues[run][metric]` against the first run (absent for it)."""
+    runs = list(results)
+    best = {m: max(results[r][m] for r in runs) for m in metrics}
+    lines = ["| run | " + " | ".join(metrics) + " |", "|---|" + "---:|" * len(metrics)]
+    for run in runs:
+        cells = []
+        for m in metrics:
+            value = f"{results[run][m]:.4f}"
+            if results[run][m] == best[m] and len(runs) > 1:
+                value = f"**{value}**"
+            p = pvalues.get(run, {}).get(m)
+            if p is not None and p < SIGNIFICANCE:
+                value += " †"
+            cells.append(value)
+        lines.append(f"| {run} | " + " | ".join(cells) + " |")
+    if len(runs) > 1:
+        lines.append("")
+        lines.append(f"Best per metric in bold; † = differs from `{runs[0]}` (paired t-test, p < {SIGNIFICANCE}).")
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(out: Path, summary: dict[str, Any], table: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(out / "results.json")
+    (out / "results.md").write_text(table, encoding="utf-8")

@@ -1,0 +1,100 @@
+"""Run retrieval configurations over a benchmark: build (once) the benchmark's collection, search every query
+with each named run, and return TREC-style runs. Metrics and reports read these runs; nothing here scores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracerag.collection import Collection, IngestReport
+from tracerag.config import Settings
+from tracerag.errors import ConfigError
+from tracerag.eval.datasets import Benchmark
+from tracerag.retrieval import Retriever, SearchRequest
+
+# Named runs: which channels, and whether temporal windowing is on. "hybrid" is the default fusion.
+RUNS: dict[str, dict] = {
+    "bm25": {"channels": ("bm25",)},
+    "dense": {"channels": ("dense",)},
+    "phrase": {"channels": ("phrase",)},
+    "bm25+date": {"channels": ("bm25", "date")},
+    "hybrid": {"channels": ("bm25", "dense", "date", "phrase")},
+    "hybrid+windows": {"channels": ("bm25", "dense", "date", "phrase"), "windows": "5y"},
+}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    name: str
+    channels: tuple[str, ...]
+    windows: str | None = None
+
+
+def run_specs(names: Sequence[str]) -> list[RunSpec]:
+    specs = []
+    for name in names:
+        if name not in RUNS:
+            raise ConfigError(f"unknown run {name!r}; expected one of {', '.join(RUNS)}")
+        specs.append(RunSpec(name, RUNS[name]["channels"], RUNS[name].get("windows")))
+    return specs
+
+
+def select_queries(
+    benchmark: Benchmark, *, limit: int | None = None, sample: int | None = None, seed: int = 0
+) -> list[str]:
+    """Query ids to evaluate: those with judgments, in id order, then the first `limit` or a seeded sample."""
+    ids = sorted(q for q in benchmark.queries if benchmark.qrels.get(q))
+    if sample is not None and sample < len(ids):
+        ids = sorted(random.Random(seed).sample(ids, sample))
+    if limit is not None:
+        ids = ids[:limit]
+    return ids
+
+
+def collection_dir(root: Path, benchmark: Benchmark, settings: Settings) -> Path:
+    """One collection per benchmark corpus and index-shaping settings, reused across eval runs."""
+    digest = hashlib.sha256(
+        (benchmark.name + "\n" + "\n".join(sorted(d.id for d in benchmark.documents))).encode()
+    ).hexdigest()[:10]
+    return Path(root) / f"{benchmark.name}-{digest}-{settings.index_hash()}"
+
+
+def build_collection(
+    benchmark: Benchmark,
+    root: Path,
+    settings: Settings,
+    *,
+    dense: bool,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[Collection, IngestReport]:
+    """Open the benchmark's collection, ingesting what it lacks (a no-op when it is complete)."""
+    col = Collection.open(collection_dir(root, benchmark, settings), settings, create=True)
+    report = col.ingest(benchmark.documents, dense=dense, progress=progress)
+    return col, report
+
+
+def search_all(
+    collection: Collection,
+    benchmark: Benchmark,
+    query_ids: Sequence[str],
+    spec: RunSpec,
+    *,
+    depth: int = 100,
+    progress: Callable[[], None] | None = None,
+) -> dict[str, list[tuple[str, float]]]:
+    """One run: query id → [(doc id, score)] best first, `depth` documents each. The score written is 1/rank:
+    windowing reorders documents against their fused score, and TREC tools sort by score."""
+    retriever = Retriever(collection)
+    run: dict[str, list[tuple[str, float]]] = {}
+    for qid in query_ids:
+        ranking = retriever.search(
+            SearchRequest(benchmark.queries[qid].text, k=depth, channels=spec.channels, windows=spec.windows or "")
+        )
+        run[qid] = [(d.doc_id, 1.0 / d.rank) for d in ranking.documents]
+        if progress:
+            progress()
+    return run
