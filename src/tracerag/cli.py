@@ -361,10 +361,8 @@ def eval_(
 ) -> None:
     """Evaluate runs on a benchmark: recall, MRR, nDCG, MAP per run with paired significance against the first."""
     from tracerag.eval.datasets import BENCHMARKS, load_benchmark
-    from tracerag.eval.metrics import compare, evaluate
-    from tracerag.eval.report import markdown_table, write_reports
-    from tracerag.eval.runner import build_collection, run_specs, search_all, select_queries
-    from tracerag.eval.trec import write_run
+    from tracerag.eval.harness import PEERS, evaluate_runs
+    from tracerag.eval.runner import RUNS, build_collection, run_specs, select_queries
 
     settings = load_settings(config, **({"datasets": data} if data else {}))
     if list_:
@@ -374,7 +372,11 @@ def eval_(
         return
     if benchmark is None:
         raise ConfigError("--benchmark NAME or folder is required (see --list)")
-    specs = run_specs([r.strip() for r in runs.split(",") if r.strip()])
+    names = list(dict.fromkeys(r.strip() for r in runs.split(",") if r.strip()))
+    unknown = [n for n in names if n not in RUNS and n not in PEERS]
+    if unknown or not names:
+        raise ConfigError(f"unknown run(s) {unknown}; expected some of {', '.join([*RUNS, *PEERS])}")
+    specs = {s.name: s for s in run_specs([n for n in names if n in RUNS])}
     bench = load_benchmark(benchmark, settings.datasets)
     query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
     if not query_ids:
@@ -386,45 +388,19 @@ def eval_(
             bench, root, settings, dense=not no_dense, progress=lambda d, c: progress.update(task, completed=d)
         )
     with col:
-        if any("dense" in s.channels for s in specs) and col.store.count_chunks(without_vectors=True):
+        if any("dense" in s.channels for s in specs.values()) and col.store.count_chunks(without_vectors=True):
             if not no_dense:
                 raise ConfigError(f"{col.path} has chunks without vectors: run `tracerag embed -c {col.path}` first")
             err.print("[yellow]--no-dense: runs that name the dense channel run without it[/yellow]")
-        qrels = {q: bench.qrels[q] for q in query_ids}
-        results: dict[str, dict[str, float]] = {}
-        pvalues: dict[str, dict[str, float]] = {}
-        run_dir = out_dir / "runs"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        first = None
-        for spec in specs:
-            with _progress() as progress:
-                task = progress.add_task(f"run {spec.name}", total=len(query_ids), extra="")
-                start = time.perf_counter()
-                run = search_all(col, bench, query_ids, spec, progress=lambda t=task: progress.advance(t))
-                seconds = time.perf_counter() - start
-            write_run(run_dir / f"{spec.name}.trec", run, spec.name)
-            results[spec.name] = evaluate(qrels, run) | {"seconds_per_query": seconds / len(query_ids)}
-            if first is None:
-                first = run
-            else:
-                pvalues[spec.name] = {m: compare(qrels, first, run, m) for m in METRICS}
-    summary = {
-        "benchmark": bench.name,
-        "description": bench.description,
-        "queries": len(query_ids),
-        "documents": len(bench.documents),
-        "collection": str(col.path),
-        "ingest": report.to_dict() | {"errors": len(report.skipped)},
-        "runs": results,
-        "pvalues_vs_first": pvalues,
-    }
-    table = markdown_table(results, pvalues, list(METRICS))
-    header = f"# {bench.name}: {len(query_ids)} queries, {len(bench.documents)} documents\n\n{bench.description}\n\n"
-    write_reports(out_dir, summary, header + table)
-    sys.stdout.write(table + f"\nreports in {out_dir}\n")
+        with _progress() as progress:
 
+            def tracker(label: str, total: int):
+                task = progress.add_task(label, total=total, extra="")
+                return lambda: progress.advance(task)
 
-METRICS = ("R@1", "R@5", "R@10", "R@100", "MRR@10", "nDCG@10", "MAP")
+            ingest = {"ingest": report.to_dict() | {"errors": len(report.skipped)}}
+            evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=tracker, extra=ingest)
+    sys.stdout.write((out_dir / "results.md").read_text(encoding="utf-8") + f"\nreports in {out_dir}\n")
 
 
 # -- demo -------------------------------------------------------------------------------------------------

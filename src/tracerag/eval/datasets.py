@@ -163,6 +163,7 @@ def hipe_entities(root: Path, dated: bool = False) -> Benchmark:
 
 
 def hipe_entities_dated(root: Path) -> Benchmark:
+    """Entity search with a year: surface form + the earliest year, relevant = linking documents within ±5 years."""
     return hipe_entities(root, dated=True)
 
 
@@ -465,6 +466,7 @@ def miami211_services(root: Path, with_city: bool = False) -> Benchmark:
 
 
 def miami211_services_city(root: Path) -> Benchmark:
+    """Service search with a place: taxonomy term + " in " + city, relevant = tagged services in that city."""
     return miami211_services(root, with_city=True)
 
 

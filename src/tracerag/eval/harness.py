@@ -1,0 +1,138 @@
+"""One evaluation: run each named configuration (and peers) over a benchmark's queries, score them, break the
+scores down by query group, compute the diagnostics, and write results.json, results.md, TREC runs and plots.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracerag.collection import Collection
+from tracerag.eval import plots
+from tracerag.eval.breakdown import groups_of, metrics_by_group
+from tracerag.eval.datasets import Benchmark
+from tracerag.eval.diagnostics import decade_distribution, document_years, gold_recovery, pool_overlap
+from tracerag.eval.metrics import DEFAULT_METRICS, compare, evaluate
+from tracerag.eval.peers import bm25s_run
+from tracerag.eval.report import markdown_table, write_reports
+from tracerag.eval.runner import RunSpec, search_all
+from tracerag.eval.trec import write_run
+
+Run = dict[str, list[tuple[str, float]]]
+PEERS: dict[str, Callable[[Benchmark, Sequence[str]], Run]] = {"bm25s": lambda b, q: bm25s_run(b, q)}
+SINGLE_CHANNELS = ("bm25", "dense", "phrase")
+
+
+def evaluate_runs(
+    bench: Benchmark,
+    collection: Collection,
+    names: Sequence[str],
+    specs: dict[str, RunSpec],
+    query_ids: Sequence[str],
+    out_dir: Path,
+    *,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Runs in the order of `names` (the first is the baseline of the significance tests); returns the summary
+    written to results.json, with `extra` (e.g. the ingest report) added. `progress(label, total)` returns a
+    callback advanced once per query."""
+    qrels = {q: bench.qrels[q] for q in query_ids}
+    runs: dict[str, Run] = {}
+    seconds: dict[str, float] = {}
+    for name in names:
+        start = time.perf_counter()
+        if name in PEERS:
+            runs[name] = PEERS[name](bench, query_ids)
+        else:
+            tick = progress(f"run {name}", len(query_ids)) if progress else None
+            runs[name] = search_all(collection, bench, query_ids, specs[name], progress=tick)
+        seconds[name] = (time.perf_counter() - start) / len(query_ids)
+        write_run(out_dir / "runs" / f"{name}.trec", runs[name], name)
+
+    results = {name: evaluate(qrels, run) | {"seconds_per_query": seconds[name]} for name, run in runs.items()}
+    first = names[0]
+    pvalues = {
+        name: {m: compare(qrels, runs[first], run, m) for m in DEFAULT_METRICS}
+        for name, run in runs.items()
+        if name != first
+    }
+    groups = groups_of(bench, query_ids)
+    by_group = {name: metrics_by_group(qrels, run, groups) for name, run in runs.items()}
+    diagnostics = _diagnostics(bench, qrels, runs)
+
+    plot_dir = out_dir / "plots"
+    plots.recall_curves(qrels, runs, plot_dir / "recall_at_k.png", title=f"{bench.name}: recall at k")
+    for group, values in groups.items():
+        if len(values) > 1:
+            bars = {
+                v: {name: by_group[name][group][v]["R@10"] for name in runs if v in by_group[name][group]}
+                for v in values
+            }
+            plots.group_bars(bars, "R@10", plot_dir / f"r10_by_{group}.png", f"{bench.name}: R@10 by {group}")
+    if "decades" in diagnostics:
+        plots.decade_histogram(
+            diagnostics["decades"], plot_dir / "decades.png", f"{bench.name}: top-10 documents by decade"
+        )
+
+    summary = {
+        "benchmark": bench.name,
+        "description": bench.description,
+        "queries": len(query_ids),
+        "documents": len(bench.documents),
+        "collection": str(collection.path),
+        "runs": results,
+        "pvalues_vs_first": pvalues,
+        "by_group": by_group,
+        "diagnostics": diagnostics,
+    } | (extra or {})
+    write_reports(out_dir, summary, _markdown(bench, len(query_ids), results, pvalues, by_group, diagnostics))
+    return summary
+
+
+def _diagnostics(bench: Benchmark, qrels: dict, runs: dict[str, Run]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if "bm25" in runs and "dense" in runs:
+        out["bm25_dense_top20_jaccard"] = pool_overlap(runs["bm25"], runs["dense"], depth=20)
+    singles = {name: runs[name] for name in SINGLE_CHANNELS if name in runs}
+    if "hybrid" in runs and singles:
+        out["gold_recovery_at_10"] = gold_recovery(qrels, runs["hybrid"], singles, k=10)
+    years = document_years(bench.documents)
+    if any(y is not None for y in years.values()):
+        out["decades"] = decade_distribution(runs, years, k=10)
+    return out
+
+
+def _markdown(bench, n_queries, results, pvalues, by_group, diagnostics) -> str:
+    lines = [f"# {bench.name}: {n_queries} queries, {len(bench.documents)} documents", "", bench.description, ""]
+    lines.append(markdown_table(results, pvalues, list(DEFAULT_METRICS)))
+    first_run = next(iter(by_group))
+    for group, values in by_group[first_run].items():
+        if len(values) < 2:
+            continue
+        lines += [
+            "",
+            f"## R@10 by {group}",
+            "",
+            "| " + group + " | n | " + " | ".join(by_group) + " |",
+            "|---|---:|" + "---:|" * len(by_group),
+        ]
+        for value, metrics in values.items():
+            cells = [f"{by_group[r][group].get(value, {}).get('R@10', float('nan')):.4f}" for r in by_group]
+            lines.append(f"| {value} | {metrics['n']} | " + " | ".join(cells) + " |")
+    if "bm25_dense_top20_jaccard" in diagnostics:
+        lines += [
+            "",
+            f"Jaccard overlap of the bm25 and dense top-20 pools: {diagnostics['bm25_dense_top20_jaccard']:.3f}",
+        ]
+    if "gold_recovery_at_10" in diagnostics:
+        g = diagnostics["gold_recovery_at_10"]
+        lines += [
+            "",
+            f"Gold documents in the top 10: hybrid {g['fused']:.3f}, best single channel "
+            f"({g['best_channel']}) {g['best_channel_share']:.3f}, found by hybrid beyond it {g['beyond_best']:.3f}, "
+            f"lost by fusion {g['lost']:.3f}.",
+        ]
+    return "\n".join(lines) + "\n"
