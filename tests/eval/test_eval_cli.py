@@ -40,6 +40,7 @@ def test_eval_cranfield_writes_results_table_and_trec_runs(tmp_path: Path, datas
         assert 0 < metrics["R@100"] <= 1 and 0 < metrics["nDCG@10"] <= 1
     table = (out / "results.md").read_text()
     assert "| bm25 |" in table and "nDCG@10" in table
+    assert (out / "plots" / "recall_at_k.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     run = read_run(out / "runs" / "bm25.trec")
     assert len(run) == 20 and all(len(ranking) == 100 for ranking in run.values())
     # the collection is built once: a second eval reuses it (nothing added)
