@@ -14,10 +14,9 @@ from collections.abc import Iterable, Mapping
 from tracerag.eval.metrics import QrelsLike, RunLike
 from tracerag.eval.trec import rank_run
 from tracerag.model import Document
+from tracerag.retrieval.windows import UNDATED  # one label for undated documents everywhere
 
 __all__ = ["UNDATED", "decade_distribution", "decade_of", "document_years", "gold_recovery", "pool_overlap"]
-
-UNDATED = "undated"
 
 
 def _top(run: RunLike, qid: str, k: int) -> list[str]:

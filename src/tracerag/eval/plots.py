@@ -28,7 +28,6 @@ from tracerag.eval.metrics import QrelsLike, RunLike, per_query  # noqa: E402
 __all__ = ["DEFAULT_KS", "decade_histogram", "group_bars", "mean_recall", "recall_curves"]
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 3, 5, 10, 20, 50, 100)
-UNDATED = "undated"
 
 _FIGSIZE = (8.0, 5.0)
 _DPI = 100
