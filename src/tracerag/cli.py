@@ -350,6 +350,9 @@ def eval_(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Report folder (results.json, results.md, runs/*.trec).")
     ] = Path("reports/eval"),
+    run_config: Annotated[
+        Path | None, typer.Option(help="TOML file of named runs ([runs.NAME] channels, windows).")
+    ] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate the first N judged queries.")] = None,
     sample: Annotated[int | None, typer.Option(help="Evaluate a seeded sample of N judged queries.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
@@ -362,7 +365,7 @@ def eval_(
     """Evaluate runs on a benchmark: recall, MRR, nDCG, MAP per run with paired significance against the first."""
     from tracerag.eval.datasets import BENCHMARKS, load_benchmark
     from tracerag.eval.harness import PEERS, evaluate_runs
-    from tracerag.eval.runner import RUNS, build_collection, run_specs, select_queries
+    from tracerag.eval.runner import build_collection, load_run_config, run_specs, select_queries
 
     settings = load_settings(config, **({"datasets": data} if data else {}))
     if list_:
@@ -373,10 +376,10 @@ def eval_(
     if benchmark is None:
         raise ConfigError("--benchmark NAME or folder is required (see --list)")
     names = list(dict.fromkeys(r.strip() for r in runs.split(",") if r.strip()))
-    unknown = [n for n in names if n not in RUNS and n not in PEERS]
-    if unknown or not names:
-        raise ConfigError(f"unknown run(s) {unknown}; expected some of {', '.join([*RUNS, *PEERS])}")
-    specs = {s.name: s for s in run_specs([n for n in names if n in RUNS])}
+    if not names:
+        raise ConfigError("--runs names no run")
+    configured = load_run_config(run_config) if run_config else {}
+    specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS], configured)}
     bench = load_benchmark(benchmark, settings.datasets)
     query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
     if not query_ids:

@@ -89,3 +89,35 @@ def test_eval_list_and_errors(tmp_path: Path) -> None:
     assert unknown.exit_code == 2 and "unknown benchmark" in unknown.output
     bad_run = runner.invoke(app, ["eval", "--benchmark", "cranfield", "--runs", "bm26"])
     assert bad_run.exit_code == 2 and "unknown run" in bad_run.output
+
+
+def test_named_run_configurations_from_a_file(tmp_path: Path, datasets_dir: Path) -> None:
+    config = tmp_path / "runs.toml"
+    config.write_text(
+        '[runs.lexical]\nchannels = ["bm25", "phrase"]\n\n[runs.bm25-10y]\nchannels = ["bm25"]\nwindows = "10y"\n'
+    )
+    out = tmp_path / "report"
+    args = [
+        "eval",
+        "--benchmark",
+        "cranfield",
+        "--runs",
+        "bm25,lexical,bm25-10y",
+        "--run-config",
+        str(config),
+        "--no-dense",
+        "--limit",
+        "5",
+        "--out",
+        str(out),
+        "--collections",
+        str(tmp_path / "cols"),
+        "--data",
+        str(datasets_dir),
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert set(json.loads((out / "results.json").read_text())["runs"]) == {"bm25", "lexical", "bm25-10y"}
+    config.write_text('[runs.bad]\nchannels = ["bm26"]\n')
+    bad = runner.invoke(app, args)
+    assert bad.exit_code == 2 and "runs.bad.channels" in bad.output

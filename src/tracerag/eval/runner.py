@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,12 +35,45 @@ class RunSpec:
     windows: str | None = None
 
 
-def run_specs(names: Sequence[str]) -> list[RunSpec]:
-    specs = []
-    for name in names:
-        if name not in RUNS:
-            raise ConfigError(f"unknown run {name!r}; expected one of {', '.join(RUNS)}")
-        specs.append(RunSpec(name, RUNS[name]["channels"], RUNS[name].get("windows")))
+def run_specs(names: Sequence[str], extra: dict[str, RunSpec] | None = None) -> list[RunSpec]:
+    """Specs of the named runs: the built-in ones, or those of a run configuration file (`extra`)."""
+    known = {n: RunSpec(n, r["channels"], r.get("windows")) for n, r in RUNS.items()} | (extra or {})
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"unknown run(s) {unknown}; expected some of {', '.join(known)}")
+    return [known[n] for n in names]
+
+
+def load_run_config(path: Path) -> dict[str, RunSpec]:
+    """Named configurations from a TOML file, one table per run:
+
+    [runs.lexical]
+    channels = ["bm25", "phrase"]
+    [runs.hybrid-10y]
+    channels = ["bm25", "dense", "date", "phrase"]
+    windows = "10y"
+    """
+    from tracerag.retrieval.search import KNOWN_CHANNELS
+    from tracerag.retrieval.windows import parse_window
+
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read run configurations: {exc}") from exc
+    specs = {}
+    for name, table in data.get("runs", {}).items():
+        channels = table.get("channels")
+        if not channels or not isinstance(channels, list) or set(channels) - set(KNOWN_CHANNELS):
+            raise ConfigError(f"{path}: runs.{name}.channels must list some of {', '.join(KNOWN_CHANNELS)}")
+        unknown_keys = set(table) - {"channels", "windows"}
+        if unknown_keys:
+            raise ConfigError(f"{path}: runs.{name}: unknown keys {sorted(unknown_keys)} (channels, windows)")
+        windows = table.get("windows")
+        if windows is not None:
+            parse_window(windows)
+        specs[name] = RunSpec(name, tuple(channels), windows)
+    if not specs:
+        raise ConfigError(f"{path}: no [runs.NAME] table")
     return specs
 
 
