@@ -357,3 +357,15 @@ def test_embed_missing_without_a_model_is_an_error(tmp_path):
         col.ingest([Document("d1", "Un texte.")], dense=False)
         with pytest.raises(CollectionError, match="no embedding model"):
             col.embed_missing()
+
+
+def test_lexical_ingest_of_a_text_embedded_before_carries_its_vector(tmp_path):
+    text = "La grève des mineurs de Carmaux continue."
+    with Collection.open(tmp_path / "c", load_settings(), create=True) as col:
+        col.ingest([Document("a", text, language="fr")], dense=True)
+        report = col.ingest([Document("b", text, language="fr")], dense=False)  # a reprint, ingested lexically
+        assert report.embedded == 0
+        assert col.store.count_chunks(without_vectors=True) == 0
+        # the reprint's point has the vector too: dense search finds both documents
+        vector = col.store.vectors_of(["a#0"])["a#0"]
+        assert {h.doc_id for h in col.engine.dense(vector, 10)} == {"a", "b"}

@@ -283,6 +283,13 @@ class Collection:
         spans = self.store.date_spans(doc_ids)
         self.engine.delete(doc_ids)
         self.engine.upsert([self._indexed(c, docs[c.doc_id], spans.get(c.doc_id)) for c in chunks], vectors)
+        if vectors is None and self.dim and chunks:
+            # Without the model, texts embedded before (a reprint, a re-ingest) still get their vector: the store
+            # counts a chunk as embedded by its text, so its point must carry the vector too.
+            known = self.store.vectors_by_hash(text_hash(c.index_text) for c in chunks)
+            have = [c for c in chunks if text_hash(c.index_text) in known]
+            if have:
+                self.engine.set_vectors([c.id for c in have], np.stack([known[text_hash(c.index_text)] for c in have]))
         self.engine.flush()
         self.store.mark_indexed(doc_ids)
         return len(chunks)
