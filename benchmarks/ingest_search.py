@@ -1224,7 +1224,7 @@ def notes(res: dict) -> list[str]:
         out.append(
             f"N={n:,}: TRACE holds {srch['rss_after_open_mb']} MiB right after opening the collection, before any "
             f"query, for an index of {den['disk_index']['du_mb']} MiB on disk: Qdrant Edge maps one 32 MiB page "
-            "file per payload text index resident at load, one per configured language (10), used or not."
+            "file per payload text index resident at load (one per language present in the collection)."
         )
         if den.get("model_calls_for_missing_vectors"):
             out.append(f"N={n:,}: {den['model_calls_for_missing_vectors']} chunk vectors had to be computed.")

@@ -345,7 +345,11 @@ def render(data: dict, explain_: bool, console: Console) -> None:
 def eval_(
     benchmark: Annotated[str | None, typer.Option(help="Benchmark name (see --list) or a BEIR-layout folder.")] = None,
     runs: Annotated[
-        str, typer.Option(help="Comma-separated runs: bm25, dense, phrase, bm25+date, hybrid, hybrid+windows.")
+        str,
+        typer.Option(
+            help="Comma-separated runs: bm25, dense, phrase, bm25+date, hybrid, hybrid+windows, runs of --run-config, "
+            "and the peer bm25s. The first is the baseline of the significance tests."
+        ),
     ] = "bm25,hybrid",
     out_dir: Annotated[
         Path, typer.Option("--out", help="Report folder (results.json, results.md, runs/*.trec).")
@@ -401,8 +405,8 @@ def eval_(
                 task = progress.add_task(label, total=total, extra="")
                 return lambda: progress.advance(task)
 
-            ingest = {"ingest": report.to_dict() | {"errors": len(report.skipped)}}
-            evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=tracker, extra=ingest)
+            extra = {"ingest": report.to_dict() | {"errors": len(report.skipped)}}
+            evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=tracker, extra=extra)
     sys.stdout.write((out_dir / "results.md").read_text(encoding="utf-8") + f"\nreports in {out_dir}\n")
 
 

@@ -26,7 +26,7 @@ from tracerag.ingest.chunk import chunk_text
 from tracerag.ingest.dates import normalise_date, parse_partial_date
 from tracerag.ingest.normalise import normalise
 from tracerag.model import Chunk, Document
-from tracerag.store import DocumentStore, StoredChunk, text_hash
+from tracerag.store import DocumentStore, StoredChunk
 
 MANIFEST = "collection.toml"
 
@@ -286,25 +286,24 @@ class Collection:
         if vectors is None and self.dim and chunks:
             # Without the model, texts embedded before (a reprint, a re-ingest) still get their vector: the store
             # counts a chunk as embedded by its text, so its point must carry the vector too.
-            known = self.store.vectors_by_hash(text_hash(c.index_text) for c in chunks)
-            have = [c for c in chunks if text_hash(c.index_text) in known]
+            known = self.store.vectors_by_hash(c.text_hash for c in chunks)
+            have = [c for c in chunks if c.text_hash in known]
             if have:
-                self.engine.set_vectors([c.id for c in have], np.stack([known[text_hash(c.index_text)] for c in have]))
+                self.engine.set_vectors([c.id for c in have], np.stack([known[c.text_hash] for c in have]))
         self.engine.flush()
         self.store.mark_indexed(doc_ids)
         return len(chunks)
 
     def _vectors_for(self, chunks: Sequence[StoredChunk], report: IngestReport) -> np.ndarray:
         """Vectors for `chunks`: from the store when the same text was embedded before, else from the model."""
-        hashes = [text_hash(c.index_text) for c in chunks]
-        known = self.store.vectors_by_hash(hashes)
-        fresh = {h: c.index_text for h, c in zip(hashes, chunks, strict=True) if h not in known}
+        known = self.store.vectors_by_hash(c.text_hash for c in chunks)
+        fresh = {c.text_hash: c.index_text for c in chunks if c.text_hash not in known}
         if fresh:
             computed = dict(zip(fresh, self._encode(list(fresh.values())), strict=True))
             self.store.put_vectors(computed)
             known.update(computed)
             report.embedded += len(fresh)
-        return np.stack([known[h] for h in hashes])
+        return np.stack([known[c.text_hash] for c in chunks])
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         embedder = self.embedder

@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS vectors (text_hash TEXT PRIMARY KEY, vector BLOB NOT 
 """
 
 
+_CHUNK_COLUMNS = 'id, doc_id, n, start, "end", index_text, text_hash'  # the fields of StoredChunk, in order
+_CHUNK_COLUMNS_C = ", ".join(f"c.{col}" for col in _CHUNK_COLUMNS.split(", "))
+
+
 @dataclass(frozen=True, slots=True)
 class StoredChunk:
     id: str
@@ -44,6 +48,7 @@ class StoredChunk:
     start: int
     end: int
     index_text: str
+    text_hash: str  # what its vector is stored under
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +159,7 @@ class DocumentStore:
             out.extend(
                 StoredChunk(*row)
                 for row in self._db.execute(
-                    f'SELECT id, doc_id, n, start, "end", index_text FROM chunks WHERE doc_id IN ({marks}) '
-                    "ORDER BY doc_id, n",
+                    f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE doc_id IN ({marks}) ORDER BY doc_id, n",
                     part,
                 )
             )
@@ -178,7 +182,7 @@ class DocumentStore:
         return [
             StoredChunk(*row)
             for row in self._db.execute(
-                f'SELECT c.id, c.doc_id, c.n, c.start, c."end", c.index_text FROM chunks c {self._WITHOUT_VECTOR} '
+                f"SELECT {_CHUNK_COLUMNS_C} FROM chunks c {self._WITHOUT_VECTOR} "
                 "AND (c.doc_id, c.n) > (?, ?) ORDER BY c.doc_id, c.n LIMIT ?",
                 (*after, limit),
             )
@@ -226,9 +230,7 @@ class DocumentStore:
         out: dict[str, StoredChunk] = {}
         for part in _batches(list(chunk_ids), 500):
             marks = ",".join("?" * len(part))
-            for row in self._db.execute(
-                f'SELECT id, doc_id, n, start, "end", index_text FROM chunks WHERE id IN ({marks})', part
-            ):
+            for row in self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
                 out[row[0]] = StoredChunk(*row)
         return out
 

@@ -17,16 +17,6 @@ from tracerag.errors import ConfigError
 from tracerag.eval.datasets import Benchmark
 from tracerag.retrieval import Retriever, SearchRequest
 
-# Named runs: which channels, and whether temporal windowing is on. "hybrid" is the default fusion.
-RUNS: dict[str, dict] = {
-    "bm25": {"channels": ("bm25",)},
-    "dense": {"channels": ("dense",)},
-    "phrase": {"channels": ("phrase",)},
-    "bm25+date": {"channels": ("bm25", "date")},
-    "hybrid": {"channels": ("bm25", "dense", "date", "phrase")},
-    "hybrid+windows": {"channels": ("bm25", "dense", "date", "phrase"), "windows": "5y"},
-}
-
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -35,9 +25,24 @@ class RunSpec:
     windows: str | None = None
 
 
+_ALL = ("bm25", "dense", "date", "phrase")
+# Built-in runs: which channels, and whether temporal windowing is on. "hybrid" is the default fusion.
+RUNS: dict[str, RunSpec] = {
+    s.name: s
+    for s in (
+        RunSpec("bm25", ("bm25",)),
+        RunSpec("dense", ("dense",)),
+        RunSpec("phrase", ("phrase",)),
+        RunSpec("bm25+date", ("bm25", "date")),
+        RunSpec("hybrid", _ALL),
+        RunSpec("hybrid+windows", _ALL, "5y"),
+    )
+}
+
+
 def run_specs(names: Sequence[str], extra: dict[str, RunSpec] | None = None) -> list[RunSpec]:
     """Specs of the named runs: the built-in ones, or those of a run configuration file (`extra`)."""
-    known = {n: RunSpec(n, r["channels"], r.get("windows")) for n, r in RUNS.items()} | (extra or {})
+    known = RUNS | (extra or {})
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConfigError(f"unknown run(s) {unknown}; expected some of {', '.join(known)}")
