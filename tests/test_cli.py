@@ -75,7 +75,7 @@ def test_ingest_again_is_a_no_op(ingested):
 
 def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
     path, _ = ingested
-    result = invoke("search", "incendie Opéra", "-c", path, "--explain")
+    result = invoke("search", "incendie de l'Opéra", "-c", path, "--explain")
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert re.search(r"^ 1\. figaro-1887-05-17-p1  press · 1887-05-17 · fr$", out, flags=re.M)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from tracerag import __version__
-from tracerag.config import ChunkSettings, Settings
+from tracerag.config import INDEX_VERSION, ChunkSettings, Settings
 from tracerag.embed import Embedder, load_embedder
 from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
@@ -121,6 +121,12 @@ class Collection:
                     f"{path} was built with embedding model {recorded!r} ({built}); asked for {embed_model!r}. "
                     "Use the same model, or ingest into a new collection."
                 )
+            built = manifest["collection"].get("index_version", 1)
+            if built != INDEX_VERSION:
+                raise CollectionError(
+                    f"{path} was built by an older TRACE index (version {built}, this one reads {INDEX_VERSION}: "
+                    "tokenizer, stopwords and titles changed); ingest the documents into a new collection"
+                )
             # The index was shaped by its own model and chunking: those win over whatever the caller has.
             settings = settings.model_copy(
                 update={
@@ -139,6 +145,7 @@ class Collection:
                 "tracerag_version": __version__,
                 "engine": "qdrant-edge",
                 "settings_hash": settings.index_hash(),
+                "index_version": INDEX_VERSION,
             },
             "embedding": {
                 "spec": settings.embed.model,
@@ -265,12 +272,15 @@ class Collection:
         report.chunks += self._index([doc.id for doc, *_ in todo], dense, report)
 
     def _chunk(self, doc: Document) -> list[Chunk]:
+        # The title is part of every chunk's index text (not of its cited text): a title's words are evidence
+        # for the whole document, and whole-document peers (bm25s) see them too.
+        title = f"{doc.title.strip()}\n" if doc.title and doc.title.strip() else ""
         return chunk_text(
             doc.id,
             doc.text,
             size=self.settings.chunk.size,
             overlap=self.settings.chunk.overlap,
-            index_form=lambda s: normalise(s, self._spelling),
+            index_form=lambda s: normalise(title + s, self._spelling),
         )
 
     def _index(self, doc_ids: Sequence[str], dense: bool, report: IngestReport) -> int:

@@ -17,6 +17,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tracerag.errors import ConfigError
 
+# What the index holds beyond the settings: 2 = Word tokenizer (numbers kept), no stopword list, the document's
+# title in every chunk's index text. A collection built by another version must be rebuilt.
+INDEX_VERSION = 2
+
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -69,6 +73,51 @@ class RetrievalSettings(_Section):
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
 
 
+class LLMSettings(_Section):
+    model: str | None = Field(
+        None,
+        description="Language model: 'openai:MODEL' (any OpenAI-compatible endpoint), 'local' (in-process "
+        "Qwen2.5-Coder-1.5B, `pip install tracerag[local]`), 'replay:DIR' (recorded answers), or None (no agent).",
+    )
+    base_url: str = Field("http://localhost:8000/v1", description="Endpoint of 'openai:' models.")
+    api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
+    timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one HTTP answer.")
+    max_retries: int = Field(3, ge=0, description="Retries of a call that failed with 429, 5xx or a timeout.")
+    backoff_s: float = Field(1.0, ge=0, description="First retry delay; doubles each retry.")
+    repair_rounds: int = Field(
+        1, ge=0, description="Times an answer that does not match the schema is sent back with the error."
+    )
+    json_schema: bool = Field(
+        True, description="Ask the server for JSON-schema output (response_format); off for servers without it."
+    )
+    max_tokens: int = Field(700, gt=0, description="Most tokens one answer may have.")
+    prices: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="USD per million (prompt, completion) tokens by model name, e.g. {'gpt-4o-mini': [0.15, 0.6]}.",
+    )
+    local_threads: int | None = Field(None, description="Cores for the local model (default: all).")
+    local_context: int = Field(8192, gt=512, description="Context window of the local model in tokens.")
+
+    def api_key(self) -> str | None:
+        """The endpoint key, read here so that no other module touches the environment."""
+        return os.environ.get(self.api_key_env)
+
+
+class AgentSettings(_Section):
+    max_sub_questions: int = Field(4, ge=1, description="Most sub-questions the planner (and re-planning) may make.")
+    max_steps: int = Field(13, ge=2, description="Tool steps of one search-and-review loop; the last forces finish.")
+    hard_step_cap: int = Field(15, ge=2, description="Steps never exceeded, whatever max_steps says.")
+    review_batch: int = Field(8, ge=1, description="Documents judged by one review call.")
+    warm_start_k: int = Field(20, ge=1, description="Documents the warm start retrieves per sub-question.")
+    search_k: int = Field(10, ge=1, description="Documents one agent search returns.")
+    reason_chars: int = Field(120, ge=20, description="Longest verdict reason kept (evidence quote included).")
+    memory_chars: int = Field(1200, ge=200, description="Longest stage memory carried between steps.")
+    excerpt_chars: int = Field(700, ge=100, description="Characters of a chunk shown to the model when reviewing.")
+    rerank: str = Field(
+        "embedding", description="Order within a count group: 'embedding' (question vs reasons) or 'llm'."
+    )
+
+
 class Settings(BaseSettings):
     """Everything that shapes ingest and retrieval. Collections record the parts that shaped their index."""
 
@@ -78,6 +127,8 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest.")
     embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Embedding model.")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
+    llm: LLMSettings = Field(default_factory=LLMSettings, description="Language model.")
+    agent: AgentSettings = Field(default_factory=AgentSettings, description="The TRACE agent.")
     cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
     demo_data: Path | None = Field(None, description="Local copy of the demo data (skips the download).")
     datasets: Path = Field(
@@ -86,7 +137,11 @@ class Settings(BaseSettings):
 
     def index_hash(self) -> str:
         """Hash of the settings that shape an index: stored in collection.toml, shown on mismatch."""
-        shaping = {"chunk": self.chunk.model_dump(mode="json"), "embed_model": self.embed.model}
+        shaping = {
+            "chunk": self.chunk.model_dump(mode="json"),
+            "embed_model": self.embed.model,
+            "index_version": INDEX_VERSION,
+        }
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -4,9 +4,11 @@ Every use of the young Edge API lives in this module. Layout of a point (one per
 - id: uuid5 of the chunk id, so re-upserting a chunk replaces it (idempotent, resumable ingest);
 - payload: chunk_id, doc_id, corpus (with its parents: "letemps/gdl" is also "letemps"), language,
   date_start/date_end (RFC 3339), fields.*, and the index text in
-  `text_{lang}`: one BM25 text index per language, each with its own Snowball stemmer and stopwords, all with
-  lowercasing and ASCII folding (so "grève" and "greve" meet). A query is scored against every language
-  field present and the lists are merged by score;
+  `text_{lang}`: one BM25 text index per language (Word tokenizer, so numbers are tokens), each with its own
+  Snowball stemmer, all with lowercasing and ASCII folding (so "grève" and "greve" meet) and no stopword list:
+  BM25's IDF already discounts function words, and removing them cost known-item search over OCR (a quoted
+  span is mostly function words) 0.025 nDCG@10 while gaining PIAF 0.003. A query
+  is scored against every language field present and the lists are merged by score;
 - vector "dense" (cosine, HNSW) when the collection has an embedding model; it may be added later.
 Payload indexes are created with enable_hnsw=False: their extra HNSW links are not needed for our filters
 and at 60k points they took the optimize step from 44 s to 108 s.
@@ -99,13 +101,15 @@ def _day_end(iso_day: str) -> str:
 
 
 def _text_index(language: str) -> TextIndexParams:
-    stemmer, stopwords = LANGUAGES[language]
+    stemmer, _ = LANGUAGES[language]
+    # Word, not Multilingual: the Multilingual tokenizer (charabia) drops every purely numeric token, so years
+    # and dates ("1789") could never match. Word splits on non-alphanumerics (elisions, hyphens) and keeps them.
     return TextIndexParams(
-        tokenizer=TokenizerType.Multilingual,
+        tokenizer=TokenizerType.Word,
         lowercase=True,
         ascii_folding=True,
         phrase_matching=True,
-        stopwords=stopwords if stopwords is not None else StopwordsSet(),
+        stopwords=StopwordsSet(),  # none: see the module docstring
         stemmer=SnowballParams(stemmer) if stemmer is not None else DisabledStemmer(),
         scoring=True,
         enable_hnsw=False,
