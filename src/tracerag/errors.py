@@ -35,3 +35,11 @@ class EmbeddingError(TraceError):
 
 class DataUnavailableError(TraceError):
     """Data the user asked for is neither on disk nor reachable."""
+
+
+class LLMError(TraceError):
+    """The language model could not be reached, or kept answering with something unusable."""
+
+
+class TrailError(TraceError):
+    """A trail file is missing, or a line of it does not match the event schema."""
