@@ -1,0 +1,386 @@
+"""Exporting the sources a run found, for a spreadsheet (CSV) or a reference manager (RIS, CSL-JSON).
+
+The sources are the `ranking` of the trail's `result` event, in rank order, joined with their documents from the
+collection: title, date, publication, and the exact evidence the agent quoted (`document.text[start:end]`). A
+document the collection no longer holds is still exported with what the trail knows, and flagged.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracerag.errors import TrailError
+from tracerag.model import Document
+
+FORMATS = ("csv", "ris", "csl-json")
+
+TITLE_WORDS = 12
+TITLE_CHARS = 90
+
+NOT_IN_COLLECTION = "not in the collection: exported from the trail only"
+SPAN_OUTSIDE = "evidence span lies outside the document text"
+
+
+# -- reading what a trail says --------------------------------------------------------------------------------
+
+
+def run_event(events: Sequence[Any]) -> Any:
+    """The trail's `run` event (its first)."""
+    for event in events:
+        if event.kind == "run":
+            return event
+    raise TrailError("the trail has no 'run' event")
+
+
+def result_event(events: Sequence[Any]) -> Any | None:
+    """The trail's last `result` event, or None when the run did not finish."""
+    for event in reversed(events):
+        if event.kind == "result":
+            return event
+    return None
+
+
+def replanned(current: Sequence[Any], event: Any) -> list[Any]:
+    """The sub-questions after a `replan` event. The agent re-plans after sub-question `sq` is done, and `before`
+    and `after` are the sub-questions still to come: sub-questions 0..sq stay, `after` follows them."""
+    if event.failure:
+        return list(current)
+    if event.sq is None:
+        return list(event.after)
+    return list(current[: event.sq + 1]) + list(event.after)
+
+
+def sub_questions(events: Sequence[Any]) -> list[Any]:
+    """The sub-questions (`SubQuestionRecord`s) as they stood at the end of the run, indexed as events' `sq`."""
+    current: list[Any] = []
+    for event in events:
+        if event.kind == "plan":
+            current = list(event.sub_questions)
+        elif event.kind == "replan":
+            current = replanned(current, event)
+    return current
+
+
+# -- one exported source --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ExportedSource:
+    run_id: str
+    question: str
+    rank: int
+    doc_id: str
+    chunk_id: str | None
+    title: str
+    title_source: str  # "document": its own title; "text": its first words; "doc_id": nothing else was known
+    date: str | None
+    corpus: str | None
+    language: str | None
+    publication: str | None
+    place: str | None
+    page: str | None
+    file: str | None
+    url: str | None
+    ark: str | None
+    iiif: str | None
+    origin: str
+    promoted_from_hold: bool
+    score: float
+    accepted_by: list[int]
+    accepted_questions: list[str]
+    reasons: list[str]
+    span: tuple[int, int] | None
+    quote: str
+    in_collection: bool
+    flags: list[str] = field(default_factory=list)
+
+    @property
+    def title_note(self) -> str | None:
+        if self.title_source == "text":
+            return "Title derived from the first words of the document (it has none)."
+        if self.title_source == "doc_id":
+            return "Title is the document id (the document is not in the collection)."
+        return None
+
+
+def _first(source: Mapping[str, Any], *keys: str) -> str | None:
+    for key in keys:
+        value = source.get(key)
+        if value not in (None, "", [], {}):
+            return str(value)
+    return None
+
+
+def derived_title(text: str, words: int = TITLE_WORDS, chars: int = TITLE_CHARS) -> str:
+    """A title from the first words of a text: whitespace collapsed, cut at a word, an ellipsis when cut."""
+    tokens = text.split()
+    title = " ".join(tokens[:words])
+    cut = len(tokens) > words
+    if len(title) > chars:
+        title = title[:chars].rsplit(" ", 1)[0] if " " in title[:chars] else title[:chars]
+        cut = True
+    return title + "…" if cut and title else title
+
+
+def collect_sources(events: Sequence[Any], documents: Mapping[str, Document]) -> list[ExportedSource]:
+    """The final sources of the run, in rank order, joined with their documents."""
+    run = run_event(events)
+    result = result_event(events)
+    if result is None:
+        raise TrailError(f"run {run.run_id} has no 'result' event: it did not finish, there are no sources to export")
+    questions = sub_questions(events)
+    out = []
+    for ranked in sorted(result.ranking, key=lambda r: r.rank):
+        doc = documents.get(ranked.doc_id)
+        flags: list[str] = []
+        src: Mapping[str, Any] = doc.source if doc is not None else {}
+        quote = ""
+        if doc is None:
+            flags.append(NOT_IN_COLLECTION)
+            title, title_source = ranked.doc_id, "doc_id"
+        else:
+            if doc.title and doc.title.strip():
+                title, title_source = " ".join(doc.title.split()), "document"
+            else:
+                title, title_source = derived_title(doc.text) or ranked.doc_id, "text"
+            if ranked.span is not None:
+                start, end = ranked.span
+                if 0 <= start <= end <= len(doc.text):
+                    quote = doc.text[start:end]
+                else:
+                    flags.append(f"{SPAN_OUTSIDE} ({start}, {end}; the text has {len(doc.text)} characters)")
+        out.append(
+            ExportedSource(
+                run_id=run.run_id,
+                question=run.question,
+                rank=ranked.rank,
+                doc_id=ranked.doc_id,
+                chunk_id=ranked.chunk_id,
+                title=title,
+                title_source=title_source,
+                date=doc.date if doc else None,
+                corpus=doc.corpus if doc else None,
+                language=doc.language if doc else None,
+                publication=_first(src, "publication", "newspaper", "journal"),
+                place=_first(src, "place_publication", "place"),
+                page=_first(src, "page"),
+                file=_first(src, "file"),
+                url=_first(src, "url", "URL", "link"),
+                ark=_first(src, "ark"),
+                iiif=_first(src, "iiif", "iiif_manifest", "manifest"),
+                origin=ranked.origin,
+                promoted_from_hold=ranked.promoted_from_hold,
+                score=ranked.score,
+                accepted_by=list(ranked.accepted_by),
+                accepted_questions=[
+                    questions[i].question if 0 <= i < len(questions) else f"#{i}" for i in ranked.accepted_by
+                ],
+                reasons=list(ranked.reasons),
+                span=ranked.span,
+                quote=quote,
+                in_collection=doc is not None,
+                flags=flags,
+            )
+        )
+    return out
+
+
+# -- formats --------------------------------------------------------------------------------------------------
+
+CSV_COLUMNS = (
+    "run_id",
+    "question",
+    "rank",
+    "doc_id",
+    "chunk_id",
+    "title",
+    "title_source",
+    "date",
+    "corpus",
+    "language",
+    "publication",
+    "place",
+    "page",
+    "file",
+    "url",
+    "ark",
+    "iiif",
+    "origin",
+    "promoted_from_hold",
+    "score",
+    "accepted_by",
+    "sub_questions",
+    "reasons",
+    "span_start",
+    "span_end",
+    "quote",
+    "in_collection",
+    "flags",
+)
+
+
+def _accepted(s: ExportedSource) -> str:
+    return " | ".join(f"[{i}] {q}" for i, q in zip(s.accepted_by, s.accepted_questions, strict=True))
+
+
+def to_csv(sources: Sequence[ExportedSource]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, quoting=csv.QUOTE_MINIMAL)
+    writer.writeheader()
+    for s in sources:
+        writer.writerow(
+            {
+                "run_id": s.run_id,
+                "question": s.question,
+                "rank": s.rank,
+                "doc_id": s.doc_id,
+                "chunk_id": s.chunk_id or "",
+                "title": s.title,
+                "title_source": s.title_source,
+                "date": s.date or "",
+                "corpus": s.corpus or "",
+                "language": s.language or "",
+                "publication": s.publication or "",
+                "place": s.place or "",
+                "page": s.page or "",
+                "file": s.file or "",
+                "url": s.url or "",
+                "ark": s.ark or "",
+                "iiif": s.iiif or "",
+                "origin": s.origin,
+                "promoted_from_hold": str(s.promoted_from_hold).lower(),
+                "score": f"{s.score:g}",
+                "accepted_by": ";".join(map(str, s.accepted_by)),
+                "sub_questions": _accepted(s),
+                "reasons": " | ".join(s.reasons),
+                "span_start": "" if s.span is None else s.span[0],
+                "span_end": "" if s.span is None else s.span[1],
+                "quote": s.quote,
+                "in_collection": str(s.in_collection).lower(),
+                "flags": "; ".join(s.flags),
+            }
+        )
+    return buf.getvalue()
+
+
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x1c-\x1e\x85\u2028\u2029]+")
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1b\x1f\x7f]")
+
+
+def one_line(value: str) -> str:
+    """A value fit for one RIS line: every kind of line break becomes a space, control characters go."""
+    return _CONTROL.sub("", _LINE_BREAKS.sub(" ", value)).strip()
+
+
+def _note(s: ExportedSource) -> str:
+    parts = [f"Rank {s.rank} ({s.origin}{', promoted from hold' if s.promoted_from_hold else ''})."]
+    if s.reasons:
+        parts.append("Reasons: " + " | ".join(s.reasons))
+    if s.span is not None:
+        evidence = f'"{s.quote}"' if s.in_collection and s.quote else "(text not available)"
+        parts.append(f"Evidence, characters {s.span[0]}-{s.span[1]}: {evidence}")
+    if s.accepted_by:
+        parts.append("Accepted by sub-questions: " + _accepted(s))
+    parts.append(f"Run {s.run_id}, question: {s.question}")
+    parts.append(f"Document id: {s.doc_id}" + (f", chunk {s.chunk_id}" if s.chunk_id else ""))
+    if s.title_note:
+        parts.append(s.title_note)
+    parts.extend(f"Warning: {flag}." for flag in s.flags)
+    return " ".join(p if p.endswith((".", "?", "!", '"')) else p + "." for p in parts)
+
+
+_DATE = re.compile(r"^(-?\d{1,4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
+
+
+def date_parts(date: str | None) -> list[int] | None:
+    """[y], [y, m] or [y, m, d] from a partial ISO date; None when there is no readable year."""
+    if not date:
+        return None
+    m = _DATE.match(date.strip())
+    if not m:
+        return None
+    return [int(g) for g in m.groups() if g is not None]
+
+
+def _ris_date(parts: list[int]) -> str:
+    y, mo, d = (parts + [None, None])[:3]
+    return f"{y:04d}/" + (f"{mo:02d}" if mo else "") + "/" + (f"{d:02d}" if d else "") + "/"
+
+
+def to_ris(sources: Sequence[ExportedSource]) -> str:
+    lines: list[str] = []
+
+    def tag(name: str, value: Any) -> None:
+        if value is None:
+            return
+        text = one_line(str(value))
+        if text:
+            lines.append(f"{name}  - {text}")
+
+    for s in sources:
+        lines.append(f"TY  - {'NEWS' if s.publication else 'GEN'}")
+        tag("TI", s.title)
+        parts = date_parts(s.date)
+        if parts:
+            tag("PY", f"{parts[0]:04d}")
+            tag("DA", _ris_date(parts))
+        tag("T2", s.publication)
+        tag("CY", s.place)
+        tag("SP", s.page)
+        tag("LA", s.language)
+        tag("ID", s.doc_id)
+        tag("UR", s.url)
+        tag("KW", s.corpus)
+        tag("N1", _note(s))
+        tag("AB", s.quote)
+        lines.append("ER  - ")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def to_csl_json(sources: Sequence[ExportedSource]) -> str:
+    items = []
+    for s in sources:
+        item: dict[str, Any] = {
+            "id": s.doc_id,
+            "type": "article-newspaper" if s.publication else "document",
+            "title": s.title,
+        }
+        if s.publication:
+            item["container-title"] = s.publication
+        parts = date_parts(s.date)
+        if parts:
+            item["issued"] = {"date-parts": [parts]}
+        elif s.date:
+            item["issued"] = {"raw": s.date}
+        if s.language:
+            item["language"] = s.language
+        if s.place:
+            item["publisher-place"] = s.place
+        if s.page:
+            item["page"] = s.page
+        item["note"] = _note(s)
+        if s.quote:
+            item["abstract"] = s.quote
+        if s.url:
+            item["URL"] = s.url
+        items.append(item)
+    return json.dumps(items, ensure_ascii=False, indent=2) + "\n"
+
+
+_WRITERS = {"csv": to_csv, "ris": to_ris, "csl-json": to_csl_json}
+
+
+def export_sources(events: Sequence[Any], documents: Mapping[str, Document], fmt: str) -> str:
+    """The final sources of the run in `events` (a trail as `read_trail` returns it) as `fmt`: csv, ris or
+    csl-json. `documents` maps doc ids to the collection's documents; ids it lacks are exported flagged."""
+    writer = _WRITERS.get(fmt.lower().strip())
+    if writer is None:
+        raise TrailError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    return writer(collect_sources(events, documents))

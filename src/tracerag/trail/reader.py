@@ -1,0 +1,54 @@
+"""Reading trails back: every line is validated against the event schema, errors name the file and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from tracerag.errors import TrailError
+from tracerag.trail.events import EVENT_ADAPTER
+
+
+def read_trail(path: Path) -> list[Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise TrailError(f"{path}: no such trail")
+    events = []
+    with path.open("rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as exc:
+                raise TrailError(f"{path}:{n}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+            if not line.strip():
+                continue
+            try:
+                events.append(EVENT_ADAPTER.validate_json(line))
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(map(str, first["loc"])) or "line"
+                raise TrailError(f"{path}:{n}: not a trail event ({where}: {first['msg']})") from None
+    if not events or events[0].kind != "run":
+        raise TrailError(f"{path}: a trail starts with a 'run' event")
+    return events
+
+
+def trail_path(collection_dir: Path, run: str) -> Path:
+    """A run id (or a unique prefix of one), or a path to a .jsonl file."""
+    candidate = Path(run)
+    if candidate.suffix == ".jsonl" and candidate.is_file():
+        return candidate
+    folder = Path(collection_dir) / "trails"
+    matches = sorted(folder.glob(f"{run}*.jsonl")) if folder.is_dir() else []
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise TrailError(f"no trail {run!r} in {folder}")
+    raise TrailError(f"{run!r} names {len(matches)} trails in {folder}: give more of the id")
+
+
+def list_trails(collection_dir: Path) -> list[Path]:
+    folder = Path(collection_dir) / "trails"
+    return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []

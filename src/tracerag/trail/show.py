@@ -1,0 +1,475 @@
+"""Rendering a trail for a terminal: what the run asked, searched, judged and ranked, in the order it happened.
+
+Everything that comes from a document, a model or a user (questions, reasons, quotes, queries, responses) is
+data, never markup: it only ever goes into `rich.text.Text` objects, appended as plain text, which rich parses
+neither for markup nor for emoji codes, so a document holding "[bold]", "[/]" or ":warning:" renders as those
+characters. (Escaping it with `rich.markup.escape` as well would show the backslashes: a `Text` is literal.)
+No string built here is ever parsed as markup; `_data` is the one door data comes through.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from tracerag.model import Document
+from tracerag.trail.export import derived_title, replanned, result_event, run_event
+
+VERDICT_STYLE = {"accept": "bold green", "hold": "bold yellow", "reject": "bold red"}
+STATUS_STYLE = {"complete": "bold green", "no_llm": "bold cyan", "truncated": "bold yellow", "failed": "bold red"}
+RESPONSE_CHARS = 240
+QUOTE_CHARS = 160
+
+Part = str | tuple[str, str]
+
+
+def _data(value: Any) -> str:
+    """Untrusted text, to be appended to a `Text` as is (never interpolated into a markup string)."""
+    return value if isinstance(value, str) else str(value)
+
+
+def _text(*parts: Part) -> Text:
+    """A Text from literal pieces, optionally styled: nothing in them is read as markup or emoji codes."""
+    text = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            text.append(part[0], style=part[1])
+        else:
+            text.append(part)
+    return text
+
+
+def _clip(value: Any, limit: int) -> str:
+    """One line, whitespace collapsed, cut with an ellipsis."""
+    flat = " ".join(str(value).split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _json(value: Any, limit: int = 160) -> str:
+    return _clip(json.dumps(value, ensure_ascii=False, default=str, sort_keys=True), limit)
+
+
+def _chunk(doc_id: str, chunk_id: str | None) -> str:
+    if not chunk_id:
+        return doc_id
+    return chunk_id if chunk_id.startswith(doc_id) else f"{doc_id} ({chunk_id})"
+
+
+def _quote(documents: Mapping[str, Document] | None, doc_id: str, span: Sequence[int] | None) -> str | None:
+    if not documents or span is None or doc_id not in documents:
+        return None
+    text = documents[doc_id].text
+    start, end = span
+    if not 0 <= start <= end <= len(text):
+        return None
+    return _clip(text[start:end], QUOTE_CHARS)
+
+
+def _verdict_line(event: Any, documents: Mapping[str, Document] | None, prefix: str = "") -> Text:
+    verdict = str(event.verdict)
+    parts: list[Part] = []
+    if prefix:
+        parts.append((prefix, "dim"))
+    parts += [
+        (verdict.upper().ljust(6), VERDICT_STYLE.get(verdict, "bold")),
+        " ",
+        (_data(_chunk(event.doc_id, event.chunk_id)), "cyan"),
+    ]
+    if getattr(event, "promoted_from_hold", False):
+        parts.append((" promoted from hold", "bold green"))
+    parts += [" — ", _data(event.reason)]
+    if event.span is not None:
+        parts.append((f" [{event.span[0]}:{event.span[1]}]", "dim"))
+    quote = _quote(documents, event.doc_id, event.span)
+    if quote:
+        parts += [" ", ("“" + _data(quote) + "”", "italic")]
+    if event.failure:
+        parts += [" ", ("(no usable verdict: " + _data(event.failure) + ")", "yellow")]
+    return _text(*parts)
+
+
+def _elapsed(events: Sequence[Any]) -> float | None:
+    try:
+        return (datetime.fromisoformat(events[-1].time) - datetime.fromisoformat(events[0].time)).total_seconds()
+    except (ValueError, IndexError):
+        return None
+
+
+def _header(events: Sequence[Any], verbose: bool) -> RenderableType:
+    run = run_event(events)
+    result = result_event(events)
+    calls = [e for e in events if e.kind == "llm_call"]
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    grid.add_row("Question", _text(_data(run.question)))
+    run_line: list[Part] = [_data(run.run_id), ("  started " + run.time, "dim")]
+    if run.replay_of:
+        run_line.append(("  replay of " + _data(run.replay_of), "magenta"))
+    grid.add_row("Run", _text(*run_line))
+    grid.add_row("Collection", _text(_data(run.collection), (f"  k={run.k}", "dim")))
+    llm = "/".join(_data(v) for v in run.llm.values()) if run.llm else None
+    grid.add_row("LLM", _text(llm) if llm else _text(("none: hybrid warm start only", "dim")))
+    if result is None:
+        grid.add_row("Status", _text(("unfinished: the trail has no result", "bold red")))
+    else:
+        status = str(result.status)
+        status_parts: list[Part] = [(status, STATUS_STYLE.get(status, "bold"))]
+        if result.message:
+            status_parts += ["  ", _data(result.message)]
+        grid.add_row("Status", _text(*status_parts))
+    prompt = sum(e.prompt_tokens for e in calls)
+    completion = sum(e.completion_tokens for e in calls)
+    cost = sum(e.cost_usd for e in calls)
+    latency = sum(e.latency_s for e in calls)
+    failed = sum(1 for e in calls if e.error)
+    grid.add_row(
+        "LLM calls",
+        _text(
+            _n(len(calls), "call") + (f" ({failed} failed)" if failed else ""),
+            f" · tokens {prompt + completion:,} ({prompt:,} prompt + {completion:,} completion)",
+            f" · cost ${cost:.4f} · latency {latency:.1f} s",
+        ),
+    )
+    totals = dict(result.totals) if result is not None else {}
+    elapsed = totals.pop("wall_s", None)
+    if elapsed is None:
+        elapsed = _elapsed(events)
+    if elapsed is not None:
+        grid.add_row("Elapsed", _text(f"{elapsed:.1f} s"))
+    if totals:
+        grid.add_row("Totals", _text(", ".join(f"{_data(k)}={v:g}" for k, v in totals.items())))
+    if result is not None:
+        grid.add_row(
+            "Verdicts",
+            _text(
+                (f"{len(result.accepted)} accepted", "green"),
+                " · ",
+                (f"{len(result.held)} held", "yellow"),
+                " · ",
+                (f"{len(result.rejected)} rejected", "red"),
+            ),
+        )
+    if verbose:
+        grid.add_row("Config", _text((_json(run.config, 400), "dim")))
+        grid.add_row("Versions", _text((_json(run.versions, 400), "dim")))
+    return Panel(grid, title=_text(("TRACE trail", "bold")), title_align="left", border_style="blue")
+
+
+def _plan(event: Any) -> RenderableType:
+    table = Table(title=None, show_header=True, header_style="bold", expand=False, box=None, padding=(0, 1))
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("sub-question")
+    table.add_column("target corpus", style="cyan")
+    table.add_column("key entities", style="dim")
+    for i, sq in enumerate(event.sub_questions):
+        table.add_row(
+            str(i),
+            _text(_data(sq.question)),
+            _text(_data(sq.target_corpus or "any")),
+            _text(_data(", ".join(sq.key_entities))),
+        )
+    parts: list[RenderableType] = [Rule(_text(("Plan", "bold")), align="left")]
+    if event.analysis:
+        parts.append(_text(("analysis: ", "bold"), _data(event.analysis)))
+    if event.dates:
+        parts.append(_text(("dates: ", "bold"), _data(", ".join(event.dates))))
+    if event.fallback:
+        parts.append(_text(("fell back to the question itself: ", "bold yellow"), _data(event.fallback)))
+    parts.append(table)
+    return Group(*parts)
+
+
+def _search_line(event: Any) -> Text:
+    args = ", ".join(f"{_data(k)}={_json(v, 80)}" for k, v in event.args.items())
+    parts: list[Part] = [
+        (f"step {event.step} ", "dim"),
+        ("search ", "bold blue"),
+        (_data(event.tool), "blue"),
+        f"({args})",
+    ]
+    flt = {k: v for k, v in event.filter.items() if v not in (None, [], {}, "")}
+    if flt:
+        parts.append((" filter " + _json(flt, 120), "dim"))
+    if event.skipped:
+        parts += [" ", ("skipped: " + _data(event.skipped), "yellow")]
+    else:
+        parts.append(f" → {event.results} results, {event.new} new")
+    return _text(*parts)
+
+
+def _event_line(event: Any, documents: Mapping[str, Document] | None, verbose: bool) -> Text | None:
+    """One line of a sub-question's tree, or None when the event is shown only in verbose mode."""
+    kind = event.kind
+    step = getattr(event, "step", None)
+    prefix = f"step {step} " if step is not None else ""
+    if kind == "search":
+        return _search_line(event)
+    if kind == "verdict":
+        return _verdict_line(event, documents, prefix)
+    if kind == "guard":
+        return _text(
+            (prefix, "dim"), ("guard ", "bold yellow"), (_data(event.guard), "yellow"), ": ", _data(event.message)
+        )
+    if kind == "review":
+        return _text((prefix, "dim"), ("review ", "bold"), f"{len(event.chunks)} chunks shown to the model")
+    if kind == "memory":
+        return _text(
+            (prefix, "dim"), ("memory ", "bold magenta"), _data(event.memory), " ", (_json(event.delta), "dim")
+        )
+    if not verbose:
+        return None
+    if kind == "channel":
+        top = ", ".join(_data(doc) for doc, _chunk_id, _score in event.ranking[:5])
+        return _text(
+            (prefix, "dim"),
+            ("channel ", "bold"),
+            _data(event.channel),
+            " ",
+            ("“" + _data(_clip(event.query, 80)) + "”", "italic"),
+            f" → {len(event.ranking)}: ",
+            (top, "dim"),
+        )
+    if kind == "fusion":
+        top = ", ".join(_data(item.get("doc_id", "?")) for item in event.ranking[:5])
+        return _text(
+            (prefix, "dim"), ("fusion ", "bold"), _data(event.method), f" → {len(event.ranking)}: ", (top, "dim")
+        )
+    return None
+
+
+def _reevals(events: Sequence[Any], documents: Mapping[str, Document] | None) -> RenderableType:
+    promoted = sum(1 for e in events if e.promoted_from_hold)
+    title = _text(("Re-evaluation of held chunks", "bold"), f"  {_n(len(events), 'chunk')}, {promoted} promoted")
+    lines: list[RenderableType] = [Rule(title, align="left")]
+    for event in events:
+        prefix = f"sq {event.sq} " if event.sq is not None else ""
+        lines.append(_verdict_line(event, documents, prefix))
+    return Group(*lines)
+
+
+def _briefing(event: Any) -> RenderableType:
+    title = "Briefing" if event.sq is None else f"Briefing after sub-question {event.sq}"
+    tree = Tree(_text((title, "bold")))
+    tree.add(_text(_data(event.summary)))
+    for label, items in (
+        ("key facts", event.key_facts),
+        ("confirmed dates", event.confirmed_dates),
+        ("confirmed entities", event.confirmed_entities),
+        ("gaps", event.gaps),
+        ("search hints", event.search_hints),
+    ):
+        if items:
+            branch = tree.add(_text((label, "bold")))
+            for item in items:
+                branch.add(_text(_data(item)))
+    if event.failure:
+        tree.add(_text(("failed: " + _data(event.failure), "yellow")))
+    return tree
+
+
+def _replan(event: Any) -> RenderableType:
+    """The sub-questions still to come, before and after; numbered as the sub-questions they will be."""
+    first = 0 if event.sq is None else event.sq + 1
+    title = "Re-plan" if event.sq is None else f"Re-plan after sub-question {event.sq}: the sub-questions to come"
+    tree = Tree(_text((title, "bold")))
+    if event.failure:
+        tree.add(_text(("failed, the plan stands: " + _data(event.failure), "yellow")))
+    before = tree.add(_text(("before", "dim")))
+    for i, sq in enumerate(event.before, start=first):
+        before.add(_text(f"{i}. ", _data(sq.question), (f" → {_data(sq.target_corpus or 'any')}", "cyan")))
+    if not event.before:
+        before.add(_text(("none", "dim")))
+    after = tree.add(_text(("after", "bold")))
+    old = {sq.question for sq in event.before}
+    for i, sq in enumerate(event.after, start=first):
+        style = "" if sq.question in old else "green"
+        after.add(_text(f"{i}. ", (_data(sq.question), style), (f" → {_data(sq.target_corpus or 'any')}", "cyan")))
+    if not event.after:
+        after.add(_text(("none: the run ends here", "dim")))
+    return tree
+
+
+def _reranks(events: Sequence[Any]) -> RenderableType:
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
+    table.add_column("accepted by", justify="right")
+    table.add_column("method")
+    table.add_column("order (doc, score)")
+    for event in events:
+        order = ", ".join(f"{_data(doc)} {score:.3g}" for doc, score in event.order[:8])
+        if len(event.order) > 8:
+            order += f", … ({len(event.order)} in all)"
+        table.add_row(_n(event.count, "sub-question"), _text(_data(event.method)), _text(order))
+    return Group(Rule(_text(("Re-rank", "bold")), align="left"), table)
+
+
+def _source_line(doc: Document) -> Text:
+    title = doc.title.strip() if doc.title and doc.title.strip() else derived_title(doc.text, 8, 60)
+    bits = [b for b in (doc.date, doc.source.get("publication"), title) if b]
+    return _text((" · ".join(_data(_clip(b, 60)) for b in bits), "dim"))
+
+
+def _ranking(result: Any, documents: Mapping[str, Document] | None) -> RenderableType:
+    table = Table(title=_text(("Final ranking", "bold")), title_justify="left", header_style="bold", expand=False)
+    table.add_column("rank", justify="right")
+    table.add_column("document", overflow="fold")
+    table.add_column("accepted by", justify="right")
+    table.add_column("origin")
+    table.add_column("first reason", overflow="fold")
+    for ranked in sorted(result.ranking, key=lambda r: r.rank):
+        doc_cell = _text((_data(ranked.doc_id), "cyan"))
+        if documents is not None:
+            doc = documents.get(ranked.doc_id)
+            doc_cell.append("\n")
+            doc_cell.append_text(_source_line(doc) if doc else _text(("not in the collection", "red")))
+        origin = _text((ranked.origin, "green" if ranked.origin == "agent" else "dim"))
+        if ranked.promoted_from_hold:
+            origin.append(" (promoted)", style="yellow")
+        accepted = len(ranked.accepted_by)
+        table.add_row(
+            str(ranked.rank),
+            doc_cell,
+            _text((str(accepted), "bold green" if accepted else "dim")),
+            origin,
+            _text(_data(_clip(ranked.reasons[0], 200)) if ranked.reasons else ("—", "dim")),
+        )
+    if not result.ranking:
+        table.add_row("", _text(("no sources", "dim")), "", "", "")
+    return table
+
+
+def _llm_calls(calls: Sequence[Any]) -> RenderableType:
+    table = Table(title=_text(("LLM calls", "bold")), title_justify="left", header_style="bold")
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("purpose")
+    table.add_column("sq", justify="right")
+    table.add_column("model")
+    table.add_column("tokens", justify="right")
+    table.add_column("latency", justify="right")
+    table.add_column("cost", justify="right")
+    table.add_column("response", overflow="fold")
+    for event in calls:
+        response = _text(_data(_clip(event.response, RESPONSE_CHARS)))
+        if len(event.attempts) > 1:
+            response.append(f" ({len(event.attempts)} attempts)", style="yellow")
+        if event.error:
+            response.append("\nerror: " + _data(event.error), style="red")
+        table.add_row(
+            str(event.seq),
+            _text(_data(event.purpose)),
+            "" if event.sq is None else str(event.sq),
+            _text(_data(f"{event.provider}/{event.model}")),
+            f"{event.prompt_tokens}+{event.completion_tokens}",
+            f"{event.latency_s:.2f} s",
+            f"${event.cost_usd:.4f}",
+            response,
+        )
+    return table
+
+
+_TREE_KINDS = {"search", "channel", "fusion", "review", "verdict", "memory", "guard"}
+
+
+def render_trail(
+    events: Sequence[Any], documents: Mapping[str, Document] | None = None, verbose: bool = False
+) -> list[RenderableType]:
+    """The trail as rich renderables, in the order things happened: header, plan, each sub-question's searches
+    and verdicts, guards, re-evaluations, briefing, re-plan, re-rank, the final ranking, and with `verbose` the
+    channels, fusions and LLM calls. `documents` (doc id → Document) adds titles and quoted evidence."""
+    out: list[RenderableType] = [_header(events, verbose)]
+    questions: list[Any] = []
+    tree: Tree | None = None
+    tree_sq: int | None = None
+    pending_reevals: list[Any] = []
+    pending_reranks: list[Any] = []
+
+    def flush() -> None:
+        nonlocal tree, tree_sq
+        if tree is not None:
+            out.append(tree)
+            tree, tree_sq = None, None
+        if pending_reevals:
+            out.append(_reevals(list(pending_reevals), documents))
+            pending_reevals.clear()
+        if pending_reranks:
+            out.append(_reranks(list(pending_reranks)))
+            pending_reranks.clear()
+
+    for event in events:
+        kind = event.kind
+        if kind in ("run", "result", "llm_call"):
+            continue
+        if kind == "reeval":
+            if pending_reranks or tree is not None:
+                flush()
+            pending_reevals.append(event)
+            continue
+        if kind == "rerank":
+            if pending_reevals or tree is not None:
+                flush()
+            pending_reranks.append(event)
+            continue
+        if kind in _TREE_KINDS and (event.sq is not None or kind != "guard"):
+            line = _event_line(event, documents, verbose)
+            if line is None:
+                continue
+            if tree is None or tree_sq != event.sq:
+                flush()
+                tree_sq = event.sq
+                if event.sq is None:
+                    label = _text(("Outside any sub-question", "bold"))
+                else:
+                    sq = questions[event.sq] if 0 <= event.sq < len(questions) else None
+                    label = _text((f"Sub-question {event.sq}", "bold"))
+                    if sq is not None:
+                        label.append_text(
+                            _text(": ", _data(sq.question), (f" → {_data(sq.target_corpus or 'any')}", "cyan"))
+                        )
+                tree = Tree(label)
+            tree.add(line)
+            continue
+        flush()
+        if kind == "plan":
+            questions = list(event.sub_questions)
+            out.append(_plan(event))
+        elif kind == "guard":
+            out.append(_text(("guard ", "bold yellow"), (_data(event.guard), "yellow"), ": ", _data(event.message)))
+        elif kind == "briefing":
+            out.append(_briefing(event))
+        elif kind == "replan":
+            questions = replanned(questions, event)
+            out.append(_replan(event))
+    flush()
+
+    result = result_event(events)
+    if result is not None:
+        out.append(_ranking(result, documents))
+    if verbose:
+        calls = [e for e in events if e.kind == "llm_call"]
+        if calls:
+            out.append(_llm_calls(calls))
+    return out
+
+
+def print_trail(
+    events: Sequence[Any],
+    console: Console,
+    documents: Mapping[str, Document] | None = None,
+    verbose: bool = False,
+) -> None:
+    """Print `render_trail(...)` to `console`."""
+    for renderable in render_trail(events, documents, verbose):
+        console.print(renderable)
