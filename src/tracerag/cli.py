@@ -348,7 +348,8 @@ def eval_(
         str,
         typer.Option(
             help="Comma-separated runs: bm25, dense, phrase, bm25+date, hybrid, hybrid+windows, runs of --run-config, "
-            "and the peer bm25s. The first is the baseline of the significance tests."
+            "the peer bm25s, and agent (the TRACE agent; needs --llm). The first is the baseline of the "
+            "significance tests."
         ),
     ] = "bm25,hybrid",
     out_dir: Annotated[
@@ -364,14 +365,21 @@ def eval_(
     collections: Annotated[Path | None, typer.Option(help="Where benchmark collections are built and reused.")] = None,
     data: Annotated[Path | None, typer.Option("--data", help="Datasets folder (TRACERAG_DATASETS).")] = None,
     list_: Annotated[bool, typer.Option("--list", help="Describe every benchmark and exit.")] = False,
+    llm: Annotated[
+        str | None, typer.Option("--llm", help="Model of the agent run: openai:MODEL, local, replay:DIR.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Evaluate runs on a benchmark: recall, MRR, nDCG, MAP per run with paired significance against the first."""
     from tracerag.eval.datasets import BENCHMARKS, load_benchmark
-    from tracerag.eval.harness import PEERS, evaluate_runs
+    from tracerag.eval.harness import AGENT_RUN, PEERS, evaluate_runs
     from tracerag.eval.runner import build_collection, load_run_config, run_specs, select_queries
 
-    settings = load_settings(config, **({"datasets": data} if data else {}))
+    llm_overrides = {k: v for k, v in {"model": llm, "base_url": base_url}.items() if v}
+    settings = load_settings(
+        config, **({"datasets": data} if data else {}), **({"llm": llm_overrides} if llm_overrides else {})
+    )
     if list_:
         for name, loader in BENCHMARKS.items():
             doc = (loader.__doc__ or "").strip().splitlines()
@@ -383,7 +391,14 @@ def eval_(
     if not names:
         raise ConfigError("--runs names no run")
     configured = load_run_config(run_config) if run_config else {}
-    specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS], configured)}
+    specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS and n != AGENT_RUN], configured)}
+    model = None
+    if AGENT_RUN in names:
+        from tracerag.llm import load_llm
+
+        model = load_llm(settings)
+        if model is None:
+            err.print("[yellow]agent run without --llm: it is the hybrid warm start only[/yellow]")
     bench = load_benchmark(benchmark, settings.datasets)
     query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
     if not query_ids:
@@ -406,7 +421,7 @@ def eval_(
                 return lambda: progress.advance(task)
 
             extra = {"ingest": report.to_dict() | {"errors": len(report.skipped)}}
-            evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=tracker, extra=extra)
+            evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=tracker, extra=extra, llm=model)
     sys.stdout.write((out_dir / "results.md").read_text(encoding="utf-8") + f"\nreports in {out_dir}\n")
 
 
@@ -459,6 +474,8 @@ def demo(
             render(data_, True, out)
     out.print(f'\ncollection kept in {collection}: try `tracerag search "..." -c {collection} --explain`')
 
+
+from tracerag import cli_agent  # noqa: E402, F401  (registers `ask` and `trail` on this app)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -11,6 +11,7 @@ from typing import Any
 
 from tracerag.collection import Collection
 from tracerag.eval import plots
+from tracerag.eval.agent_run import agent_all
 from tracerag.eval.breakdown import groups_of, metrics_by_group
 from tracerag.eval.datasets import Benchmark
 from tracerag.eval.diagnostics import decade_distribution, document_years, gold_recovery, pool_overlap
@@ -19,10 +20,12 @@ from tracerag.eval.peers import bm25s_run
 from tracerag.eval.report import markdown_table, write_reports
 from tracerag.eval.runner import RunSpec, search_all
 from tracerag.eval.trec import write_run
+from tracerag.llm import StructuredLLM
 
 Run = dict[str, list[tuple[str, float]]]
 PEERS: dict[str, Callable[[Benchmark, Sequence[str]], Run]] = {"bm25s": lambda b, q: bm25s_run(b, q)}
 SINGLE_CHANNELS = ("bm25", "dense", "phrase")
+AGENT_RUN = "agent"
 
 
 def evaluate_runs(
@@ -35,6 +38,7 @@ def evaluate_runs(
     *,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
     extra: dict[str, Any] | None = None,
+    llm: StructuredLLM | None = None,
 ) -> dict[str, Any]:
     """Runs in the order of `names` (the first is the baseline of the significance tests); returns the summary
     written to results.json, with `extra` (e.g. the ingest report) added. `progress(label, total)` returns a
@@ -42,10 +46,14 @@ def evaluate_runs(
     qrels = {q: bench.qrels[q] for q in query_ids}
     runs: dict[str, Run] = {}
     seconds: dict[str, float] = {}
+    agent_stats: dict[str, float] = {}
     for name in names:
         start = time.perf_counter()
         if name in PEERS:
             runs[name] = PEERS[name](bench, query_ids)
+        elif name == AGENT_RUN:
+            tick = progress(f"run {name}", len(query_ids)) if progress else None
+            runs[name], agent_stats = agent_all(collection, bench, query_ids, llm, out_dir / "trails", progress=tick)
         else:
             tick = progress(f"run {name}", len(query_ids)) if progress else None
             runs[name] = search_all(collection, bench, query_ids, specs[name], progress=tick)
@@ -53,6 +61,8 @@ def evaluate_runs(
         write_run(out_dir / "runs" / f"{name}.trec", runs[name], name)
 
     results = {name: evaluate(qrels, run) | {"seconds_per_query": seconds[name]} for name, run in runs.items()}
+    if agent_stats:
+        results[AGENT_RUN] |= {f"agent_{key}": value for key, value in agent_stats.items()}
     first = names[0]
     pvalues = {
         name: {m: compare(qrels, runs[first], run, m) for m in DEFAULT_METRICS}
@@ -88,7 +98,10 @@ def evaluate_runs(
         "by_group": by_group,
         "diagnostics": diagnostics,
     } | (extra or {})
-    write_reports(out_dir, summary, _markdown(bench, len(query_ids), results, pvalues, by_group, diagnostics))
+    table = _markdown(bench, len(query_ids), results, pvalues, by_group, diagnostics)
+    if agent_stats:
+        table += _agent_markdown(results[AGENT_RUN], llm)
+    write_reports(out_dir, summary, table)
     return summary
 
 
@@ -136,3 +149,19 @@ def _markdown(bench, n_queries, results, pvalues, by_group, diagnostics) -> str:
             f"lost by fusion {g['lost']:.3f}.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _agent_markdown(result: dict[str, float], llm: StructuredLLM | None) -> str:
+    model = f"{llm.name}:{llm.model}" if llm else "none (hybrid warm start only)"
+    rows = [
+        ("model", model),
+        ("questions completed by the agent", f"{result['agent_completed']:.0%}"),
+        ("accepted documents per question", f"{result['agent_accepted']:.2f}"),
+        ("precision of the accepted set", f"{result['agent_accepted_precision']:.3f}"),
+        ("recall of the accepted set", f"{result['agent_accepted_recall']:.3f}"),
+        ("LLM calls per question", f"{result['agent_llm_calls']:.1f} ({result['agent_failed_calls']:.1f} unusable)"),
+        ("tokens per question", f"{result['agent_tokens']:.0f}"),
+        ("cost per question (USD)", f"{result['agent_cost_usd']:.4f}"),
+        ("seconds per question", f"{result['agent_latency_s']:.1f}"),
+    ]
+    return "\n## Agent\n\n| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows) + "\n"

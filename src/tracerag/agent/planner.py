@@ -1,0 +1,69 @@
+"""The planner: one call splits the question into sub-questions, each aimed at one sub-corpus.
+
+The collection's sub-corpora (sizes, date ranges, languages) are shown to the model. An answer that names a
+sub-corpus the collection lacks, or more sub-questions than allowed, is sent back once with the problem; if the
+plan is still unusable the run goes on with one sub-question, the question itself, and the trail says why.
+"""
+
+from __future__ import annotations
+
+from tracerag.agent import prompts
+from tracerag.agent.context import RunContext
+from tracerag.agent.schemas import PlanAnswer
+from tracerag.agent.state import SubQuestion
+from tracerag.llm import Message
+
+
+def corpus_listing(ctx: RunContext) -> list[dict]:
+    return [
+        {
+            "name": c.name,
+            "documents": c.documents,
+            "date_min": c.date_min,
+            "date_max": c.date_max,
+            "languages": sorted(c.languages),
+        }
+        for c in ctx.collection.store.corpora()
+    ]
+
+
+def plan(ctx: RunContext) -> list[SubQuestion]:
+    corpora = corpus_listing(ctx)
+    names = {c["name"] for c in corpora} | {c["name"].split("/")[0] for c in corpora}
+    limit = ctx.settings.max_sub_questions
+    messages = prompts.planner(ctx.question, corpora, limit)
+    problem = None
+    for attempt in range(2):
+        completion = ctx.call("plan", messages, PlanAnswer)
+        answer: PlanAnswer | None = completion.parsed  # type: ignore[assignment]
+        if answer is None:
+            problem = completion.error or "no usable plan"
+            break
+        problem = _check(answer, names, limit)
+        if problem is None:
+            subs = [
+                SubQuestion(s.question.strip(), s.target_corpus or None, list(s.key_entities))
+                for s in answer.sub_questions
+            ]
+            ctx.trail.emit(
+                "plan", analysis=answer.analysis, sub_questions=[s.record() for s in subs], dates=answer.dates
+            )
+            return subs
+        if attempt == 0:
+            messages = [
+                *messages,
+                Message("assistant", completion.text),
+                Message("user", f"That plan cannot be used: {problem}. Answer again."),
+            ]
+    fallback = SubQuestion(ctx.question)
+    ctx.trail.emit("plan", analysis="", sub_questions=[fallback.record()], fallback=problem)
+    return [fallback]
+
+
+def _check(answer: PlanAnswer, corpora: set[str], limit: int) -> str | None:
+    if len(answer.sub_questions) > limit:
+        return f"{len(answer.sub_questions)} sub-questions; at most {limit} are allowed"
+    unknown = [s.target_corpus for s in answer.sub_questions if s.target_corpus and s.target_corpus not in corpora]
+    if unknown:
+        return f"unknown sub-corpus {unknown[0]!r}; use one of {sorted(corpora)} or null"
+    return None

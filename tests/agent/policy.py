@@ -1,0 +1,107 @@
+"""A scripted stand-in for a language model that answers by reading the prompt, deterministically.
+
+It makes the agent's behaviour checkable on real data: a document is accepted when its text contains one of the
+`accept` words, held when it contains a `hold` word, rejected otherwise. The plan, actions and briefings follow
+a script. It is a provider (text in, text out), so everything above it (JSON validation, repair rounds, the
+trail, replay) runs for real; `tests/fakes/openai_server.py` serves the same policy over HTTP.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracerag.llm import Message, RawAnswer, Usage
+
+
+@dataclass
+class Policy:
+    sub_questions: list[dict] = field(default_factory=lambda: [{"question": "Gambetta", "target_corpus": None}])
+    accept: tuple[str, ...] = ("gambetta",)
+    hold: tuple[str, ...] = ()
+    actions: list[dict] = field(default_factory=lambda: [{"tool": "review"}, {"tool": "finish"}])
+    replan: list[dict] | None = None  # remaining sub-questions a briefing proposes (None: keep them)
+    reeval: str = "accept"  # what re-evaluation decides for held documents
+    garbage_for: tuple[str, ...] = ()  # purposes answered with unusable text
+    calls: list[str] = field(default_factory=list)
+    _action_i: int = 0
+
+    def answer(self, messages: Sequence[Message]) -> str:
+        system, user = messages[0].content, messages[-1].content if len(messages) > 1 else ""
+        purpose = _purpose(system)
+        self.calls.append(purpose)
+        if purpose in self.garbage_for:
+            return "I am not sure what you want."
+        if purpose == "plan":
+            return json.dumps({"analysis": "scripted", "sub_questions": self.sub_questions, "dates": []})
+        if purpose == "action":
+            action = self.actions[min(self._action_i, len(self.actions) - 1)]
+            self._action_i += 1
+            return json.dumps(action)
+        if purpose in ("review", "reeval"):
+            return json.dumps(self._verdicts(user, purpose))
+        if purpose == "briefing":
+            remaining = self.replan if self.replan is not None else _remaining(user)
+            return json.dumps({"summary": "scripted briefing", "gaps": ["more"], "remaining_sub_questions": remaining})
+        if purpose == "order":
+            return json.dumps({"order": sorted(re.findall(r'"id": "(A\d+)"', user), reverse=True)})
+        raise AssertionError(f"unexpected prompt: {system[:80]}")
+
+    def _verdicts(self, user: str, purpose: str) -> dict[str, Any]:
+        verdicts = []
+        for line in user.splitlines():
+            if not line.startswith("{"):
+                continue
+            item = json.loads(line)
+            text = item["text"].lower()
+            words = text.split()
+            quote = " ".join(item["text"].split()[:4])
+            if purpose == "reeval":
+                verdict = self.reeval
+            elif any(w in text for w in self.accept):
+                verdict = "accept"
+            elif any(w in text for w in self.hold):
+                verdict = "hold"
+            else:
+                verdict = "reject"
+            verdicts.append(
+                {"id": item["id"], "verdict": verdict, "reason": f"{verdict}: {len(words)} words", "quote": quote}
+            )
+        return {"verdicts": verdicts, "memory": {"findings": [f"{len(verdicts)} judged"], "gaps": [], "next_steps": []}}
+
+
+def _purpose(system: str) -> str:
+    if system.startswith("You plan searches"):
+        return "plan"
+    if system.startswith("You search an archive"):
+        return "action"
+    if system.startswith("You judge whether"):
+        return "review"
+    if system.startswith("Some documents were held"):
+        return "reeval"
+    if system.startswith("Summarise what the search found"):
+        return "briefing"
+    if system.startswith("Order the accepted"):
+        return "order"
+    return "unknown"
+
+
+def _remaining(user: str) -> list[dict]:
+    rest = user.split("Remaining sub-questions:\n", 1)[-1]
+    return [json.loads(line[2:]) for line in rest.splitlines() if line.startswith("- {")]
+
+
+class PolicyProvider:
+    name = "policy"
+    model = "scripted-policy"
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+
+    def generate(self, messages, *, json_schema, temperature, max_tokens) -> RawAnswer:
+        text = self.policy.answer(messages)
+        prompt = sum(len(m.content.split()) for m in messages)
+        return RawAnswer(text, Usage(prompt, len(text.split())), 0.0, self.model)
