@@ -1,0 +1,1 @@
+"""The catalog assistant: constraint-aware, catalog-grounded answers over public-service directories."""

@@ -1,0 +1,121 @@
+"""The catalog's nouns: a service record as the directory states it, and the constraints a request carries.
+
+Plain data, no I/O. A `ServiceRecord` is one service at one location (HSDS `services_at_location`), flattened:
+everything a reply may state (name, address, hours, phone) comes from these fields, and nothing else may be
+stated. Times are minutes after midnight; weekdays 0 = Monday … 6 = Sunday.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    weekday: int  # 0 = Monday
+    opens: int  # minutes after midnight
+    closes: int  # minutes after midnight; closes < opens means open past midnight
+
+    def covers(self, weekday: int, minute: int | None) -> bool:
+        if weekday != self.weekday:
+            return False
+        if minute is None:
+            return True
+        if self.closes >= self.opens:
+            return self.opens <= minute < self.closes
+        return minute >= self.opens  # past midnight: the next day's early hours are not claimed
+
+
+@dataclass(slots=True)
+class ServiceRecord:
+    id: str  # stable: the service id (plus the location id when a service has several locations)
+    service_id: str
+    name: str
+    organization: str = ""
+    description: str = ""
+    application_process: str = ""
+    fees: str = ""
+    eligibility: str = ""
+    address: str = ""  # street line(s)
+    city: str = ""  # as written in the directory
+    state: str = ""
+    zip: str = ""  # a string: leading zeros matter
+    county: str = ""
+    phones: list[str] = field(default_factory=list)
+    url: str = ""
+    email: str = ""
+    languages: list[str] = field(default_factory=list)
+    accessibility: list[str] = field(default_factory=list)
+    taxonomy: list[tuple[str, str]] = field(default_factory=list)  # (term id, term name)
+    openings: list[Opening] = field(default_factory=list)
+    hours_text: str = ""  # the schedule as written ("9:00am-5:00pm, Mon-Fri"), kept when it cannot be parsed
+    latitude: float | None = None
+    longitude: float | None = None
+
+    def text(self) -> str:
+        """The free text checked for semantic constraints (and indexed for semantic search)."""
+        parts = [self.name, self.description, self.eligibility, self.application_process, self.fees]
+        return "\n\n".join(p for p in parts if p)
+
+
+class ConstraintKind(StrEnum):
+    CITY = "city"
+    COUNTY = "county"
+    ZIP = "zip"
+    WEEKDAY = "weekday"
+    TIME = "time"
+    LANGUAGE = "language"
+    SERVICE_TYPE = "service_type"
+    ACCESSIBILITY = "accessibility"
+
+
+@dataclass(frozen=True, slots=True)
+class Structural:
+    """One exact constraint, matched against the catalog's own values (strict AND with the others).
+
+    `values` are catalog values (a city as the catalog writes it, taxonomy term ids, weekday numbers, minutes);
+    several values are alternatives (OR) within one constraint. `said` is what the person wrote."""
+
+    kind: ConstraintKind
+    values: tuple[str, ...]
+    said: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Semantic:
+    """A condition checked against each candidate's own text, e.g. "no ID required", "for seniors"."""
+
+    text: str
+    negated: bool = False  # "doesn't need ID": the record must not require it
+
+
+@dataclass(slots=True)
+class Constraints:
+    structural: list[Structural] = field(default_factory=list)
+    semantic: list[Semantic] = field(default_factory=list)
+    topic: str = ""  # what is asked for, in words ("food pantry"): ranks candidates when no service type matched
+    unknown: list[str] = field(default_factory=list)  # things said that no gazetteer value matched
+
+    def of(self, kind: ConstraintKind) -> Structural | None:
+        return next((s for s in self.structural if s.kind is kind), None)
+
+    def has_location(self) -> bool:
+        return any(s.kind in (ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP) for s in self.structural)
+
+
+@dataclass(slots=True)
+class Gazetteer:
+    """The catalog's own values, against which every structural constraint is matched (never free text).
+
+    Keys of `cities`, `counties` and `languages` are normalised forms (casefolded, accents and punctuation
+    stripped, spaces collapsed); values are the forms the catalog uses, so a filter matches records exactly."""
+
+    cities: dict[str, str] = field(default_factory=dict)
+    counties: dict[str, str] = field(default_factory=dict)
+    zips: set[str] = field(default_factory=set)
+    languages: dict[str, str] = field(default_factory=dict)
+    taxonomy: dict[str, str] = field(default_factory=dict)  # term id -> term name
+    accessibility: dict[str, str] = field(default_factory=dict)
