@@ -203,6 +203,47 @@ class ResultEvent(_Event):
     totals: dict[str, float]
 
 
+class CatalogParseEvent(_Event):
+    """A catalog request parsed into constraints, and the dialogue state after merging it with earlier turns."""
+
+    kind: Literal["catalog_parse"] = "catalog_parse"
+    turn: int
+    request: str
+    method: str = Field(description="'rules', or 'llm+gazetteer' when a model proposed the parse.")
+    constraints: dict[str, Any]
+    state: dict[str, Any]
+    notes: list[str] = []
+
+
+class CatalogFilterEvent(_Event):
+    kind: Literal["catalog_filter"] = "catalog_filter"
+    turn: int
+    variant: str
+    sql_kinds: list[str]
+    allowed: int = Field(description="Records left by the structured pre-filter (all records when none applied).")
+    ranked: list[str] = Field(description="Candidate record ids in the order they are checked.")
+
+
+class CatalogCheckEvent(_Event):
+    kind: Literal["catalog_check"] = "catalog_check"
+    turn: int
+    record_id: str
+    structural_ok: bool
+    violations: list[str] = []
+    semantic: list[dict[str, Any]] = Field(default=[], description="Per semantic constraint: passed, reason, span.")
+    selected: bool
+
+
+class CatalogReplyEvent(_Event):
+    kind: Literal["catalog_reply"] = "catalog_reply"
+    turn: int
+    outcome: Literal["answer", "none_found", "clarify"]
+    text: str
+    recommended: list[str]
+    removed: list[dict[str, Any]] = Field(default=[], description="Hallucinations removed from a generated reply.")
+    generated: bool = False
+
+
 Event = Annotated[
     RunEvent
     | PlanEvent
@@ -218,7 +259,11 @@ Event = Annotated[
     | ReplanEvent
     | RerankEvent
     | LLMCallEvent
-    | ResultEvent,
+    | ResultEvent
+    | CatalogParseEvent
+    | CatalogFilterEvent
+    | CatalogCheckEvent
+    | CatalogReplyEvent,
     Field(discriminator="kind"),
 ]
 
@@ -241,6 +286,10 @@ KINDS: dict[str, type[_Event]] = {
         RerankEvent,
         LLMCallEvent,
         ResultEvent,
+        CatalogParseEvent,
+        CatalogFilterEvent,
+        CatalogCheckEvent,
+        CatalogReplyEvent,
     )
 }
 
