@@ -475,7 +475,7 @@ def demo(
     out.print(f'\ncollection kept in {collection}: try `tracerag search "..." -c {collection} --explain`')
 
 
-from tracerag import cli_agent  # noqa: E402, F401  (registers `ask` and `trail` on this app)
+from tracerag import cli_agent, cli_catalog  # noqa: E402, F401  (register `ask`, `trail`, `catalog`, `chat`)
 
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -1,0 +1,144 @@
+"""Structural constraints checked on one record, in Python: the same semantics as `CatalogStore.filter` in SQL.
+
+The assistant's final guard runs `violations` on every record it is about to recommend, whatever found it; the
+tests check that both implementations select the same records on the real catalog.
+
+Semantics (strict AND over constraints; OR over the values of one constraint):
+
+- CITY, COUNTY: the record's value equals one of the values (catalog forms, exactly).
+- ZIP: the record's zip equals a value, or its 5-digit part does ("33128" matches "33128-1966").
+- LANGUAGE, ACCESSIBILITY: one of the record's values equals one of the values.
+- SERVICE_TYPE: one of the record's taxonomy terms is a value or lies under one (see `term_ancestors`).
+- WEEKDAY (values "0" = Monday … "6") and TIME (minutes after midnight): for every WEEKDAY constraint and every
+  TIME constraint, the record has an opening on one of the weekdays that covers one of the minutes
+  (`Opening.covers`). WEEKDAY alone: an opening on one of the days. TIME alone: an opening covering one of the
+  minutes on any day. A record without parsed openings meets no hours constraint.
+
+A value that cannot be read (a weekday "x") matches nothing; a constraint without values matches nothing.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Collection, Iterator, Sequence
+from functools import lru_cache
+
+from tracerag.catalog.model import WEEKDAYS, ConstraintKind, ServiceRecord, Structural
+
+HOURS_KINDS = frozenset({ConstraintKind.WEEKDAY, ConstraintKind.TIME})
+_PUNCT = re.compile(r"[^\w\s]|_")
+_SPACES = re.compile(r"\s+")
+_AIRS_HEAD = re.compile(r"[A-Z]{2}")
+
+
+@lru_cache(maxsize=1 << 16)
+def normalise_key(text: str) -> str:
+    """Gazetteer key: casefolded, accents and punctuation stripped, spaces collapsed ("Opa-Locka" → "opa locka")."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return _SPACES.sub(" ", _PUNCT.sub(" ", plain)).strip()
+
+
+def zip5(zip_code: str) -> str:
+    """The 5-digit part of a US zip ("33128-1966" → "33128"); other codes unchanged."""
+    z = zip_code.strip()
+    head = z.split("-", 1)[0]
+    return head if len(head) == 5 and head.isdigit() else z
+
+
+@lru_cache(maxsize=1 << 14)
+def term_ancestors(term_id: str) -> tuple[str, ...]:
+    """The term and every term above it by its code: "BD-1800.2000-220" → itself, "BD-1800.2000", "BD-1800",
+    "BD", "B" (AIRS codes: a 2-letter head sits under its first letter). Other ids split at "." and "-" only."""
+    term = term_id.strip()
+    if not term:
+        return ()
+    out = [term]
+    for i in range(len(term) - 1, 0, -1):
+        if term[i] in ".-":
+            out.append(term[:i])
+    head = out[-1]
+    if _AIRS_HEAD.fullmatch(head):
+        out.append(head[0])
+    return tuple(dict.fromkeys(out))
+
+
+def int_values(values: Sequence[str]) -> set[int]:
+    out = set()
+    for v in values:
+        try:
+            out.add(int(str(v).strip()))
+        except ValueError:
+            continue
+    return out
+
+
+def selected(structural: Sequence[Structural], kinds: Collection[ConstraintKind] | None) -> list[Structural]:
+    return [s for s in structural if kinds is None or s.kind in kinds]
+
+
+def violations(
+    record: ServiceRecord, structural: Sequence[Structural], kinds: Collection[ConstraintKind] | None = None
+) -> list[str]:
+    """One line per constraint the record does not meet (empty: it meets them all). `kinds` limits the check to
+    those kinds (None: all), as `CatalogStore.filter` does."""
+    return list(_violations(record, selected(structural, kinds)))
+
+
+def satisfies(
+    record: ServiceRecord, structural: Sequence[Structural], kinds: Collection[ConstraintKind] | None = None
+) -> bool:
+    """Whether the record meets every structural constraint (of `kinds`, None: all)."""
+    return next(_violations(record, selected(structural, kinds)), None) is None
+
+
+def _violations(record: ServiceRecord, constraints: list[Structural]) -> Iterator[str]:
+    for s in constraints:
+        if s.kind is ConstraintKind.CITY and record.city not in s.values:
+            yield f"city: {record.city or '(none)'} is not {_wanted(s)}"
+        elif s.kind is ConstraintKind.COUNTY and record.county not in s.values:
+            yield f"county: {record.county or '(none)'} is not {_wanted(s)}"
+        elif s.kind is ConstraintKind.ZIP and record.zip not in s.values and zip5(record.zip) not in s.values:
+            yield f"zip: {record.zip or '(none)'} is not {_wanted(s)}"
+        elif s.kind is ConstraintKind.LANGUAGE and not any(v in s.values for v in record.languages):
+            yield f"language: {', '.join(record.languages) or '(none stated)'} has no {_wanted(s)}"
+        elif s.kind is ConstraintKind.ACCESSIBILITY and not any(v in s.values for v in record.accessibility):
+            yield f"accessibility: {', '.join(record.accessibility) or '(none stated)'} has no {_wanted(s)}"
+        elif s.kind is ConstraintKind.SERVICE_TYPE and not any(
+            a in s.values for t, _ in record.taxonomy for a in term_ancestors(t)
+        ):
+            yield f"service type: none of the record's terms is or lies under {_wanted(s)}"
+    days = [s for s in constraints if s.kind is ConstraintKind.WEEKDAY]
+    times = [s for s in constraints if s.kind is ConstraintKind.TIME]
+    for d, t in hour_pairs(days, times):
+        if not _open(record, d, t):
+            yield f"hours: not open {_describe(d, t)}" + ("" if record.openings else " (no parsed hours)")
+
+
+def _wanted(s: Structural) -> str:
+    return ", ".join(s.values) or "(no value)"
+
+
+def hour_pairs(days: list[Structural], times: list[Structural]) -> list[tuple[Structural | None, Structural | None]]:
+    if days and times:
+        return [(d, t) for d in days for t in times]
+    return [(d, None) for d in days] + [(None, t) for t in times]
+
+
+def _open(record: ServiceRecord, day: Structural | None, time: Structural | None) -> bool:
+    weekdays = int_values(day.values) if day is not None else set(range(7))
+    minutes: set[int | None] = set(int_values(time.values)) if time is not None else {None}
+    return any(o.covers(w, m) for o in record.openings for w in weekdays for m in minutes)
+
+
+def _describe(day: Structural | None, time: Structural | None) -> str:
+    parts = []
+    if day is not None:
+        names = [WEEKDAYS[d] if 0 <= d < 7 else str(d) for d in sorted(int_values(day.values))]
+        parts.append("on " + (" or ".join(names) or "(no day)"))
+    if time is not None:
+        parts.append(
+            "at " + (" or ".join(f"{m // 60:02d}:{m % 60:02d}" for m in sorted(int_values(time.values))) or "?")
+        )
+    return " ".join(parts)

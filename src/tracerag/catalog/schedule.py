@@ -1,0 +1,272 @@
+"""Opening hours as directories write them, read into `Opening`s (weekday, minutes after midnight).
+
+Two sources: HSDS `regular_schedules` rows (weekday, opens_at, closes_at) and free text such as
+"9:00am-5:00pm, Mon-Fri" or "Mon-Fri 8am-5pm; Sat 9am-1pm". The text reader is deliberately conservative: what it
+cannot read with confidence (meeting times without an end, "1st and 3rd Monday", "closed ...", "except ...", a
+dated one-off, "9:30pm-5:00pm") gives no opening, and the caller keeps the text as written. A filter on hours then
+never claims an opening the directory did not state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from tracerag.catalog.model import Opening
+
+DAY = 24 * 60
+
+_DAY_NAMES = {
+    "mon": 0,
+    "monday": 0,
+    "tue": 1,
+    "tues": 1,
+    "tuesday": 1,
+    "wed": 2,
+    "weds": 2,
+    "wednesday": 2,
+    "thu": 3,
+    "thur": 3,
+    "thurs": 3,
+    "thursday": 3,
+    "fri": 4,
+    "fr": 4,  # seen truncated: "..., Fr"
+    "friday": 4,
+    "sat": 5,
+    "saturday": 5,
+    "sun": 6,
+    "sunday": 6,
+}
+
+# A time: "9:00am", "9am", "9 a.m.", "9:00a", "830am", "17:30", "noon", "midnight"; "8:00m" (a typo) reads as bare.
+_TIME = r"(?:noon|midnight|\d{3,4}\s*[ap]\.?\s*m\.?|\d{1,2}(?::\d{1,2})?(?:\s*[ap]\.?\s*m\.?|\s*[ap]\b|m\b)?)"
+_TIME_RE = re.compile(
+    r"(?P<noon>noon)|(?P<midnight>midnight)"
+    r"|(?:(?P<hc>\d{1,2})(?P<mc>\d{2})(?=\s*[ap])|(?P<h>\d{1,2})(?::(?P<m>\d{1,2}))?)\s*"
+    r"(?:(?P<ampm>[ap])\.?\s*(?:m\.?)?|m(?![a-z]))?",
+    re.IGNORECASE,
+)
+_DAY = r"(?:" + "|".join(sorted(_DAY_NAMES, key=len, reverse=True)) + r")\b\.?"
+_TOKEN = re.compile(
+    r"(?P<allday>\b24\s*(?:hours|hrs|h\b|/\s*7)|\baround the clock\b)"
+    r"|(?P<alldays>\b(?:7|seven) days(?: a week| per week)?\b|\bdaily\b|\bevery ?day\b)"
+    r"|(?P<weekdays>\bweekdays\b|\bm\s*-\s*f\b)"
+    r"|(?P<weekends>\bweekends?\b)"
+    rf"|(?P<dayrange>\b{_DAY}(?:\s*(?:-+|–)\s*|\s+(?:to|through|thru)\s+){_DAY})"
+    rf"|(?P<day>\b{_DAY})"
+    rf"|(?P<range>(?<![\w:]){_TIME}(?:\s*(?:-\s*)+|\s+(?:to|until|till|thru|through)\s+|\s+){_TIME}(?![\w:]))"
+    rf"|(?P<point>(?<![\w:]){_TIME}(?![\w:]))",
+    re.IGNORECASE,
+)
+# Clauses that only hold on some days, or that list days a service is NOT open: no opening is read from them.
+_UNSURE = re.compile(
+    r"\b\d+(?:st|nd|rd|th)\b|\b(?:first|second|third|fourth|fifth|last|every other|alternate|alternating|"
+    r"bi-?weekly|monthly|of (?:the|each|every) month|clos(?:e|ed|es|ing))\b|\bexcept\b.*" + _DAY + "|"
+    r"\b(?:19|20)\d\d\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d",
+    re.IGNORECASE,
+)
+_PAREN = re.compile(r"\([^()]*\)")
+_DASHES = re.compile("[\u2010-\u2015\u2212]|GÇ[ôö]")
+
+
+def parse_time(text: str) -> int:
+    """Minutes after midnight: "9:00am" → 540, "12:00pm" → 720, "12am" → 0, "17:30" → 1050, "noon", "midnight".
+
+    A bare hour ("9:00") is read on the 24-hour clock. Raises ValueError when `text` is not one time."""
+    parsed = _time(text.strip())
+    if parsed is None or parsed[2]:
+        raise ValueError(f"not a time: {text!r}")
+    return parsed[0]
+
+
+def parse_range(opens: str, closes: str) -> tuple[int, int] | None:
+    """(opens, closes) in minutes from two written times, a missing am/pm inferred from the other side
+    ("6:00"-"8:00pm" → 18:00-20:00, "9:00am"-"5:00" → 9:00-17:00); None when either cannot be read,
+    or for "9:30pm"-"5:00pm" (a typo, not 19 hours past midnight).
+
+    Trailing words after a time are ignored ("5:00pm Mon", "12:00pm (dispensing)"). A close at midnight is 1440."""
+    a, b = _time(_PAREN.sub(" ", opens).strip()), _time(_PAREN.sub(" ", closes).strip())
+    if a is None or b is None:
+        return None
+    return _infer(a[:2], b[:2])
+
+
+def parse_hours_text(text: str) -> list[Opening]:
+    """The openings a free-text schedule states, sorted; [] when nothing can be read with confidence.
+
+    Clauses are separated by newlines and ";". Within a clause, groups of days and groups of time ranges pair up
+    in the order written (times first: "9am-5pm, Mon-Fri"; days first: "Mon-Fri 9am-5pm, Sat 9am-1pm"); several
+    ranges with one day group apply to every day of it ("9am-12pm & 1pm-4pm, Mon-Fri"). A clause with only ranges
+    or only days waits for the next clause ("9am-12pm; 1pm-4pm, Mon-Fri"). "24 hours" and "24/7" are the whole
+    day; "7 days a week", "daily", "weekdays" and "weekends" are day groups."""
+    if not text or not text.strip():
+        return []
+    norm = _DASHES.sub("-", text.replace("\\r\\n", "\n").replace("\\n", "\n"))
+    norm = _PAREN.sub(" ", norm)
+    openings: set[Opening] = set()
+    pending: tuple[str, object] | None = None
+    for clause in re.split(r"[\n;]+", norm):
+        if not clause.strip():
+            continue
+        if _UNSURE.search(clause):
+            pending = None
+            continue
+        tokens = _tokens(clause)
+        if tokens is None:  # a point in time ("7:00pm, Tue") or an unreadable range: meeting times, not hours
+            pending = None
+            continue
+        groups = _groups(tokens)
+        if not groups:
+            continue
+        if pending is not None:
+            if pending[0] == groups[0][0]:
+                groups[0] = (pending[0], _merge(pending, groups[0]))
+            else:
+                groups.insert(0, pending)
+            pending = None
+        if len(groups) == 1:
+            pending = groups[0]
+            continue
+        for i in range(0, len(groups) - 1, 2):
+            first, second = groups[i], groups[i + 1]
+            days, ranges = (first[1], second[1]) if first[0] == "D" else (second[1], first[1])
+            openings.update(_openings(days, ranges))  # type: ignore[arg-type]
+    if pending is not None and pending[0] == "T" and all(r == (0, DAY) for r in pending[1]):  # type: ignore[union-attr]
+        openings.update(_openings(set(range(7)), pending[1]))  # type: ignore[arg-type]  # "24 hours" alone
+    return sorted(openings, key=lambda o: (o.weekday, o.opens, o.closes))
+
+
+def weekday_index(name: str) -> int | None:
+    """0 = Monday for a weekday name or abbreviation ("Monday", "mon", "Thurs"); None otherwise."""
+    return _DAY_NAMES.get(name.strip().strip(".").casefold())
+
+
+def openings_from_rows(rows: Iterable[tuple[str, str, str]]) -> tuple[list[Opening], bool]:
+    """Openings from (weekday, opens_at, closes_at) rows, and whether every row could be read."""
+    out: set[Opening] = set()
+    complete = True
+    for weekday, opens, closes in rows:
+        day = weekday_index(weekday)
+        span = parse_range(opens, closes) if opens.strip() and closes.strip() else None
+        if day is None or span is None:
+            complete = False
+            continue
+        out.add(Opening(day, *span))
+    return sorted(out, key=lambda o: (o.weekday, o.opens, o.closes)), complete
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+
+
+def _time(text: str) -> tuple[int, bool, str] | None:
+    """(minutes, whether am/pm or noon/midnight was written, what follows) for the time at the start of `text`."""
+    m = _TIME_RE.match(text)
+    if m is None or m.end() == 0:
+        return None
+    rest = text[m.end() :]
+    if rest and (rest[0].isalnum() or rest[0] == ":"):
+        return None  # "6:300pm": not a time followed by something else
+    if m["noon"]:
+        return 12 * 60, True, rest
+    if m["midnight"]:
+        return 0, True, rest
+    hour = int(m["h"] if m["h"] is not None else m["hc"])
+    minute = int(m["m"] or m["mc"] or 0)
+    if minute > 59 or hour > 24 or (hour == 24 and minute):
+        return None
+    ampm = (m["ampm"] or "").lower()
+    if ampm:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if ampm == "p" else 0)
+    return hour * 60 + minute, bool(ampm), rest
+
+
+def _infer(a: tuple[int, bool], b: tuple[int, bool]) -> tuple[int, int] | None:
+    (opens, a_explicit), (closes, b_explicit) = a, b
+    if a_explicit and b_explicit and 0 < closes < opens and opens // 720 == closes // 720:
+        return None  # "9:30pm-5:00pm": a typo, not 19 hours past midnight
+    if not a_explicit and b_explicit and opens < 12 * 60 and opens + 12 * 60 < closes:
+        opens += 12 * 60  # "6:00-8:00pm": 6pm
+    elif a_explicit and not b_explicit and closes < 12 * 60 and closes <= opens < closes + 12 * 60:
+        closes += 12 * 60  # "9:00am-5:00": 5pm
+    elif not a_explicit and not b_explicit and 60 <= closes <= opens < closes + 12 * 60:
+        closes += 12 * 60  # "8:00-4:00": 4pm
+    if closes == 0 and opens > 0:
+        closes = DAY  # "...-12:00am": until midnight
+    if opens == DAY:
+        opens = 0
+    return opens, closes
+
+
+def _tokens(clause: str) -> list[tuple[str, object]] | None:
+    out: list[tuple[str, object]] = []
+    for m in _TOKEN.finditer(clause):
+        kind = m.lastgroup
+        if kind == "allday":
+            out.append(("T", (0, DAY)))
+            if "/" in m.group(0):
+                out.append(("D", set(range(7))))
+        elif kind == "alldays":
+            out.append(("D", set(range(7))))
+        elif kind == "weekdays":
+            out.append(("D", set(range(5))))
+        elif kind == "weekends":
+            out.append(("D", {5, 6}))
+        elif kind == "dayrange":
+            first, last = re.split(r"\s*(?:-+|–)\s*|\s+(?:to|through|thru)\s+", m.group(0).casefold(), maxsplit=1)
+            a, b = weekday_index(first), weekday_index(last)
+            if a is None or b is None:
+                return None
+            out.append(("D", {(a + i) % 7 for i in range((b - a) % 7 + 1)}))
+        elif kind == "day":
+            day = weekday_index(m.group(0))
+            if day is not None:
+                out.append(("D", {day}))
+        elif kind == "range":
+            span = _range(m.group(0))
+            if span is None:
+                if re.search(r"[:apnm]", m.group(0), re.IGNORECASE):
+                    return None  # a written range that makes no sense ("9:30pm-5:00pm")
+                continue  # "2-5" (grades, ages): no am/pm, no colon
+            out.append(("T", span))
+        elif kind == "point":
+            parsed = _time(m.group(0))
+            if parsed is not None and (parsed[1] or ":" in m.group(0)):
+                return None  # a meeting time without an end
+    return out
+
+
+def _range(text: str) -> tuple[int, int] | None:
+    parts = re.split(r"\s*(?:-\s*)+|\s+(?:to|until|till|thru|through)\s+|\s+(?=\d|noon|midnight)", text.strip())
+    parts = [p for p in parts if p]
+    if len(parts) != 2:
+        return None
+    a, b = _time(parts[0]), _time(parts[1])
+    if a is None or b is None:
+        return None
+    if not (a[1] or b[1] or ":" in parts[0] or ":" in parts[1]):
+        return None
+    return _infer(a[:2], b[:2])
+
+
+def _groups(tokens: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    groups: list[tuple[str, object]] = []
+    for kind, value in tokens:
+        if groups and groups[-1][0] == kind:
+            groups[-1] = (kind, _merge(groups[-1], (kind, value if kind == "D" else [value])))
+        else:
+            groups.append((kind, set(value) if kind == "D" else [value]))  # type: ignore[call-overload]
+    return groups
+
+
+def _merge(a: tuple[str, object], b: tuple[str, object]) -> object:
+    if a[0] == "D":
+        return set(a[1]) | set(b[1])  # type: ignore[call-overload]
+    return list(a[1]) + [r for r in b[1] if r not in a[1]]  # type: ignore[union-attr, operator, attr-defined]
+
+
+def _openings(days: set[int], ranges: list[tuple[int, int]]) -> Iterable[Opening]:
+    for day in days:
+        for opens, closes in ranges:
+            yield Opening(day, opens, closes)

@@ -1,0 +1,182 @@
+"""`tracerag catalog ingest` and `tracerag chat`: the catalog assistant on the command line.
+
+Registered on the main app by `cli.py`. Parse, build settings, call the library, print.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import tomllib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from tracerag.cli import ConfigOpt, _friendly, app, err, out
+from tracerag.config import load_settings
+from tracerag.errors import ConfigError
+
+catalog_app = typer.Typer(help="Build catalogs of public services for `tracerag chat`.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
+
+CatalogOpt = Annotated[Path, typer.Option("--catalog", help="Catalog directory (made by `tracerag catalog ingest`).")]
+
+
+@catalog_app.command("ingest")
+@_friendly
+def catalog_ingest(
+    source: Annotated[Path, typer.Argument(help="An HSDS CSV datapackage folder, or a CSV/JSONL file with --mapping.")],
+    catalog: CatalogOpt,
+    mapping: Annotated[
+        Path | None, typer.Option(help="TOML mapping of ServiceRecord fields to the file's columns (non-HSDS data).")
+    ] = None,
+    dense: Annotated[bool, typer.Option("--dense/--no-dense", help="Also embed the service texts (slow).")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Read a directory's services into a catalog: exact fields in SQLite, free text in the hybrid index."""
+    from tracerag.catalog.ingest import build_catalog
+
+    settings = load_settings(config)
+    fmt, table = "hsds", None
+    if mapping is not None:
+        try:
+            table = tomllib.loads(mapping.read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{mapping}: cannot read the mapping: {exc}") from None
+        fmt = "mapped"
+    report = build_catalog(source, catalog, settings, fmt=fmt, mapping=table, dense=dense)
+    data = report.to_dict() if hasattr(report, "to_dict") else dataclasses.asdict(report)
+    if json_out:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+        return
+    for key, value in data.items():
+        if isinstance(value, list):
+            out.print(f"{key}: {len(value)}")
+            for item in value[:20]:
+                out.print(f"  [yellow]{escape(str(item))}[/yellow]")
+        else:
+            out.print(f"{key}: {escape(str(value))}")
+
+
+@app.command()
+@_friendly
+def chat(
+    catalog: CatalogOpt,
+    once: Annotated[str | None, typer.Option("--once", help="Answer one request and exit.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="With --once: print the turn as JSON.")] = False,
+    variant: Annotated[
+        str, typer.Option(help="Structured index used to find candidates: none, location, hours, location+hours.")
+    ] = "location+hours",
+    k: Annotated[int, typer.Option("--k", "-k", help="Services to recommend.")] = 5,
+    llm: Annotated[str | None, typer.Option("--llm", help="openai:MODEL, local or replay:DIR (optional).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Ask a public-service directory where to get help; only real catalog services that meet every constraint."""
+    from tracerag.catalog.assistant import CatalogAssistant
+    from tracerag.llm import load_llm
+
+    overrides = {key: v for key, v in {"model": llm, "base_url": base_url}.items() if v}
+    settings = load_settings(config, **({"llm": overrides} if overrides else {}))
+    with CatalogAssistant(catalog, settings, llm=load_llm(settings), variant=variant, k=k) as assistant:
+        if once is not None:
+            turn = assistant.ask(once)
+            if json_out:
+                payload = turn.to_dict() | {"trail": str(assistant.trail_path)}
+                sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+            else:
+                _print_turn(turn)
+            return
+        out.print("Ask where to get help (empty line or Ctrl-D to quit).")
+        while True:
+            try:
+                text = input("> ").strip()
+            except EOFError:
+                break
+            if not text:
+                break
+            _print_turn(assistant.ask(text))
+        err.print(f"trail: {assistant.trail_path}")
+
+
+def _print_turn(turn) -> None:
+    out.print(escape(turn.reply))
+    for note in turn.notes:
+        err.print(f"[dim]{escape(note)}[/dim]")
+    for removed in turn.removed:
+        err.print(f"[yellow]removed from the generated reply: {escape(str(removed))}[/yellow]")
+
+
+@catalog_app.command("eval")
+@_friendly
+def catalog_eval(
+    catalog: CatalogOpt,
+    out_dir: Annotated[Path, typer.Option("--out", help="Report folder (results.json, results.md).")] = Path(
+        "reports/catalog"
+    ),
+    queries: Annotated[int, typer.Option(help="Requests generated from the catalog.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the generator.")] = 0,
+    variants: Annotated[str, typer.Option(help="Comma-separated structured-index variants.")] = (
+        "none,location,hours,location+hours"
+    ),
+    k: Annotated[int, typer.Option("--k", "-k", help="Services recommended per request.")] = 5,
+    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N requests (after sampling).")] = None,
+    llm: Annotated[str | None, typer.Option("--llm", help="Also run with this model (openai:MODEL, local).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
+    config: ConfigOpt = None,
+) -> None:
+    """Template requests with gold sets by strict filtering: constraint satisfaction, out-of-catalog rate, recall
+    of the gold set in the top k and the clarifying-question rate, per category and structured-index variant."""
+    from tracerag.catalog.assistant import VARIANTS, CatalogAssistant
+    from tracerag.catalog.store import CatalogStore
+    from tracerag.eval import catalog_bench
+    from tracerag.llm import load_llm
+
+    names = [v.strip() for v in variants.split(",") if v.strip()]
+    unknown = [v for v in names if v not in VARIANTS]
+    if unknown:
+        raise ConfigError(f"unknown variants {unknown}; expected some of {', '.join(VARIANTS)}")
+    overrides = {key: v for key, v in {"model": llm, "base_url": base_url}.items() if v}
+    settings = load_settings(config, **({"llm": overrides} if overrides else {}))
+    store = CatalogStore.open(catalog / "catalog.sqlite")
+    generated = catalog_bench.generate(store, queries, seed)
+    selected = generated[:limit] if limit else generated
+    configs = [(v, None) for v in names]
+    if overrides:
+        configs += [(v, load_llm(settings)) for v in names]
+    results = {}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with _progress_bar() as progress:
+        for variant, model in configs:
+            label = variant + (f" + {model.model}" if model else "")
+            task = progress.add_task(label, total=len(selected), extra="")
+            with CatalogAssistant(
+                catalog, settings, llm=model, variant=variant, k=k, trail_dir=out_dir / "trails"
+            ) as assistant:
+
+                def answer(text: str, assistant=assistant) -> tuple[str, list[str]]:
+                    assistant.reset()
+                    turn = assistant.ask(text)
+                    return turn.outcome, [r.record.id for r in turn.recommendations]
+
+                outcomes = catalog_bench.evaluate(
+                    selected, store, answer, k, progress=lambda task=task: progress.advance(task)
+                )
+            results[label] = catalog_bench.summarise(outcomes)
+    store.close()
+    counts = {c: sum(q.category == c for q in selected) for c in catalog_bench.CATEGORIES}
+    summary = {"catalog": str(catalog), "queries": len(selected), "by_category": counts, "k": k, "results": results}
+    (out_dir / "results.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    table = catalog_bench.markdown(summary)
+    (out_dir / "results.md").write_text(table, encoding="utf-8")
+    sys.stdout.write(table + f"\nreports in {out_dir}\n")
+
+
+def _progress_bar():
+    from tracerag.cli import _progress
+
+    return _progress()

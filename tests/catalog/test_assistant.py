@@ -1,0 +1,131 @@
+"""The catalog assistant end to end on the real Miami 211 directory: clarify → answer over two turns, state kept
+across turns, the next-batch loop, strict structural satisfaction in every structured-index variant, the guard
+against a planted hallucination in a generated reply (fake OpenAI-compatible server), and the trail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from tracerag.catalog import filters
+from tracerag.catalog.assistant import VARIANTS, CatalogAssistant
+from tracerag.catalog.ingest import build_catalog
+from tracerag.catalog.model import ConstraintKind
+from tracerag.cli import app
+from tracerag.config import load_settings
+from tracerag.llm import load_llm
+from tracerag.trail import read_trail
+
+SATURDAY = 5
+
+
+@pytest.fixture(scope="module")
+def catalog(datasets_dir: Path, tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("catalog") / "miami"
+    build_catalog(datasets_dir / "miami211", target, load_settings(), dense=False)
+    return target
+
+
+@pytest.fixture
+def assistant(catalog: Path, tmp_path: Path):
+    with CatalogAssistant(catalog, load_settings(), today=SATURDAY, trail_dir=tmp_path) as a:
+        yield a
+
+
+def test_no_location_gets_a_clarifying_question_then_the_answer_keeps_the_topic(assistant):
+    first = assistant.ask("I need a food pantry")
+    assert first.outcome == "clarify" and "city or zip code" in first.reply and not first.recommendations
+    second = assistant.ask("in Hialeah")
+    assert second.outcome == "answer" and second.recommendations
+    for rec in second.recommendations:
+        assert rec.record.city == "Hialeah"
+        assert any(t.startswith("BD-1800") for t, _ in rec.record.taxonomy)  # food pantries, kept from turn 1
+        assert rec.record.name in second.reply and rec.record.phones[0] in second.reply
+
+
+def test_a_later_turn_replaces_the_weekday_and_keeps_the_city(assistant):
+    assistant.ask("food pantry in Hialeah open on Monday")
+    later = assistant.ask("what about Saturday?")
+    kinds = {s.kind: s.values for s in later.constraints.structural}
+    assert kinds[ConstraintKind.CITY] == ("Hialeah",) and kinds[ConstraintKind.WEEKDAY] == (str(SATURDAY),)
+    assert later.outcome == "none_found"  # Hialeah's two food pantries are closed on Saturdays
+    assert "Without weekday 'Saturday': 2 service(s)" in later.reply
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_recommendation_satisfies_every_structural_constraint_in_every_variant(catalog, tmp_path, variant):
+    requests = [
+        "legal services in Miami Beach",
+        "Spanish speaking counseling in Miami open on Tuesday",
+        "food pantry in Homestead",
+        "wheelchair accessible clinic in Miami open at 6pm",
+        "shelter near 33157",
+    ]
+    answered = 0
+    with CatalogAssistant(catalog, load_settings(), variant=variant, k=5, trail_dir=tmp_path) as a:
+        for text in requests:
+            a.reset()
+            turn = a.ask(text)
+            answered += turn.outcome == "answer"
+            for rec in turn.recommendations:
+                assert filters.satisfies(rec.record, turn.constraints.structural), (text, rec.record.id)
+                assert a.store.get([rec.record.id])  # a catalog record, never anything else
+    assert answered >= (3 if variant != "none" else 1)
+
+
+def test_semantic_check_moves_to_the_next_batch_until_enough_pass(catalog, tmp_path):
+    with CatalogAssistant(catalog, load_settings(), k=2, batch=3, trail_dir=tmp_path) as a:
+        turn = a.ask("food in Miami for seniors")
+    assert turn.checked > 3  # more than one batch was checked
+    passed = [r for r in turn.recommendations if all(e.passed for e in r.evidence)]
+    assert passed, turn.reply
+    for rec in passed:
+        for ev in rec.evidence:
+            start, end = ev.span
+            assert rec.record.text()[start:end] == ev.quote
+
+
+def test_a_generated_reply_loses_a_planted_hallucination(catalog, tmp_path):
+    planted = "SALVATION ARMY"  # a real catalog name that is not among the selected Hialeah pantries
+
+    def handler(body: dict, n: int) -> Reply:
+        if body.get("response_format"):  # the parse: propose nothing beyond the rules
+            return Reply(content=json.dumps({"cities": ["Hialeah"], "service_types": ["food pantry"]}))
+        services = json.loads(
+            body["messages"][-1]["content"].split("\n", 1)[1].rsplit("\n\nWrite", 1)[0].replace("\\u003c", "<")
+        )
+        first = services["services"][0]
+        return Reply(
+            content=f"Try {first['name']} at {first['phones'][0] if first.get('phones') else ''}.\n"
+            f"You could also call {planted} at 305-555-0199, 1200 Fake Street."
+        )
+
+    with FakeOpenAI(handler) as fake:
+        settings = load_settings(llm={"model": "openai:fake", "base_url": fake.base_url, "json_schema": True})
+        with CatalogAssistant(catalog, settings, llm=load_llm(settings), trail_dir=tmp_path) as a:
+            turn = a.ask("a food pantry in Hialeah")
+            trail = read_trail(a.trail_path)
+    assert turn.outcome == "answer"
+    assert planted not in turn.reply and "305-555-0199" not in turn.reply
+    assert {r["kind"] for r in turn.removed} >= {"name"} or {r["kind"] for r in turn.removed} >= {"phone"}
+    assert turn.recommendations[0].record.name in turn.reply
+    reply_event = [e for e in trail if e.kind == "catalog_reply"][-1]
+    assert reply_event.removed == turn.removed and reply_event.generated
+    assert any(e.kind == "llm_call" for e in trail)
+
+
+def test_trail_and_cli(catalog, tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["chat", "--catalog", str(catalog), "--once", "food pantry in Hialeah", "--json"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["outcome"] == "answer" and payload["recommendations"]
+    events = read_trail(Path(payload["trail"]))
+    kinds = [e.kind for e in events]
+    assert kinds[0] == "run" and {"catalog_parse", "catalog_filter", "catalog_check", "catalog_reply"} <= set(kinds)
+    bad = runner.invoke(app, ["chat", "--catalog", str(tmp_path), "--once", "x"])
+    assert bad.exit_code == 2 and "not a catalog" in bad.output
