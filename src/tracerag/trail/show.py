@@ -10,6 +10,7 @@ No string built here is ever parsed as markup; `_data` is the one door data come
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -122,8 +123,16 @@ def _header(events: Sequence[Any], verbose: bool) -> RenderableType:
     grid.add_row("Run", _text(*run_line))
     grid.add_row("Collection", _text(_data(run.collection), (f"  k={run.k}", "dim")))
     llm = "/".join(_data(v) for v in run.llm.values()) if run.llm else None
-    grid.add_row("LLM", _text(llm) if llm else _text(("none: hybrid warm start only", "dim")))
-    if result is None:
+    replies = [e for e in events if e.kind == "catalog_reply"]
+    catalog = any(e.kind.startswith("catalog_") for e in events)
+    without = "none: rule-based parsing, templated replies" if catalog else "none: hybrid warm start only"
+    grid.add_row("LLM", _text(llm) if llm else _text((without, "dim")))
+    if catalog:
+        outcomes = ", ".join(f"{n} {o}" for o, n in Counter(e.outcome for e in replies).items())
+        grid.add_row(
+            "Status", _text(f"catalog conversation: {len(replies)} turn(s)" + (f" ({outcomes})" if outcomes else ""))
+        )
+    elif result is None:
         grid.add_row("Status", _text(("unfinished: the trail has no result", "bold red")))
     else:
         status = str(result.status)
@@ -452,6 +461,8 @@ def render_trail(
         elif kind == "replan":
             questions = replanned(questions, event)
             out.append(_replan(event))
+        elif kind.startswith("catalog_"):
+            out.append(_catalog_line(event))
     flush()
 
     result = result_event(events)
@@ -462,6 +473,29 @@ def render_trail(
         if calls:
             out.append(_llm_calls(calls))
     return out
+
+
+def _catalog_line(event: Any) -> Text:
+    """One line per catalog dialogue event; request and reply text are data, shown literally."""
+    turn = f"turn {event.turn} "
+    if event.kind == "catalog_parse":
+        state = event.state
+        parts = [f"{c['kind']}={'|'.join(c['values'])}" for c in state["structural"]]
+        parts += [("not " if c["negated"] else "") + c["text"] for c in state["semantic"]]
+        return _text((turn, "bold"), _data(event.request), (" → ", "dim"), _data("; ".join(parts) or "nothing"))
+    if event.kind == "catalog_filter":
+        return _text(
+            (turn, "bold"),
+            f"variant {event.variant}, pre-filter on {', '.join(event.sql_kinds) or 'nothing'}: "
+            f"{event.allowed} records, {len(event.ranked)} candidates ranked",
+        )
+    if event.kind == "catalog_check":
+        mark = ("✓ ", "green") if event.selected else ("✗ ", "red")
+        why = "; ".join(event.violations) or "; ".join(str(s.get("reason", "")) for s in event.semantic)
+        return _text((turn, "bold"), mark, _data(event.record_id), " ", (_data(why), "dim"))
+    outcome = {"answer": "green", "none_found": "yellow", "clarify": "cyan"}.get(event.outcome, "")
+    removed = f" ({len(event.removed)} removed from the generated reply)" if event.removed else ""
+    return _text((turn, "bold"), (event.outcome, outcome), removed, "\n", _data(event.text))
 
 
 def print_trail(
