@@ -1,7 +1,8 @@
 """The search-and-review loop of one sub-question.
 
-Warm start (hybrid retrieval on the sub-question, constrained to its corpus), then steps: the model picks a tool;
-searches add unreviewed chunks to a queue; `review` judges the next batch against the ORIGINAL question. Guards,
+Warm start (hybrid retrieval on the sub-question, constrained to its corpus) and a first review of its best
+documents, then steps: the model picks a tool; searches add unreviewed chunks to a queue; `review` judges the next
+batch against the ORIGINAL question. Guards,
 each recorded in the trail: a step limit (the last step forces finish), an identical query is skipped and two
 repeats end the loop, three empty searches warn, `finish` is refused while nothing is accepted (a third ask ends
 the loop as "nothing found"), two unusable action answers in a row end the loop. An undecided or unparseable
@@ -59,6 +60,11 @@ class SearchReviewLoop:
             if self.step == limit:
                 self._guard("step_limit", f"step {self.step} of {limit}: finish forced")
                 break
+            if self.step == 1 and self.queue:
+                # The loop opens by judging the warm start's best documents: the cheapest evidence there is, and
+                # what the model needs in its memory to search well (small models otherwise search in circles).
+                self.review()
+                continue
             action = self._next_action()
             if action is None:
                 failures += 1

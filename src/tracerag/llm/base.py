@@ -186,10 +186,19 @@ def cost_of(usage: Usage, model: str, prices: dict[str, tuple[float, float]]) ->
 
 
 def schema_instruction(schema: type[BaseModel]) -> str:
-    """The text that asks for JSON, for providers (or servers) that cannot be constrained to a schema."""
+    """The text that asks for JSON: the schema without its titles, compactly (prompt tokens are what a small local
+    model pays for; the descriptions stay, they are what tells the model what each field means)."""
     return "Answer with one JSON object and nothing else. It must validate against this JSON schema:\n" + json.dumps(
-        schema.model_json_schema(), ensure_ascii=False
+        _untitled(schema.model_json_schema()), ensure_ascii=False, separators=(",", ":")
     )
+
+
+def _untitled(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _untitled(v) for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_untitled(v) for v in node]
+    return node
 
 
 class StructuredLLM:
