@@ -13,7 +13,6 @@ from typer.testing import CliRunner
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tracerag.catalog import filters
 from tracerag.catalog.assistant import VARIANTS, CatalogAssistant
-from tracerag.catalog.ingest import build_catalog
 from tracerag.catalog.model import ConstraintKind
 from tracerag.cli import app
 from tracerag.config import load_settings
@@ -21,13 +20,6 @@ from tracerag.llm import load_llm
 from tracerag.trail import read_trail
 
 SATURDAY = 5
-
-
-@pytest.fixture(scope="module")
-def catalog(datasets_dir: Path, tmp_path_factory) -> Path:
-    target = tmp_path_factory.mktemp("catalog") / "miami"
-    build_catalog(datasets_dir / "miami211", target, load_settings(), dense=False)
-    return target
 
 
 @pytest.fixture
