@@ -47,6 +47,7 @@ class SearchReviewLoop:
         self.searches: list[str] = []
         self.repeats = 0
         self.empties = 0
+        self.note = ""
 
     # -- the loop -------------------------------------------------------------------------------------
 
@@ -127,6 +128,9 @@ class SearchReviewLoop:
             f"step {self.step}; accepted {len(ledger.accepted(self.sq))}, held {len(ledger.held(self.sq))}, "
             f"unreviewed {len(self.queue)}" + ("; recent searches found nothing" if self.empties >= 3 else "")
         )
+        if self.note:
+            status += f"; last step: {self.note}"
+            self.note = ""
         peek = self.ctx.documents([d for d, _ in self.queue[:5]])
         candidates = [_label(peek[d], 80) for d, _ in self.queue[:5] if d in peek]
         messages = prompts.action(
@@ -153,6 +157,7 @@ class SearchReviewLoop:
         if call.key in self.searched:
             self.repeats += 1
             self._emit_search(call, args, 0, 0, skipped="identical to an earlier search")
+            self.note = "that search repeated an earlier one and was skipped; a second repeat ends the search"
             if self.repeats >= 2:
                 self._guard("repeats", "two repeated searches: loop ended")
                 return "end"
@@ -263,6 +268,7 @@ class SearchReviewLoop:
 
     def _guard(self, guard: str, message: str) -> None:
         self.ctx.trail.emit("guard", sq=self.sq, step=self.step, guard=guard, message=message)
+        self.note = message  # the model is told what its last step came to
 
     def _base_filter(self, corpus: str | None) -> Filter:
         if not corpus:
