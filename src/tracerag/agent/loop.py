@@ -141,6 +141,7 @@ class SearchReviewLoop:
             self.searches[-6:],
             candidates,
             tool_list(),
+            self._corpus_names(),
         )
         completion = self.ctx.call("action", messages, ActionAnswer, sq=self.sq)
         return completion.parsed if completion.ok else None  # type: ignore[return-value]
@@ -269,6 +270,10 @@ class SearchReviewLoop:
     def _guard(self, guard: str, message: str) -> None:
         self.ctx.trail.emit("guard", sq=self.sq, step=self.step, guard=guard, message=message)
         self.note = message  # the model is told what its last step came to
+
+    def _corpus_names(self) -> list[str]:
+        names = [c.name for c in self.ctx.collection.store.corpora()]
+        return sorted({n.split("/")[0] for n in names} | set(names))
 
     def _base_filter(self, corpus: str | None) -> Filter:
         if not corpus:

@@ -47,6 +47,7 @@ def action(
     recent: Sequence[str],
     candidates: Sequence[str],
     tools: str,
+    corpora: Sequence[str] = (),
 ) -> list[Message]:
     system = (
         "You search an archive for sources that answer a research question. Each turn pick one tool. Review the "
@@ -57,7 +58,8 @@ def action(
         f"Original question: {question}\nCurrent sub-question: {sub_question}\n"
         f"Memory: {memory or '(empty)'}\nStatus: {status}\n"
         f"Searches so far: {'; '.join(recent) or 'none'}\n"
-        f"Unreviewed documents (first lines): {' | '.join(candidates) or 'none'}"
+        f"Unreviewed documents (first lines): {' | '.join(candidates) or 'none'}\n"
+        f"Sub-corpora a search may name as corpus (or leave out): {', '.join(corpora) or 'none'}"
     )
     return [Message("system", system), Message("user", user)]
 
