@@ -189,3 +189,18 @@ def test_every_trail_line_validates_and_the_trail_is_complete(col, tmp_path):
     assert {"run", "plan", "search", "channel", "fusion", "review", "verdict", "memory", "llm_call", "result"} <= kinds
     assert [e.seq for e in events] == list(range(len(events)))
     assert events[-1].totals["llm_calls"] == len([e for e in events if e.kind == "llm_call"])
+
+
+def test_a_bug_ends_the_run_as_failed_in_the_trail_and_is_raised(col, tmp_path):
+    class Broken:
+        name, model = "broken", "broken"
+
+        def generate(self, messages, **kwargs):
+            raise RuntimeError("provider bug")
+
+    agent = Agent(col, StructuredLLM(Broken()), trail_dir=tmp_path)
+    with pytest.raises(RuntimeError, match="provider bug"):
+        agent.run(QUESTION, 5)
+    events = read_trail(next(tmp_path.glob("*.jsonl")))
+    assert events[-1].kind == "result" and events[-1].status is RunStatus.FAILED
+    assert "provider bug" in events[-1].message and len(events[-1].ranking) == 5  # the warm start still answers

@@ -75,6 +75,7 @@ class Agent:
             trail.listeners.append(writer)
         ctx = RunContext(question, self.collection, self.retriever, self.llm, trail, self.settings)
         started = time.perf_counter()
+        bug: Exception | None = None
         try:
             trail.emit(
                 "run",
@@ -87,23 +88,31 @@ class Agent:
                 replay_of=replay_of,
             )
             status, message, ranking = self._run(ctx, k)
-        except TraceError as exc:
+        except Exception as exc:  # noqa: BLE001 - recorded as `failed` first; a bug is raised again below
             status, message = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"
-            ranking = self._fallback(ctx, k)
-        totals = {**ctx.totals.as_dict(), "wall_s": round(time.perf_counter() - started, 3)}
-        ledger = ctx.ledger
-        trail.emit(
-            "result",
-            status=status,
-            message=message,
-            ranking=ranking,
-            accepted=ledger.accepted(),
-            held=ledger.held_docs(),
-            rejected=ledger.rejected_docs(),
-            totals=totals,
-        )
-        if writer is not None:
-            writer.close()
+            bug = None if isinstance(exc, TraceError) else exc
+            try:
+                ranking = self._fallback(ctx, k)
+            except TraceError:
+                ranking = []
+        try:
+            totals = {**ctx.totals.as_dict(), "wall_s": round(time.perf_counter() - started, 3)}
+            ledger = ctx.ledger
+            trail.emit(
+                "result",
+                status=status,
+                message=message,
+                ranking=ranking,
+                accepted=ledger.accepted(),
+                held=ledger.held_docs(),
+                rejected=ledger.rejected_docs(),
+                totals=totals,
+            )
+        finally:
+            if writer is not None:
+                writer.close()
+        if bug is not None:
+            raise bug
         return AgentResult(
             trail.run_id, status, message, ranking, ledger.accepted(), writer.path if writer else None, totals
         )
