@@ -124,7 +124,7 @@ def catalog_eval(
         "none,location,hours,location+hours"
     ),
     k: Annotated[int, typer.Option("--k", "-k", help="Services recommended per request.")] = 5,
-    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N requests (after sampling).")] = None,
+    limit: Annotated[int | None, typer.Option(help="Evaluate N evenly spaced requests (all categories).")] = None,
     llm: Annotated[str | None, typer.Option("--llm", help="Also run with this model (openai:MODEL, local).")] = None,
     base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
     config: ConfigOpt = None,
@@ -144,7 +144,8 @@ def catalog_eval(
     settings = load_settings(config, **({"llm": overrides} if overrides else {}))
     store = CatalogStore.open(catalog / "catalog.sqlite")
     generated = catalog_bench.generate(store, queries, seed)
-    selected = generated[:limit] if limit else generated
+    # --limit takes evenly spaced requests, so a quick check still covers every category
+    selected = generated[:: max(1, len(generated) // limit)][:limit] if limit else generated
     configs = [(v, None) for v in names]
     if overrides:
         configs += [(v, load_llm(settings)) for v in names]
