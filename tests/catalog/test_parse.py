@@ -396,3 +396,20 @@ def test_an_unusable_answer_falls_back_to_the_rules(gaz: Gazetteer) -> None:
     assert c == parse_request(text, gaz, today=0)
     assert len(notes) == 1 and "unusable" in notes[0] and "rule-based" in notes[0]
     assert ProposedParse.model_json_schema()["properties"]["cities"]["type"] == "array"
+
+
+def test_model_cannot_add_days_times_or_conditions_nobody_asked_for(gaz: Gazetteer) -> None:
+    # What a 1.5B model did on real generated requests: it added "today", "morning" and "for seniors".
+    text = "I need sports participation physical examinations in Key West"
+    proposal = {
+        "cities": ["Key West"],
+        "weekdays": ["today"],
+        "time": "morning",
+        "eligibility": [{"condition": "for seniors", "negated": False}],
+    }
+    c, notes = parse_with_llm(text, gaz, llm_answering(proposal), today=2)
+    assert values(c, K.CITY) == ("Key West",)
+    assert c.of(K.WEEKDAY) is None and c.of(K.TIME) is None and not c.semantic
+    assert "model proposed weekday 'today': not in the request" in notes
+    assert "model proposed time 'morning': not in the request" in notes
+    assert "model proposed condition 'for seniors': not in the request" in notes

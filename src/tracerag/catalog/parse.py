@@ -1033,6 +1033,44 @@ _SYSTEM = (
 )
 
 
+_NUMBER = re.compile(r"\d")
+
+
+def _condition_grounded(condition: str, text: str) -> bool:
+    """A model-proposed eligibility condition counts only if the request shares a content word with it (by its
+    first five letters, so "seniors" meets "senior" and "children" meets "child"): a small model otherwise adds
+    conditions nobody asked for ("for seniors", "ID required")."""
+    request = {w[:5] for w in normalise(text).split() if len(w) > 1}
+    words = [w for w in normalise(condition).split() if len(w) > 1 and w not in _CONDITION_STOP]
+    return any(w[:5] in request for w in words)
+
+
+_CONDITION_STOP = {
+    "the",
+    "and",
+    "for",
+    "not",
+    "no",
+    "of",
+    "to",
+    "in",
+    "is",
+    "be",
+    "required",
+    "must",
+    "with",
+    "who",
+    "that",
+    "are",
+    "have",
+    "has",
+    "need",
+    "needs",
+    "only",
+    "people",
+}
+
+
 def _grounded(phrase: str, value: str, text: str) -> bool:
     """Whether the request says the proposed value (or something close to it)."""
     words = normalise(text)
@@ -1104,6 +1142,8 @@ def parse_with_llm(
         got = sub.of(ConstraintKind.WEEKDAY)
         if got is None:
             drop("weekday", phrase, "not a day" if today is not None else "not a day (or today is not known)")
+        elif not _grounded(phrase, phrase, text):
+            drop("weekday", phrase, "not in the request")
         else:
             keep(ConstraintKind.WEEKDAY, got.values, phrase)
     if proposed.time:
@@ -1114,6 +1154,8 @@ def parse_with_llm(
         got = sub.of(ConstraintKind.TIME)
         if got is None:
             drop("time", proposed.time, "not a time of day")
+        elif not _grounded(proposed.time, proposed.time, text) and not _NUMBER.search(text):
+            drop("time", proposed.time, "not in the request")
         else:
             keep(ConstraintKind.TIME, got.values, proposed.time)
     for phrase in proposed.languages:
@@ -1158,8 +1200,13 @@ def parse_with_llm(
         elif extra:
             merged.structural.append(Structural(kind, extra, "; ".join(saids)))
     for cond in proposed.eligibility:
-        if cond.condition.strip():
-            _add_semantic(merged, Semantic(cond.condition.strip(), cond.negated))
+        condition = cond.condition.strip()
+        if not condition:
+            continue
+        if not _condition_grounded(condition, text):
+            drop("condition", condition, "not in the request")
+            continue
+        _add_semantic(merged, Semantic(condition, cond.negated))
     return merged, notes
 
 
