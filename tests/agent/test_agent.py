@@ -204,3 +204,20 @@ def test_a_bug_ends_the_run_as_failed_in_the_trail_and_is_raised(col, tmp_path):
     events = read_trail(next(tmp_path.glob("*.jsonl")))
     assert events[-1].kind == "result" and events[-1].status is RunStatus.FAILED
     assert "provider bug" in events[-1].message and len(events[-1].ranking) == 5  # the warm start still answers
+
+
+def test_rrf_order_fuses_lists_by_reciprocal_rank():
+    from tracerag.agent.pipeline import rrf_order
+
+    assert rrf_order([["a", "b", "c"], ["b", "d"]], k=60) == ["b", "a", "d", "c"]
+    assert rrf_order([]) == []
+
+
+def test_a_plan_aimed_at_the_wrong_corpus_keeps_the_questions_own_best_hits(col, tmp_path):
+    # The sub-question's warm start (20 English papers about Paris) alone would fill the list after one review.
+    policy = Policy(sub_questions=[{"question": "Paris", "target_corpus": "topres19th"}], accept=("zzzz-never",))
+    result, events = run_agent(col, tmp_path, policy, max_sub_questions=1, max_steps=2)
+    question_hits = Retriever(col).search(SearchRequest(QUESTION, k=3, windows="")).doc_ids()
+    rejected = {v.doc_id for v in events.of("verdict") if v.verdict is Verdict.REJECT}
+    assert question_hits and set(question_hits) - rejected <= {r.doc_id for r in result.ranking}
+    assert events.of("fusion")[-1].sq is None  # the question's own search is in the trail

@@ -122,7 +122,7 @@ class Agent:
             return RunStatus.NO_LLM, NO_LLM_MESSAGE, self._fallback(ctx, k)
         subs = plan(ctx)
         limit = self.settings.max_sub_questions
-        warm: list[str] = []
+        warm_lists: list[list[str]] = []
         seed = ""
         done = 0
         status, message = RunStatus.COMPLETE, ""
@@ -131,7 +131,7 @@ class Agent:
             sub = queue.pop(0)
             loop = SearchReviewLoop(ctx, done, sub, seed)
             outcome = loop.run()
-            warm += [d for d in outcome.warm_start if d not in warm]
+            warm_lists.append(outcome.warm_start)
             reevaluate(ctx, done)
             if outcome.ended_by in {"action_failures"}:
                 status, message = RunStatus.TRUNCATED, f"sub-question {done}: {outcome.ended_by}"
@@ -139,13 +139,12 @@ class Agent:
             room = limit - done
             if room > 0 and (queue or not ctx.ledger.accepted()):
                 seed, queue = brief_and_replan(ctx, done - 1, sub, outcome.memory, queue, room)
-        accepted = accepted_rank(ctx)
-        ranked = fill(ctx, accepted, warm, k)
-        if len(ranked) < k:
-            # The sub-questions' warm starts were too narrow to fill k: add the question's own hybrid results.
-            question = self.retriever.search(SearchRequest(ctx.question, k=k, filter=Filter(), windows=""))
-            record_ranking(ctx, question, ctx.question, None, 0)
-            ranked = fill(ctx, accepted, warm + [d for d in question.doc_ids() if d not in warm], k)
+        # The documents not accepted come in the fused order of every warm start, the question's own included:
+        # RRF over the lists, so a plan aimed at the wrong sub-corpus cannot push the question's best hits out.
+        question = self.retriever.search(SearchRequest(ctx.question, k=max(k, self.settings.warm_start_k), windows=""))
+        record_ranking(ctx, question, ctx.question, None, 0)
+        warm = rrf_order([question.doc_ids(), *warm_lists], self.collection.settings.retrieval.rrf_k)
+        ranked = fill(ctx, accepted_rank(ctx), warm, k)
         return status, message, ranked
 
     def _fallback(self, ctx: RunContext, k: int) -> list[RankedSource]:
@@ -174,6 +173,15 @@ class Agent:
             "llm": s.llm.model_dump(mode="json", exclude={"prices"}),
             "embed_model": s.embed.model,
         }
+
+
+def rrf_order(lists: list[list[str]], k: int = 60) -> list[str]:
+    """Documents of several rankings in reciprocal-rank-fusion order (ties by first appearance)."""
+    scores: dict[str, float] = {}
+    for ranking in lists:
+        for rank, doc_id in enumerate(ranking, start=1):
+            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
+    return sorted(scores, key=lambda d: -scores[d])
 
 
 def _versions() -> dict[str, str]:
