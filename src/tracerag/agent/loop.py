@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from tracerag.agent import prompts
 from tracerag.agent.context import RunContext, locate
+from tracerag.agent.planner import corpus_listing
 from tracerag.agent.schemas import ActionAnswer, ReviewAnswer
 from tracerag.agent.state import Judgement, Memory, SubQuestion
 from tracerag.agent.tools import SEARCH_TOOLS, ToolCall, record_ranking, run_search, tool_list
@@ -272,8 +273,7 @@ class SearchReviewLoop:
         self.note = message  # the model is told what its last step came to
 
     def _corpus_names(self) -> list[str]:
-        names = [c.name for c in self.ctx.collection.store.corpora()]
-        return sorted({n.split("/")[0] for n in names} | set(names))
+        return [c["name"] for c in corpus_listing(self.ctx)]
 
     def _base_filter(self, corpus: str | None) -> Filter:
         if not corpus:

@@ -13,9 +13,15 @@ from tracerag.agent.schemas import PlanAnswer
 from tracerag.agent.state import SubQuestion
 from tracerag.llm import Message
 
+MAX_LISTED = 12
+
 
 def corpus_listing(ctx: RunContext) -> list[dict]:
-    return [
+    """The sub-corpora the planner may aim at, with sizes, date ranges and languages. A collection with many
+    (HIPE has 51 newspapers) is shown by its top-level corpora, which filters accept too: the prompt stays short
+    enough for a small local model."""
+    corpora = ctx.collection.store.corpora()
+    rows = [
         {
             "name": c.name,
             "documents": c.documents,
@@ -23,13 +29,29 @@ def corpus_listing(ctx: RunContext) -> list[dict]:
             "date_max": c.date_max,
             "languages": sorted(c.languages),
         }
-        for c in ctx.collection.store.corpora()
+        for c in corpora
     ]
+    if len(rows) <= MAX_LISTED:
+        return rows
+    parents: dict[str, dict] = {}
+    for row in rows:
+        name = row["name"].split("/")[0]
+        agg = parents.setdefault(
+            name, {"name": name, "documents": 0, "date_min": None, "date_max": None, "languages": set(), "parts": 0}
+        )
+        agg["documents"] += row["documents"]
+        agg["parts"] += 1
+        agg["languages"] |= set(row["languages"])
+        for key, pick in (("date_min", min), ("date_max", max)):
+            if row[key]:
+                agg[key] = pick(agg[key], row[key]) if agg[key] else row[key]
+    return [{**p, "languages": sorted(p["languages"])} for p in parents.values()]
 
 
 def plan(ctx: RunContext) -> list[SubQuestion]:
     corpora = corpus_listing(ctx)
-    names = {c["name"] for c in corpora} | {c["name"].split("/")[0] for c in corpora}
+    real = [c.name for c in ctx.collection.store.corpora()]
+    names = set(real) | {n.split("/")[0] for n in real}  # a full name the model knows is as good as its parent
     limit = ctx.settings.max_sub_questions
     messages = prompts.planner(ctx.question, corpora, limit)
     problem = None

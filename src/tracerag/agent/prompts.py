@@ -32,8 +32,10 @@ def planner(question: str, corpora: Sequence[dict], max_sub: int) -> list[Messag
         "question writes them. List dates or periods the question implies."
     )
     listing = "\n".join(
-        f"- {c['name']}: {c['documents']} documents, {c['date_min'] or '?'} to {c['date_max'] or '?'}, "
-        f"languages {', '.join(c['languages']) or '?'}"
+        f"- {c['name']}: {c['documents']} documents"
+        + (f" in {c['parts']} sub-corpora" if c.get("parts") else "")
+        + f", {(c['date_min'] or '?')[:4]} to {(c['date_max'] or '?')[:4]}"
+        + f", languages {', '.join(c['languages']) or '?'}"
         for c in corpora
     )
     return [Message("system", system), Message("user", f"Sub-corpora:\n{listing}\n\nQuestion: {question}")]
