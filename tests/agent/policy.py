@@ -26,6 +26,7 @@ class Policy:
     replan: list[dict] | None = None  # remaining sub-questions a briefing proposes (None: keep them)
     reeval: str = "accept"  # what re-evaluation decides for held documents
     garbage_for: tuple[str, ...] = ()  # purposes answered with unusable text
+    invented_quote: bool = False  # quote words that are not in the document
     calls: list[str] = field(default_factory=list)
     _action_i: int = 0
 
@@ -58,7 +59,7 @@ class Policy:
             item = json.loads(line)
             text = item["text"].lower()
             words = text.split()
-            quote = " ".join(item["text"].split()[:4])
+            quote = "words the document never says" if self.invented_quote else " ".join(item["text"].split()[:4])
             if purpose == "reeval":
                 verdict = self.reeval
             elif any(w in text for w in self.accept):

@@ -221,3 +221,12 @@ def test_a_plan_aimed_at_the_wrong_corpus_keeps_the_questions_own_best_hits(col,
     rejected = {v.doc_id for v in events.of("verdict") if v.verdict is Verdict.REJECT}
     assert question_hits and set(question_hits) - rejected <= {r.doc_id for r in result.ranking}
     assert events.of("fusion")[-1].sq is None  # the question's own search is in the trail
+
+
+def test_an_accept_without_a_quote_from_the_document_is_held_not_accepted(col, tmp_path):
+    result, events = run_agent(col, tmp_path, Policy(invented_quote=True, reeval="accept"), max_sub_questions=1)
+    refused = [v for v in events.of("verdict") if v.failure and "quote" in v.failure]
+    assert refused and all(v.verdict is Verdict.HOLD for v in refused)
+    # re-evaluation cannot promote them on an invented quote either
+    assert all(r.verdict is Verdict.HOLD and "quote" in r.failure for r in events.of("reeval"))
+    assert not result.accepted

@@ -107,3 +107,19 @@ def locate(quote: str, text: str, offset: int) -> tuple[int, int] | None:
     pattern = r"\s+".join(re.escape(w) for w in _SPACE.split(quote) if w)
     match = re.search(pattern, text, flags=re.IGNORECASE)
     return (offset + match.start(), offset + match.end()) if match else None
+
+
+MAX_QUOTE_CHARS = 300
+
+
+def verify_accept(verdict: str, quote: str, span: tuple[int, int] | None) -> str | None:
+    """Why an `accept` cannot stand, or None. An accepted source must quote its evidence: a short passage found
+    in the document. A quote the model did not copy, or one that is the whole excerpt, is no evidence, and the
+    chunk is held instead (re-evaluation gets another look) with the reason in the trail."""
+    if verdict != "accept":
+        return None
+    if span is None:
+        return "accept without a quote found in the document: held"
+    if len(quote) > MAX_QUOTE_CHARS:
+        return f"accept quoting {len(quote)} characters, not a passage: held"
+    return None

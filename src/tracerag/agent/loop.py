@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tracerag.agent import prompts
-from tracerag.agent.context import RunContext, locate
+from tracerag.agent.context import RunContext, locate, verify_accept
 from tracerag.agent.planner import corpus_listing
 from tracerag.agent.schemas import ActionAnswer, ReviewAnswer
 from tracerag.agent.state import Judgement, Memory, SubQuestion
@@ -202,7 +202,9 @@ class SearchReviewLoop:
                 self._judge(doc_id, chunk_id, Verdict.HOLD, "no usable verdict: held", None, failure)
             else:
                 span = locate(v.quote, text, start) if v.quote else None
-                self._judge(doc_id, chunk_id, v.verdict, v.reason, span, None)
+                refused = verify_accept(v.verdict, v.quote, span)
+                verdict = Verdict.HOLD if refused else v.verdict
+                self._judge(doc_id, chunk_id, verdict, v.reason, span, refused)
         if answer is not None:
             delta = self.memory.update(answer.memory)
             self.ctx.trail.emit("memory", sq=self.sq, step=self.step, memory=self.memory.render(), delta=delta)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tracerag.agent import prompts
-from tracerag.agent.context import RunContext, locate
+from tracerag.agent.context import RunContext, locate, verify_accept
 from tracerag.agent.schemas import BriefingAnswer, ReevalAnswer
 from tracerag.agent.state import Judgement, SubQuestion
 from tracerag.trail.events import Verdict
@@ -47,9 +47,10 @@ def reevaluate(ctx: RunContext, sq: int) -> int:
                 failure=failure,
             )
             continue
-        verdict = Verdict(v.verdict)
         reason = " ".join(v.reason.split())[: ctx.settings.reason_chars]
         span = locate(v.quote, text, start) if v.quote else None
+        refused = verify_accept(v.verdict, v.quote, span)
+        verdict = Verdict.HOLD if refused else Verdict(v.verdict)
         is_promoted = verdict is Verdict.ACCEPT
         promoted += is_promoted
         ctx.ledger.record(Judgement(held_j.doc_id, held_j.chunk_id, verdict, reason, sq, span, is_promoted))
@@ -62,6 +63,7 @@ def reevaluate(ctx: RunContext, sq: int) -> int:
             reason=reason,
             promoted_from_hold=is_promoted,
             span=span,
+            failure=refused,
         )
     return promoted
 
