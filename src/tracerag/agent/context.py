@@ -58,22 +58,7 @@ class RunContext:
         t.completion_tokens += completion.usage.completion_tokens
         t.cost_usd += completion.cost_usd
         t.llm_latency_s += completion.latency_s
-        self.trail.emit(
-            "llm_call",
-            sq=sq,
-            purpose=purpose,
-            provider=completion.provider,
-            model=completion.model,
-            messages=[m.to_dict() for m in messages],
-            response=completion.text,
-            parsed=completion.parsed.model_dump(mode="json") if completion.parsed is not None else None,
-            attempts=completion.attempts,
-            prompt_tokens=completion.usage.prompt_tokens,
-            completion_tokens=completion.usage.completion_tokens,
-            latency_s=round(completion.latency_s, 4),
-            cost_usd=completion.cost_usd,
-            error=completion.error,
-        )
+        self.trail.emit_llm_call(completion, messages, purpose, sq)
         return completion
 
     def documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:

@@ -314,21 +314,7 @@ class CatalogAssistant:
         return (None if failed else Recommendation(record, evidence)), definite
 
     def _record_call(self, completion, messages, schema) -> None:
-        self.trail.emit(
-            "llm_call",
-            purpose=f"catalog:{schema.__name__ if schema else 'text'}",
-            provider=completion.provider,
-            model=completion.model,
-            messages=[m.to_dict() for m in messages],
-            response=completion.text,
-            parsed=completion.parsed.model_dump(mode="json") if completion.parsed is not None else None,
-            attempts=completion.attempts,
-            prompt_tokens=completion.usage.prompt_tokens,
-            completion_tokens=completion.usage.completion_tokens,
-            latency_s=round(completion.latency_s, 4),
-            cost_usd=completion.cost_usd,
-            error=completion.error,
-        )
+        self.trail.emit_llm_call(completion, messages, f"catalog:{schema.__name__ if schema else 'text'}")
 
 
 def describe(c: Constraints) -> str:

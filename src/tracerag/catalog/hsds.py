@@ -40,7 +40,7 @@ from tracerag.catalog.filters import normalise_key
 from tracerag.catalog.model import Opening, ServiceRecord
 from tracerag.catalog.schedule import openings_from_rows, parse_hours_text
 from tracerag.errors import RecordError
-from tracerag.ingest.table import iter_rows
+from tracerag.ingest.table import iter_rows, rows_of_width
 
 # ----------------------------------------------------------------------------------------------- cleaning
 
@@ -190,19 +190,11 @@ def read_table(path: Path) -> Iterator[_Row | RecordError]:
         return
     _, names = header
     names = [n.strip() for n in names]
-    for item in rows:
+    for item in rows_of_width(rows, len(names), path):
         if isinstance(item, RecordError):
             yield item
             continue
         line, cells = item
-        if len(cells) != len(names):
-            yield RecordError(
-                f"expected {len(names)} columns, found {len(cells)}",
-                file=str(path),
-                line=line,
-                record=",".join(cells)[:200],
-            )
-            continue
         yield _Row(line, {n: c.strip() for n, c in zip(names, cells, strict=True)})
 
 

@@ -36,7 +36,7 @@ from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.schedule import parse_hours_text
 from tracerag.errors import ConfigError, RecordError
 from tracerag.ingest.jsonl import iter_records
-from tracerag.ingest.table import iter_rows
+from tracerag.ingest.table import iter_rows, rows_of_width
 
 TEXT_FIELDS = (
     "id",
@@ -132,19 +132,11 @@ def _csv_rows(path: Path, spec: Mapping[str, Any]) -> Iterator[tuple[int, dict[s
     if missing:
         yield RecordError(f"missing columns {missing}; the header has {names}", file=str(path))
         return
-    for item in rows:
+    for item in rows_of_width(rows, len(names), path, delimiter):
         if isinstance(item, RecordError):
             yield item
             continue
         line, cells = item
-        if len(cells) != len(names):
-            yield RecordError(
-                f"expected {len(names)} columns, found {len(cells)}",
-                file=str(path),
-                line=line,
-                record=delimiter.join(cells)[:200],
-            )
-            continue
         yield line, dict(zip(names, cells, strict=True))
 
 

@@ -86,25 +86,33 @@ def read(
         if isinstance(cols, RecordError):
             yield cols
             continue
-        for item in rows:
+        for item in rows_of_width(rows, len(names), f, delimiter):
             if isinstance(item, RecordError):
                 yield item
                 continue
             line, row = item
-            if len(row) != len(names):
-                yield RecordError(
-                    f"expected {len(names)} columns, found {len(row)}",
-                    file=str(f),
-                    line=line,
-                    record=delimiter.join(row)[:_SNIPPET],
-                )
-                continue
             try:
                 doc = _document(row, cols, mapped, corpus, language)
             except ValueError as e:
                 yield RecordError(str(e), file=str(f), line=line, record=delimiter.join(row)[:_SNIPPET])
                 continue
             yield doc
+
+
+def rows_of_width(
+    rows: Iterator[tuple[int, list[str]] | RecordError], width: int, f: Path, delimiter: str = ","
+) -> Iterator[tuple[int, list[str]] | RecordError]:
+    """The rows under a header of `width` columns; a row of another width is a RecordError naming its line."""
+    for item in rows:
+        if not isinstance(item, RecordError) and len(item[1]) != width:
+            line, row = item
+            item = RecordError(
+                f"expected {width} columns, found {len(row)}",
+                file=str(f),
+                line=line,
+                record=delimiter.join(row)[:_SNIPPET],
+            )
+        yield item
 
 
 def iter_rows(f: Path, delimiter: str = ",") -> Iterator[tuple[int, list[str]] | RecordError]:

@@ -40,6 +40,25 @@ class Trail:
             listener(event)
         return event
 
+    def emit_llm_call(self, completion: Any, messages: Sequence[Any], purpose: str, sq: int | None = None) -> _Event:
+        """The `llm_call` event of one `tracerag.llm.Completion`: what was asked, answered, and what it cost."""
+        return self.emit(
+            "llm_call",
+            sq=sq,
+            purpose=purpose,
+            provider=completion.provider,
+            model=completion.model,
+            messages=[m.to_dict() for m in messages],
+            response=completion.text,
+            parsed=completion.parsed.model_dump(mode="json") if completion.parsed is not None else None,
+            attempts=completion.attempts,
+            prompt_tokens=completion.usage.prompt_tokens,
+            completion_tokens=completion.usage.completion_tokens,
+            latency_s=round(completion.latency_s, 4),
+            cost_usd=completion.cost_usd,
+            error=completion.error,
+        )
+
 
 class JsonlWriter:
     """Appends each event as one line and flushes it, so a crashed run still leaves every step before the crash."""
