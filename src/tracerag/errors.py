@@ -43,3 +43,12 @@ class LLMError(TraceError):
 
 class TrailError(TraceError):
     """A trail file is missing, or a line of it does not match the event schema."""
+
+
+class CollectionBusyError(CollectionError):
+    """Another process holds what this one needs (the writer lock, or the index it has not handed over yet).
+    Temporary: the CLI exits 3 so that a script can retry, or the user can pass --wait."""
+
+
+class ReadOnlyError(CollectionError):
+    """The command must write, and the collection cannot be written here (read-only storage, another user's files)."""
