@@ -80,8 +80,9 @@ def expected(hipe_dir: Path) -> dict[str, dict[str, dict]]:
 
 def test_mini_fixture_exact_text_and_errors() -> None:
     out = list(hipe.read(FIXTURE))
-    assert [type(r).__name__ for r in out] == ["Document", "RecordError", "RecordError", "Document", "Document"]
-    doc1, bad_date, empty, doc2, undated = out
+    kinds = [type(r).__name__ for r in out]
+    assert kinds == ["Document", "RecordWarning", "Document", "RecordError", "Document", "Document"]
+    doc1, bad_date, undated_bad, empty, doc2, undated = out
     assert (undated.id, undated.date, undated.text) == ("mini-undated", None, "Sans date")
 
     assert doc1.id == "mini-1"
@@ -100,9 +101,10 @@ def test_mini_fixture_exact_text_and_errors() -> None:
     spans = [(doc1.text[e["start"] : e["end"]], e["type"], e["wikidata"]) for e in src["entities"]]
     assert spans == [("Genève", "loc", "Q71"), ("M. Favon", "pers", None), ("###pol=München", "loc", "Q1726")]
 
-    assert isinstance(bad_date, RecordError)
+    # a malformed date costs the document its date only
     assert (bad_date.file, bad_date.line, bad_date.record) == (str(FIXTURE), 24, "mini-bad-date")
-    assert "1887-13" in bad_date.reason
+    assert "1887-13" in bad_date.reason and "kept undated" in bad_date.reason
+    assert (undated_bad.id, undated_bad.date, undated_bad.text) == ("mini-bad-date", None, "Perdu .")
     assert isinstance(empty, RecordError)
     assert (empty.line, empty.record) == (30, "mini-empty")
     assert "no tokens" in empty.reason
@@ -117,15 +119,18 @@ def test_mini_fixture_exact_text_and_errors() -> None:
     assert doc2.source["entities"] == [{"start": 0, "end": 5, "type": "LOC", "wikidata": "Q203349"}]
 
 
-def test_non_utf8_keeps_earlier_documents(tmp_path: Path) -> None:
+def test_non_utf8_byte_is_replaced_and_the_document_kept(tmp_path: Path) -> None:
     good = FIXTURE.read_bytes().split(b"\n# hipe2022:document_id = mini-bad-date")[0]
     f = tmp_path / "HIPE-x-dev-fr.tsv"
     f.write_bytes(good + b"\n# hipe2022:document_id = next\nMus\xe9e\tO\t_\t_\t_\t_\t_\t_\t_\t_\n")
     out = list(hipe.read(f))
     assert isinstance(out[0], Document) and out[0].id == "mini-1"
     assert out[0].source["split"] == "dev"
-    assert len(out) == 2 and isinstance(out[1], RecordError)
-    assert (out[1].file, out[1].line) == (str(f), 24) and "UTF-8" in out[1].reason
+    assert [type(r).__name__ for r in out[1:]] == ["RecordWarning", "Document"]
+    warning, kept = out[1:]
+    assert (warning.file, warning.line, warning.record) == (str(f), 24, "next")
+    assert "1 byte that is not UTF-8 replaced by U+FFFD" in warning.reason
+    assert (kept.id, kept.text) == ("next", "Mus\ufffde")
 
 
 def test_missing_header_row_and_missing_id(tmp_path: Path) -> None:

@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 
 from tracerag.errors import RecordError
-from tracerag.ingest import jsonl, read_documents
+from tracerag.ingest import RecordWarning, jsonl, read_documents
 from tracerag.model import Document
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "jsonl"
 
 
-def split(items: list[Document | RecordError]) -> tuple[dict[str, Document], list[RecordError]]:
+def split(items: list[Document | RecordError | RecordWarning]) -> tuple[dict[str, Document], list[RecordError]]:
     docs = {i.id: i for i in items if isinstance(i, Document)}
     errors = [i for i in items if isinstance(i, RecordError)]
-    assert len(docs) + len(errors) == len(items)
+    warnings = [i for i in items if isinstance(i, RecordWarning)]
+    assert len(docs) + len(errors) + len(warnings) == len(items)
     return docs, errors
 
 
@@ -56,18 +57,23 @@ def test_good_records_carry_every_field() -> None:
 
 def test_each_bad_line_is_one_error_and_no_good_record_is_lost() -> None:
     path = FIXTURES / "bad.jsonl"
-    docs, errors = split(list(jsonl.read(path)))
-    assert list(docs) == ["ok-1", "ok-2", "ok-3"]
+    items = list(jsonl.read(path))
+    docs, errors = split(items)
+    # a bad date costs the date, a byte that is not UTF-8 costs the byte: both records are kept, with a warning
+    assert list(docs) == ["ok-1", "ok-2", "bad-date", "latin1", "ok-3"]
     assert docs["ok-1"].date == "1887"
     assert docs["ok-2"].date == "1887-05"
     assert docs["ok-3"].language == "fr"
+    assert docs["bad-date"].date is None and docs["latin1"].text == "caf\ufffd cr\ufffdme"
+    warnings = {w.line: w.reason for w in items if isinstance(w, RecordWarning)}
+    assert sorted(warnings) == [5, 6]
+    assert "1887-13" in warnings[5] and "kept undated" in warnings[5]
+    assert "2 bytes that are not UTF-8 replaced by U+FFFD" in warnings[6] and "--encoding" in warnings[6]
     assert all(e.file == str(path) for e in errors)
-    assert [e.line for e in errors] == [2, 3, 5, 6, 8, 9, 10]
+    assert [e.line for e in errors] == [2, 3, 8, 9, 10]
     by_line = {e.line: e.reason for e in errors}
     assert by_line[2].startswith("bad JSON")
     assert "id missing" in by_line[3]
-    assert "1887-13" in by_line[5]
-    assert "not UTF-8" in by_line[6] and "0xe9" in by_line[6]
     assert "text missing" in by_line[8]
     assert "JSON object" in by_line[9]
     assert "ocr_quality" in by_line[10]
@@ -114,17 +120,19 @@ def test_other_bad_values_are_record_errors(tmp_path: Path) -> None:
         + "\n"
     )
     docs, errors = split(list(jsonl.read(p)))
-    assert list(docs) == ["ok"]
+    # an unparseable date and a lone surrogate are repaired (warnings), not errors
+    assert list(docs) == ["v", "w", "ok"]
     assert docs["ok"].text == "good pair \U0001f600"
-    assert [e.line for e in errors] == [1, 2, 3, 4, 5, 7]
+    assert docs["v"].date is None and docs["w"].text == "bad surrogate \ufffd"
+    assert [e.line for e in errors] == [1, 2, 3, 7]
 
 
 def test_a_folder_is_read_file_by_file_in_order() -> None:
     items = list(read_documents(FIXTURES, "jsonl"))
     files = [Path(i.file).name for i in items if isinstance(i, RecordError)]
-    assert files == ["bad.jsonl"] * 7 + ["extra.ndjson"] * 2  # extra.ndjson lacks `id` by default
+    assert files == ["bad.jsonl"] * 5 + ["extra.ndjson"] * 2  # extra.ndjson lacks `id` by default
     docs = [i.id for i in items if isinstance(i, Document)]
-    assert docs == ["ok-1", "ok-2", "ok-3", "figaro-1887-05-17-p1", "42", "nzz-1888", "plain"]
+    assert docs == ["ok-1", "ok-2", "bad-date", "latin1", "ok-3", "figaro-1887-05-17-p1", "42", "nzz-1888", "plain"]
 
 
 def test_first_document_comes_before_a_big_file_is_read(tmp_path: Path) -> None:

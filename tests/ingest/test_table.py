@@ -5,16 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracerag.errors import RecordError
-from tracerag.ingest import read_documents, table
+from tracerag.ingest import RecordWarning, read_documents, table
 from tracerag.model import Document
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "csv"
 
 
-def split(items: list[Document | RecordError]) -> tuple[dict[str, Document], list[RecordError]]:
+def split(items: list[Document | RecordError | RecordWarning]) -> tuple[dict[str, Document], list[RecordError]]:
     docs = {i.id: i for i in items if isinstance(i, Document)}
     errors = [i for i in items if isinstance(i, RecordError)]
-    assert len(docs) + len(errors) == len(items)
+    warnings = [i for i in items if isinstance(i, RecordWarning)]
+    assert len(docs) + len(errors) + len(warnings) == len(items)
     return docs, errors
 
 
@@ -44,19 +45,24 @@ def test_unmapped_title_and_date_are_plain_fields() -> None:
 
 def test_each_bad_row_is_one_error_at_its_line() -> None:
     path = FIXTURES / "bad_rows.csv"
-    docs, errors = split(list(table.read(path, date_column="date")))
-    assert list(docs) == ["r1", "r4", "r8"]
+    items = list(table.read(path, date_column="date"))
+    docs, errors = split(items)
+    # a bad date costs the row its date, a byte that is not UTF-8 costs the byte: kept, with a warning
+    assert list(docs) == ["r1", "r4", "r5", "r6", "r8"]
     assert docs["r4"].text == "Multi\nligne"  # a quoted field over two lines
     assert docs["r4"].date == "1887-05"
     assert docs["r4"].fields == {"place": "Genève"}
+    assert docs["r5"].date is None and docs["r6"].text == "caf\ufffd latin-1"
     assert docs["r8"].date == "1887-05-17"
+    warnings = {w.line: w.reason for w in items if isinstance(w, RecordWarning)}
+    assert sorted(warnings) == [7, 8]
+    assert "1887-13" in warnings[7] and "kept undated" in warnings[7]
+    assert "1 byte that is not UTF-8 replaced by U+FFFD" in warnings[8]
     assert all(e.file == str(path) for e in errors)
-    assert [e.line for e in errors] == [3, 4, 7, 8, 9, 11]
+    assert [e.line for e in errors] == [3, 4, 9, 11]
     by_line = {e.line: e.reason for e in errors}
     assert by_line[3] == "expected 4 columns, found 5"
     assert "id missing" in by_line[4]
-    assert "1887-13" in by_line[7]
-    assert "not UTF-8" in by_line[8] and "0xe9" in by_line[8]
     assert "text missing" in by_line[9]
     assert by_line[11] == "expected 4 columns, found 2"
 

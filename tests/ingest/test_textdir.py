@@ -5,22 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 
 from tracerag.errors import RecordError
-from tracerag.ingest import read_documents, textdir
+from tracerag.ingest import RecordWarning, read_documents, textdir
 from tracerag.model import Document
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "txt"
 
 
-def split(items: list[Document | RecordError]) -> tuple[dict[str, Document], list[RecordError]]:
+def split(items: list[Document | RecordError | RecordWarning]) -> tuple[dict[str, Document], list[RecordError]]:
     docs = {i.id: i for i in items if isinstance(i, Document)}
     errors = [i for i in items if isinstance(i, RecordError)]
-    assert len(docs) + len(errors) == len(items)
+    warnings = [i for i in items if isinstance(i, RecordWarning)]
+    assert len(docs) + len(errors) + len(warnings) == len(items)
     return docs, errors
 
 
 def test_documents_with_ids_corpora_and_metadata() -> None:
     docs, _ = split(list(textdir.read(FIXTURES)))
-    assert list(docs) == ["letters/1887-05-17", "letters/reply", "press/figaro", "readme"]
+    assert list(docs) == ["latin1", "letters/1887-05-17", "letters/reply", "notes", "press/figaro", "readme"]
 
     letter = docs["letters/1887-05-17"]  # metadata.csv, keyed by id; date normalised
     assert letter.text == (FIXTURES / "letters" / "1887-05-17.txt").read_text(encoding="utf-8")
@@ -44,20 +45,21 @@ def test_documents_with_ids_corpora_and_metadata() -> None:
 
 
 def test_bad_files_and_metadata_are_one_error_each() -> None:
-    _, errors = split(list(textdir.read(FIXTURES)))
+    items = list(textdir.read(FIXTURES))
+    docs, errors = split(items)
     found = [(Path(e.file).relative_to(FIXTURES).as_posix(), e.line) for e in errors]
-    assert found == [
-        ("metadata.csv", 4),  # bad date 1887-13: its document, notes.txt, is left out
-        ("broken/sidecar.json", None),
-        ("empty.txt", None),
-        ("latin1.txt", 2),
-    ]
+    assert found == [("broken/sidecar.json", None), ("empty.txt", None)]
     reasons = [e.reason for e in errors]
-    assert "1887-13" in reasons[0]
-    assert reasons[1].startswith("bad JSON")
-    assert reasons[2] == "empty"
-    assert "not UTF-8" in reasons[3] and "0xe9" in reasons[3]
-    assert errors[0].record == "notes" and errors[1].record == "broken/sidecar"
+    assert reasons[0].startswith("bad JSON")
+    assert reasons[1] == "empty"
+    assert errors[0].record == "broken/sidecar"
+    # kept with a warning: notes.txt without its bad date (1887-13), latin1.txt decoded as detected
+    warnings = [
+        (Path(w.file).relative_to(FIXTURES).as_posix(), w.line, w.record) for w in items if isinstance(w, RecordWarning)
+    ]
+    assert warnings == [("metadata.csv", 4, "notes"), ("latin1.txt", None, "latin1")]
+    assert docs["notes"].date is None and docs["notes"].title == "Notes"
+    assert docs["latin1"].text == "First line is ASCII.\nSecond line: café.\n"
 
 
 def test_corpus_and_language_options() -> None:

@@ -1,14 +1,17 @@
 """Readers turn files into `Document`s, streaming, one record at a time.
 
-Every reader is a module with `read(path, **options) -> Iterator[Document | RecordError]`: `path` is a file or
-a folder (walked in sorted order for the reader's file types). A record that cannot be read is yielded as a
-`RecordError` naming its file and line, and reading goes on: the ingest counts and reports it, nothing is lost.
+Every reader is a module with `read(path, **options) -> Iterator[Document | RecordError | RecordWarning]`: `path`
+is a file or a folder (walked in sorted order for the reader's file types). A record that cannot be read is
+yielded as a `RecordError` naming its file and line, and reading goes on: the ingest counts and reports it,
+nothing is lost. A record that could be read only by repairing or guessing something (bytes replaced, an encoding
+detected, a date dropped) is kept, and a `RecordWarning` saying what was done comes just before it.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,24 @@ FORMATS: dict[str, str] = {
     "alto": "alto",
     "hipe": "hipe",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class RecordWarning:
+    """What a reader repaired or guessed in a record it kept. Not an error: the record is ingested, not skipped,
+    and the report lists the warning so the user can fix the source (or pass `--encoding`) and re-ingest."""
+
+    reason: str
+    file: str
+    line: int | None = None
+    record: str | None = None  # the document id (or key) it concerns, when known
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.reason}"
+
+
+Item = Document | RecordError | RecordWarning  # what readers yield
 
 _SUFFIXES = {
     ".jsonl": "jsonl",
@@ -47,8 +68,8 @@ def detect_format(path: Path) -> str:
     return max(counts, key=lambda k: counts[k])
 
 
-def read_documents(path: Path, fmt: str | None = None, **options: Any) -> Iterator[Document | RecordError]:
-    """Stream the documents (and the records that failed) of `path` in format `fmt` (auto-detected if None)."""
+def read_documents(path: Path, fmt: str | None = None, **options: Any) -> Iterator[Item]:
+    """Stream the documents (the records that failed, the warnings) of `path` in format `fmt` (guessed if None)."""
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"{path}: no such file or folder")
@@ -69,4 +90,4 @@ def iter_files(path: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
             yield f
 
 
-__all__ = ["FORMATS", "RecordError", "detect_format", "iter_files", "read_documents"]
+__all__ = ["FORMATS", "Item", "RecordError", "RecordWarning", "detect_format", "iter_files", "read_documents"]

@@ -1,4 +1,10 @@
-"""Historical dates: partial ISO dates kept as the range they cover, and dates found inside a query."""
+"""Historical dates: partial ISO dates kept as the range they cover, and dates found inside a query.
+
+A document's date is `YYYY`, `YYYY-MM` or `YYYY-MM-DD`, or a year with unspecified digits as EDTF (ISO 8601-2)
+writes it: `18XX` (the 1800s), `189X` (the 1890s). An unspecified month or day narrows nothing (`1887-XX` is
+`1887`, `1887-05-XX` is `1887-05`), and EDTF's uncertain / approximate marks (`1887?`, `1887~`, `1887%`) keep the
+range of the date they qualify.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,9 @@ from datetime import date
 from tracerag.model import DateRange
 
 _ISO = re.compile(r"^\s*(\d{3,4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?\s*$")
+# EDTF: a 4-character year whose last digits are unspecified, or unspecified month/day, then an optional qualifier.
+_EDTF = re.compile(r"^\s*(\d{4}|\d{1,3}[Xx]{1,3})(?:-(\d{1,2}|[Xx]{2})(?:-(\d{1,2}|[Xx]{2}))?)?[?~%]?\s*$")
+_UNSPECIFIED_YEAR = re.compile(r"^[Xx]{4}$")
 
 _MONTHS = {
     # fr
@@ -62,13 +71,13 @@ _YEAR = re.compile(r"(?<![\d-])(1[5-9]\d\d|20\d\d)(?![\d-])")
 
 
 def parse_partial_date(value: str) -> DateRange:
-    """`1887` → 1887-01-01..1887-12-31; `1887-05` → the month; `1887-05-17` → that day.
+    """`1887` → 1887-01-01..1887-12-31; `1887-05` → the month; `1887-05-17` → that day; `189X` → the 1890s.
 
     Raises ValueError naming the value when it is not such a date.
     """
     m = _ISO.match(value or "")
     if not m:
-        raise ValueError(f"unparseable date {value!r} (expected YYYY, YYYY-MM or YYYY-MM-DD)")
+        return _parse_edtf(value)
     y = int(m.group(1))
     if m.group(2) is None:
         return DateRange(f"{y:04d}-01-01", f"{y:04d}-12-31")
@@ -87,14 +96,53 @@ def parse_partial_date(value: str) -> DateRange:
     return DateRange(iso, iso)
 
 
+def _parse_edtf(value: str) -> DateRange:
+    """A date with unspecified digits or a qualifier (see the module docstring); ValueError if it is none."""
+    m = _EDTF.match(value or "")
+    if not m:
+        raise ValueError(f"unparseable date {value!r} (expected YYYY, YYYY-MM or YYYY-MM-DD)")
+    year, month, day = m.groups()
+    if not year.isdigit():
+        if (month is not None and month.isdigit()) or (day is not None and day.isdigit()):
+            raise ValueError(f"unparseable date {value!r}: a month or day in an unspecified year is no range")
+        digits = year.rstrip("Xx")
+        span = 10 ** (4 - len(digits))
+        first = int(digits) * span
+        return DateRange(f"{first:04d}-01-01", f"{first + span - 1:04d}-12-31")
+    if month is None or not month.isdigit():
+        return parse_partial_date(year)
+    if day is None or not day.isdigit():
+        return parse_partial_date(f"{year}-{month}")
+    return parse_partial_date(f"{year}-{month}-{day}")
+
+
+def _canonical_edtf(value: str) -> str:
+    """`18xx` → `18XX`, `1887-XX` → `1887`, `1887-05-XX?` → `1887-05`: the shortest form of the same range."""
+    parts = value.rstrip("?~%").split("-")
+    if not parts[0].isdigit():
+        return parts[0].upper()
+    known = [parts[0]]
+    for part in parts[1:]:
+        if not part.isdigit():
+            break
+        known.append(part)
+    return normalise_date("-".join(known)) or ""
+
+
 def normalise_date(value: str | None) -> str | None:
-    """Canonical partial ISO form (`1887-5` → `1887-05`), or None for empty input; ValueError if bad."""
+    """Canonical partial date (`1887-5` → `1887-05`, `18xx` → `18XX`), or None for empty input or a wholly
+    unspecified year (`XXXX`); ValueError if bad."""
     if value is None or not str(value).strip():
         return None
     value = str(value).strip()
     # Full timestamps ("1887-05-17T00:00:00") keep their day.
     if "T" in value:
         value = value.split("T", 1)[0]
+    if _UNSPECIFIED_YEAR.match(value):
+        return None  # stated unknown, like "NA": undated, not malformed
+    if not _ISO.match(value):
+        parse_partial_date(value)  # raises for what is not a date
+        return _canonical_edtf(value)
     rng = parse_partial_date(value)
     parts = value.split("-")
     if len(parts) == 1:

@@ -17,8 +17,11 @@ topres19th/dorset-county-chronicle-etc, topres19th/the-poole-and-south-western-h
 stays in `source["publication"]`.
 
 Some newseye documents state that their date is unknown (`NA`, `--`): they are kept, undated. A date that is
-present but malformed, a document with no tokens or no id, and a line that is not UTF-8 (the document holding
-it) come out as `RecordError`s, and reading goes on. Reading streams: only the current document is held.
+present but malformed (`1887-13`) is dropped: the document is kept, undated, with a `RecordWarning`. The files
+are UTF-8 (the `encoding` option, `--encoding`, names another): a byte that is not is replaced by U+FFFD and
+counted, and the document holding it is kept with a `RecordWarning` giving the count and its first line. A
+document with no tokens or no id, and a file without a TOKEN header, come out as `RecordError`s, and reading
+goes on. Reading streams: only the current document is held.
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from tracerag.errors import RecordError
-from tracerag.ingest import iter_files
+from tracerag.ingest import Item, RecordWarning, iter_files
 from tracerag.ingest.dates import normalise_date
+from tracerag.ingest.encoding import UTF8, Encoding, Lines, asked_encoding, bom_free, replace_marks, replaced_note
 from tracerag.model import Document
 
 _SPLIT_IN_NAME = re.compile(r"-(train|dev2?|test)-[a-z]{2}\.tsv$", re.I)
@@ -73,6 +77,8 @@ class _Doc:
     tokens: int = 0
     entities: list[dict[str, Any]] = field(default_factory=list)
     open_entity: dict[str, Any] | None = None
+    replaced: int = 0  # bytes that could not be decoded, replaced by U+FFFD
+    first_replaced: int | None = None  # the line of the first
 
     def add_token(self, token: str, misc: str, tag: str, nel: str) -> None:
         if self.tokens:
@@ -113,67 +119,68 @@ class _Doc:
         return None
 
 
-def read(path: Path, **options: Any) -> Iterator[Document | RecordError]:
+def read(path: Path, *, encoding: str | None = None, **options: Any) -> Iterator[Item]:
     """Stream the documents of one HIPE TSV file or of every `.tsv` under a folder."""
+    enc = asked_encoding(encoding) or UTF8
     for f in iter_files(Path(path), (".tsv",)):
-        yield from _read_file(f)
+        yield from _read_file(f, enc)
 
 
-def _read_file(f: Path) -> Iterator[Document | RecordError]:
+def _read_file(f: Path, enc: Encoding) -> Iterator[Item]:
     columns: _Columns | None = None
     doc: _Doc | None = None
-    broken = False  # the current document holds an undecodable line: reported once, then dropped
-    with f.open("rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8").rstrip("\r\n")
-            except UnicodeDecodeError as exc:
-                name = f" in document {doc.id}" if doc is not None and doc.id else ""
-                yield RecordError(
-                    f"not UTF-8 ({exc.reason} at byte {exc.start}){name}; document skipped",
-                    file=str(f),
-                    line=lineno,
-                )
-                broken = True
-                continue
-            if lineno == 1:
-                line = line.lstrip("\ufeff")
+    try:
+        # Rows end at \n, \r\n or a lone \r; undecodable bytes are replaced and counted, not fatal.
+        lines = Lines(f, bom_free(enc))
+        for lineno, line in enumerate(lines, 1):
+            line = line.rstrip("\r\n")
+            replaced = 0
+            if lines.marking:
+                line, replaced, _ = replace_marks(line)
+            header_row = columns is None
             if not line.strip():
-                continue
-            if columns is None:
+                pass
+            elif columns is None:
                 try:
                     columns = _Columns.from_header(line)
                 except ValueError as exc:
                     yield RecordError(f"{exc}; file skipped", file=str(f), line=lineno)
                     return
-                continue
-            if "\t" in line:
+            elif "\t" in line:
                 if doc is None:
                     doc = _Doc(first_line=lineno)
                 cells = line.split("\t")
                 doc.add_token(
-                    cells[columns.token],
+                    cells[columns.token] if columns.token < len(cells) else "",
                     _cell(cells, columns.misc, ""),
                     _cell(cells, columns.ne, "O"),
                     _cell(cells, columns.nel, "_"),
                 )
-                continue
-            if not line.startswith("#") or "=" not in line:
-                continue  # a bare comment: nothing to keep
-            key, value = (s.strip() for s in line[1:].split("=", 1))
-            if key == "hipe2022:document_id":
-                if doc is not None and (doc.id is not None or doc.tokens):
-                    if not broken:
-                        yield _finish(doc, f)
-                    doc, broken = None, False
-                if doc is None:
+            elif line.startswith("#") and "=" in line:  # else a bare comment: nothing to keep
+                key, value = (s.strip() for s in line[1:].split("=", 1))
+                if key == "hipe2022:document_id":
+                    if doc is not None and (doc.id is not None or doc.tokens):
+                        yield from _finish(doc, f, enc)
+                        doc = None
+                    if doc is None:
+                        doc = _Doc(first_line=lineno)
+                    doc.id = value or None
+                elif doc is None:
                     doc = _Doc(first_line=lineno)
-                doc.id = value or None
-            elif doc is None:
-                doc = _Doc(first_line=lineno)
-            doc.headers[key] = (value, lineno)
-    if doc is not None and not broken:
-        yield _finish(doc, f)
+                doc.headers[key] = (value, lineno)
+            if replaced:  # counted for the document the line belongs to, else said for the file
+                if doc is None or header_row:
+                    yield RecordWarning(replaced_note(replaced, enc), file=str(f), line=lineno)
+                else:
+                    doc.replaced += replaced
+                    doc.first_replaced = doc.first_replaced or lineno
+    except OSError as exc:
+        yield RecordError(f"cannot read: {exc.strerror or exc}", file=str(f))
+        return
+    if columns is None:
+        yield RecordError("empty file (no TOKEN header row)", file=str(f))
+    elif doc is not None:
+        yield from _finish(doc, f, enc)
 
 
 def _cell(cells: list[str], index: int | None, default: str) -> str:
@@ -182,18 +189,24 @@ def _cell(cells: list[str], index: int | None, default: str) -> str:
     return cells[index]
 
 
-def _finish(doc: _Doc, f: Path) -> Document | RecordError:
+def _finish(doc: _Doc, f: Path, enc: Encoding) -> Iterator[Item]:
     if doc.id is None:
-        return RecordError("document without hipe2022:document_id", file=str(f), line=doc.first_line)
+        yield RecordError("document without hipe2022:document_id", file=str(f), line=doc.first_line)
+        return
     if not doc.tokens:
-        return RecordError(f"document {doc.id} has no tokens", file=str(f), line=doc.first_line, record=doc.id)
+        yield RecordError(f"document {doc.id} has no tokens", file=str(f), line=doc.first_line, record=doc.id)
+        return
+    if doc.replaced:
+        note = f"document {doc.id}: {replaced_note(doc.replaced, enc)}"
+        yield RecordWarning(note, file=str(f), line=doc.first_replaced, record=doc.id)
     raw_date, date_line = doc.headers.get("hipe2022:date", (None, doc.first_line))
     if raw_date is not None and raw_date.strip() in _UNKNOWN_DATES:
         raw_date = None
     try:
         date = normalise_date(raw_date)
     except ValueError as exc:
-        return RecordError(f"document {doc.id}: {exc}", file=str(f), line=date_line, record=doc.id)
+        date = None
+        yield RecordWarning(f"document {doc.id}: {exc}; kept undated", file=str(f), line=date_line, record=doc.id)
     doc._close_entity()
 
     dataset = doc.headers.get("hipe2022:dataset", ("", 0))[0] or None
@@ -226,7 +239,7 @@ def _finish(doc: _Doc, f: Path) -> Document | RecordError:
             ocr_quality = float(doc.headers["topres19th:ocr_quality_mean"][0])
         except ValueError:
             ocr_quality = None
-    return Document(
+    yield Document(
         id=doc.id,
         text="".join(doc.parts),
         corpus=corpus,

@@ -17,14 +17,16 @@ Options: `id_field` (default "id") names another key for the id; `text_field` na
 text from (then `text`/`body`/`content` are ordinary keys, kept in `source`); `corpus` and `language` are the
 defaults for records that carry none.
 
-A line that is not UTF-8, not a JSON object, lacks its id or text, or has a bad value (a date such as
-`1887-13`) is yielded as a `RecordError` with its line number, and reading goes on. Blank lines are skipped.
-Files are read in binary and decoded line by line: one bad byte costs one record, and memory holds one line.
+A line that is not a JSON object, lacks its id or text, or has a bad value (`ocr_quality` 1.5) is yielded as a
+`RecordError` with its line number, and reading goes on. Blank lines are skipped. JSON is UTF-8 (the `encoding`
+option, `--encoding`, names another): files are read in binary and decoded line by line, and a byte that is not
+UTF-8, or a `\\ud800`-style escape that makes a lone surrogate, is replaced by U+FFFD and counted in a
+`RecordWarning` for that line, so one bad byte costs no record. A date that is not a date (`1887-13`, `18x7`)
+costs only the date: the record is kept, undated, with a warning. Memory holds one line.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 from collections.abc import Collection, Iterator, Mapping
@@ -32,8 +34,19 @@ from pathlib import Path
 from typing import Any
 
 from tracerag.errors import RecordError
-from tracerag.ingest import iter_files
+from tracerag.ingest import Item, RecordWarning, iter_files
 from tracerag.ingest.dates import normalise_date
+from tracerag.ingest.encoding import (
+    REPLACEMENT,
+    UTF8,
+    Encoding,
+    Lines,
+    asked_encoding,
+    bom_free,
+    first_marked_byte,
+    replace_marks,
+    replaced_note,
+)
 from tracerag.model import Document
 
 SUFFIXES = (".jsonl", ".ndjson")
@@ -41,6 +54,7 @@ TEXT_KEYS = ("text", "body", "content")
 _SNIPPET = 200
 # A `\ud800`-`\udfff` escape may decode to a lone surrogate, which no later UTF-8 encoding accepts.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def read(
@@ -50,64 +64,114 @@ def read(
     text_field: str | None = None,
     corpus: str | None = None,
     language: str | None = None,
-) -> Iterator[Document | RecordError]:
+    encoding: str | None = None,
+) -> Iterator[Item]:
     """Stream the documents of the `.jsonl`/`.ndjson` files under `path` (keys: see the module docstring)."""
     text_keys = (text_field,) if text_field else TEXT_KEYS
+    asked = asked_encoding(encoding)
     for f in iter_files(Path(path), SUFFIXES):
-        for item in iter_records(f):
+        warning: RecordWarning | None = None
+        for item in iter_records(f, encoding=asked, repair=True):
             if isinstance(item, RecordError):
                 yield item
                 continue
+            if isinstance(item, RecordWarning):
+                warning = item  # said with the record it concerns, or not at all if the record is bad
+                continue
             line, obj, raw = item
+            notes = [warning.reason] if warning is not None and warning.line == line else []
+            warning = None
             try:
                 doc = document_from_record(
-                    obj, id_field=id_field, text_keys=text_keys, corpus=corpus, language=language
+                    obj, id_field=id_field, text_keys=text_keys, corpus=corpus, language=language, notes=notes
                 )
             except ValueError as e:
                 yield RecordError(str(e), file=str(f), line=line, record=raw[:_SNIPPET])
                 continue
+            if notes:
+                yield RecordWarning("; ".join(notes), file=str(f), line=line, record=doc.id)
             yield doc
 
 
-def iter_records(f: Path) -> Iterator[tuple[int, Any, str] | RecordError]:
-    """(line number, parsed value, line text) for every non-blank line; a line that cannot be decoded or
-    parsed comes as a `RecordError`. Shared with the text-folder reader's `metadata.jsonl`."""
+def iter_records(
+    f: Path, *, encoding: Encoding | None = None, repair: bool = False
+) -> Iterator[tuple[int, Any, str] | RecordError | RecordWarning]:
+    """(line number, parsed value, line text) for every non-blank line; a line that cannot be parsed comes as a
+    `RecordError`. Shared with the text-folder reader's `metadata.jsonl` and the catalog's mapped JSONL.
+
+    Bytes that are not UTF-8 (or not `encoding`): with `repair`, they are replaced by U+FFFD, as are lone
+    surrogates made by `\\u` escapes, and a `RecordWarning` for the line comes just before it; without, the line
+    is a `RecordError` (for callers that know no warnings).
+    """
     name = str(f)
-    with Path(f).open("rb") as fh:
-        for n, raw in enumerate(fh, start=1):
-            if n == 1 and raw.startswith(codecs.BOM_UTF8):
-                raw = raw[len(codecs.BOM_UTF8) :]
-            if not raw.strip():
-                continue
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                shown = raw.decode("utf-8", "replace").rstrip("\r\n")[:_SNIPPET]
+    enc = encoding or UTF8
+    # A raw CR cannot be inside a JSON string: a lone \r ends a line (old Mac files) as \n does.
+    lines = Lines(Path(f), bom_free(enc))
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        line = line.rstrip("\r\n")
+        replaced = 0
+        if lines.marking:
+            byte = first_marked_byte(line)
+            line, replaced, first = replace_marks(line)
+            if byte is not None and not repair:
                 yield RecordError(
-                    f"not UTF-8 (byte {raw[e.start]:#04x} at offset {e.start})",
-                    file=name,
-                    line=n,
-                    record=shown,
-                )
-                continue
-            line = line.rstrip("\r\n")
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield RecordError(f"bad JSON: {e.msg} (column {e.colno})", file=name, line=n, record=line[:_SNIPPET])
-                continue
-            except RecursionError:
-                yield RecordError("bad JSON: nested too deeply", file=name, line=n, record=line[:_SNIPPET])
-                continue
-            if _SURROGATE_ESCAPE.search(line) and not _encodable(obj):
-                yield RecordError(
-                    "bad JSON: a \\u escape makes a lone surrogate (not Unicode text)",
+                    f"not {enc.label} (byte {byte:#04x} at character {(first or 0) + 1})",
                     file=name,
                     line=n,
                     record=line[:_SNIPPET],
                 )
                 continue
-            yield n, obj, line
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            yield RecordError(f"bad JSON: {e.msg} (column {e.colno})", file=name, line=n, record=line[:_SNIPPET])
+            continue
+        except RecursionError:
+            yield RecordError("bad JSON: nested too deeply", file=name, line=n, record=line[:_SNIPPET])
+            continue
+        surrogates = 0
+        try:
+            if _SURROGATE_ESCAPE.search(line) and not _encodable(obj):
+                if not repair:
+                    yield RecordError(
+                        "bad JSON: a \\u escape makes a lone surrogate (not Unicode text)",
+                        file=name,
+                        line=n,
+                        record=line[:_SNIPPET],
+                    )
+                    continue
+                obj, surrogates = _without_surrogates(obj)
+        except RecursionError:
+            yield RecordError("bad JSON: nested too deeply", file=name, line=n, record=line[:_SNIPPET])
+            continue
+        if replaced or surrogates:
+            notes = [replaced_note(replaced, enc)] if replaced else []
+            if surrogates:
+                s = "" if surrogates == 1 else "s"
+                notes.append(f"{surrogates} \\u escape{s} making a lone surrogate replaced by U+FFFD")
+            yield RecordWarning("; ".join(notes), file=name, line=n)
+        yield n, obj, line
+
+
+def _without_surrogates(obj: Any) -> tuple[Any, int]:
+    """`obj` with every lone surrogate in its strings (keys too) replaced by U+FFFD, and how many there were."""
+    count = 0
+
+    def clean(value: Any) -> Any:
+        nonlocal count
+        if isinstance(value, str):
+            fixed, k = _SURROGATE.subn(REPLACEMENT, value)
+            count += k
+            return fixed
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        return value
+
+    return clean(obj), count
 
 
 def document_from_record(
@@ -117,8 +181,10 @@ def document_from_record(
     text_keys: Collection[str] = TEXT_KEYS,
     corpus: str | None = None,
     language: str | None = None,
+    notes: list[str] | None = None,
 ) -> Document:
-    """The `Document` a parsed record describes; ValueError naming what is missing or wrong."""
+    """The `Document` a parsed record describes; ValueError naming what is missing or wrong. With `notes`, a
+    bad date is left out and said there instead (see `record_metadata`)."""
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, found {_json_type(obj)}")
     doc_id = obj.get(id_field)
@@ -135,19 +201,22 @@ def document_from_record(
         raise ValueError(f"text must be a string, found {_json_type(text)} (key {text_key!r})")
     if not text.strip():
         raise ValueError(f"text is empty (key {text_key!r})")
-    meta = record_metadata(obj, skip=(id_field, text_key))
+    meta = record_metadata(obj, skip=(id_field, text_key), notes=notes)
     meta.setdefault("corpus", corpus or "default")
     if language and "language" not in meta:
         meta["language"] = language.strip().lower()
     return Document(id=doc_id.strip(), text=text, **meta)
 
 
-def record_metadata(obj: Mapping[str, Any], *, skip: Collection[str] = ()) -> dict[str, Any]:
+def record_metadata(
+    obj: Mapping[str, Any], *, skip: Collection[str] = (), notes: list[str] | None = None
+) -> dict[str, Any]:
     """The `Document` keywords besides id and text (corpus, title, date, language, source, fields, ocr_quality).
 
     Shared with the text-folder sidecars, so a key means the same in every format. Only keys with a value come
     back (null and "" count as absent), so callers can layer defaults under them; unknown keys go into `source`.
-    Raises ValueError naming the key at fault.
+    Raises ValueError naming the key at fault; with `notes`, a date that is not a date is left out and said in
+    `notes` instead: it costs the record its date, not the record.
     """
     out: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -165,7 +234,10 @@ def record_metadata(obj: Mapping[str, Any], *, skip: Collection[str] = ()) -> di
             try:
                 date = normalise_date(str(value))
             except ValueError as e:
-                raise ValueError(f"bad date: {e}") from None
+                if notes is None:
+                    raise ValueError(f"bad date: {e}") from None
+                notes.append(f"bad date: {e}; kept undated")
+                continue
             if date:
                 out["date"] = date
         elif key in ("source", "fields"):

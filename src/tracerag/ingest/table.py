@@ -10,27 +10,42 @@ Options (column names as written in the header, surrounding spaces ignored):
 - `corpus`, `language`: constants for rows without a value (or when there is no such column).
 - `delimiter` (","): e.g. ";" or "\\t" (a tab also makes a folder's `.tsv` files count).
 
-A row that cannot be read (missing id or text, bad date, wrong column count, bytes that are not UTF-8) is yielded
-as a `RecordError` with the file and the physical line where the row starts, and reading goes on. A mapped
-column missing from the header is one `RecordError` for the file, naming it and the columns there are.
+- `encoding`: the files' encoding (`--encoding`); by default UTF-8 when the file is, else what
+  `ingest.encoding` detects from its first MiB, said in one `RecordWarning` for the file.
+
+A row that cannot be read (missing id or text, wrong column count) is yielded as a `RecordError` with the file
+and the physical line where the row starts, and reading goes on. A row is kept, with a `RecordWarning` for its
+line, when it has bytes its encoding cannot decode (each replaced by U+FFFD and counted) or a date that is not a
+date (`1887-13`: the row is kept undated). A mapped column missing from the header is one `RecordError` for the
+file, naming it and the columns there are.
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from tracerag.errors import RecordError
-from tracerag.ingest import iter_files
+from tracerag.ingest import Item, RecordWarning, iter_files
 from tracerag.ingest.dates import normalise_date
+from tracerag.ingest.encoding import (
+    SAMPLE_BYTES,
+    Encoding,
+    Lines,
+    asked_encoding,
+    choice_note,
+    choose,
+    replace_marks,
+    replaced_note,
+)
 from tracerag.model import Document
 
 _SNIPPET = 200
-# Undecodable bytes come through `surrogateescape` as U+DC80..U+DCFF; valid UTF-8 never decodes to these.
-_ESCAPED = re.compile("[\udc80-\udcff]")
+# Undecodable bytes come through the error handler as U+DC00..U+DCFF; valid text never decodes to these.
+_ESCAPED = re.compile("[\udc00-\udcff]")
 # Full OCR pages exceed csv's default 128 KiB field limit; 2**31 - 1 fits a C long everywhere.
 _FIELD_LIMIT = 2**31 - 1
 
@@ -61,7 +76,8 @@ def read(
     field_columns: list[str] | None = None,
     corpus: str | None = None,
     language: str | None = None,
-) -> Iterator[Document | RecordError]:
+    encoding: str | None = None,
+) -> Iterator[Item]:
     """Stream the rows of the CSV files under `path` as documents (options: see the module docstring)."""
     mapped = {
         "id": id_column,
@@ -72,9 +88,19 @@ def read(
         "language": language_column,
     }
     suffixes = (".csv", ".tsv") if delimiter == "\t" else (".csv",)
+    asked = asked_encoding(encoding)
     for f in iter_files(Path(path), suffixes):
-        rows = iter_rows(f, delimiter)
-        header = next(rows, None)
+        rows = iter_rows(f, delimiter, encoding=asked, repair=True)
+        header = None
+        row_warning: RecordWarning | None = None  # said with the row it concerns, or not at all if the row is bad
+        for item in rows:  # a warning about the file's encoding may come before its header
+            if not isinstance(item, RecordWarning):
+                header = item
+                break
+            if item.line is None:
+                yield item
+            else:
+                row_warning = item
         if header is None:
             yield RecordError("empty file (no header)", file=str(f))
             continue
@@ -87,24 +113,32 @@ def read(
             yield cols
             continue
         for item in rows_of_width(rows, len(names), f, delimiter):
+            if isinstance(item, RecordWarning):
+                row_warning = item
+                continue
             if isinstance(item, RecordError):
+                row_warning = None
                 yield item
                 continue
             line, row = item
+            notes = [row_warning.reason] if row_warning is not None and row_warning.line == line else []
+            row_warning = None
             try:
-                doc = _document(row, cols, mapped, corpus, language)
+                doc = _document(row, cols, mapped, corpus, language, notes)
             except ValueError as e:
                 yield RecordError(str(e), file=str(f), line=line, record=delimiter.join(row)[:_SNIPPET])
                 continue
+            if notes:
+                yield RecordWarning("; ".join(notes), file=str(f), line=line, record=doc.id)
             yield doc
 
 
 def rows_of_width(
-    rows: Iterator[tuple[int, list[str]] | RecordError], width: int, f: Path, delimiter: str = ","
-) -> Iterator[tuple[int, list[str]] | RecordError]:
+    rows: Iterator[tuple[int, list[str]] | RecordError | RecordWarning], width: int, f: Path, delimiter: str = ","
+) -> Iterator[tuple[int, list[str]] | RecordError | RecordWarning]:
     """The rows under a header of `width` columns; a row of another width is a RecordError naming its line."""
     for item in rows:
-        if not isinstance(item, RecordError) and len(item[1]) != width:
+        if isinstance(item, tuple) and len(item[1]) != width:
             line, row = item
             item = RecordError(
                 f"expected {width} columns, found {len(row)}",
@@ -115,39 +149,85 @@ def rows_of_width(
         yield item
 
 
-def iter_rows(f: Path, delimiter: str = ",") -> Iterator[tuple[int, list[str]] | RecordError]:
-    """(first physical line, cells) for every non-blank row, header included; a row that is not UTF-8 or not
-    valid CSV comes as a `RecordError`. Shared with the text-folder reader's `metadata.csv`."""
+def iter_rows(
+    f: Path, delimiter: str = ",", *, encoding: Encoding | None = None, repair: bool = False
+) -> Iterator[tuple[int, list[str]] | RecordError | RecordWarning]:
+    """(first physical line, cells) for every non-blank row, header included; a row that is not valid CSV comes as
+    a `RecordError`. Shared with the text-folder reader's `metadata.csv` and the catalog's readers.
+
+    Without `repair` the file is UTF-8 and a row with bytes that are not is a `RecordError` (for callers that know
+    no warnings). With `repair`, the encoding is `encoding`, else chosen from the first MiB (a guess is said in a
+    `RecordWarning` without a line, first); a row's undecodable bytes are replaced by U+FFFD and a
+    `RecordWarning` for its line comes just before it.
+    """
     csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
     name = str(f)
-    # surrogateescape keeps reading past bad bytes and leaves a mark to find them by, row by row.
-    with Path(f).open(encoding="utf-8-sig", errors="surrogateescape", newline="") as fh:
-        reader = csv.reader(fh, delimiter=delimiter)
-        while True:
-            start = reader.line_num + 1
-            try:
-                row = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                yield RecordError(f"bad CSV: {e}", file=name, line=start)
-                if reader.line_num < start:  # nothing consumed: the reader cannot get past it
-                    return
-                continue
-            if not row:
-                continue
-            bad = next(((i, m) for i, cell in enumerate(row) if (m := _ESCAPED.search(cell))), None)
-            if bad is not None:
-                i, m = bad
-                byte = ord(m.group(0)) - 0xDC00
-                yield RecordError(
-                    f"not UTF-8 (byte {byte:#04x} in column {i + 1})",
-                    file=name,
-                    line=start,
-                    record=_shown(delimiter.join(row)),
-                )
-                continue
-            yield start, row
+    enc = Encoding("utf-8-sig", "utf-8")
+    if repair:
+        try:
+            with Path(f).open("rb") as fh:
+                sample = fh.read(SAMPLE_BYTES + 1)
+        except OSError as e:
+            yield RecordError(f"cannot read: {e.strerror or e}", file=name)
+            return
+        enc = choose(sample[:SAMPLE_BYTES], whole=len(sample) <= SAMPLE_BYTES, asked=encoding)
+        if enc.codec == "utf-8":
+            enc = Encoding("utf-8-sig", enc.how)  # a byte-order mark is not part of the header
+        if enc.guessed:
+            yield RecordWarning(choice_note(enc), file=name)
+    skip = 0
+    while skip is not None:  # parsing starts again after a quoted field that ran to the end of the file
+        skip = yield from _parse(f, enc, delimiter, repair, skip)
+
+
+def _parse(
+    f: Path, enc: Encoding, delimiter: str, repair: bool, skip: int
+) -> Generator[tuple[int, list[str]] | RecordError | RecordWarning, None, int | None]:
+    """The rows after the first `skip` lines; returns the number of lines to skip when parsing must start again
+    (after a bad quote that took the lines after it), else None."""
+    name = str(f)
+    # Undecodable bytes are marked, to be found row by row; rows end at \n, \r\n or a lone \r.
+    lines = Lines(f, enc.codec, skip=skip)
+    # Strict: a quote left open would otherwise run on silently, taking every later line into one field.
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+    while True:
+        start = skip + reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return None
+        except OSError as e:
+            yield RecordError(f"cannot read: {e.strerror or e}", file=name, line=start)
+            return None
+        except csv.Error as e:
+            consumed = skip + reader.line_num - start + 1
+            reason = "unclosed quote (the field runs to the end of the file)" if "end of data" in str(e) else e
+            if consumed > 1:  # the bad quote took the lines after it: read them again, as rows of their own
+                yield RecordError(f"bad CSV: {reason}; the lines after it are read again", file=name, line=start)
+                return start
+            yield RecordError(f"bad CSV: {reason}", file=name, line=start)
+            if consumed < 1:  # nothing consumed: the reader cannot get past it
+                return None
+            continue
+        if not row:
+            continue
+        bad = lines.marking and next(((i, m) for i, cell in enumerate(row) if (m := _ESCAPED.search(cell))), None)
+        if bad and repair:
+            fixed = [replace_marks(cell) for cell in row]
+            yield RecordWarning(replaced_note(sum(k for _, k, _ in fixed), enc), file=name, line=start)
+            yield start, [cell for cell, _, _ in fixed]
+            continue
+        if bad:
+            i, m = bad
+            byte = ord(m.group(0)) - 0xDC00
+            yield RecordError(
+                f"not UTF-8 (byte {byte:#04x} in column {i + 1})",
+                file=name,
+                line=start,
+                record=_shown(delimiter.join(row)),
+            )
+            continue
+        yield start, row
 
 
 def _resolve(
@@ -185,7 +265,12 @@ def _resolve(
 
 
 def _document(
-    row: list[str], cols: _Columns, mapped: dict[str, str | None], corpus: str | None, language: str | None
+    row: list[str],
+    cols: _Columns,
+    mapped: dict[str, str | None],
+    corpus: str | None,
+    language: str | None,
+    notes: list[str],
 ) -> Document:
     doc_id = row[cols.id].strip()
     if not doc_id:
@@ -198,7 +283,7 @@ def _document(
         try:
             date = normalise_date(row[cols.date])
         except ValueError as e:
-            raise ValueError(f"bad date: {e}") from None
+            notes.append(f"bad date: {e}; kept undated")
     lang = _cell(row, cols.language) or language
     return Document(
         id=doc_id,

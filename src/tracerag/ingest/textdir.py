@@ -11,22 +11,40 @@ Metadata, optional, with the keys of the JSONL format (`title`, `date`, `languag
   document id) or a `file` value (`letters/1887-05-17.txt`, or the bare file name `1887-05-17.txt`);
 - `name.json` next to `name.txt`: one JSON object, which wins over the root metadata.
 
-Metadata beats the options and the folder names. A text file that is not UTF-8 or is empty (blank) is yielded
-as a `RecordError`. So is a bad metadata row (a date such as `1887-13`, no id/file, wrong column count) or a bad
-`name.json`; when the bad row or sidecar names its document, that document is left out rather than ingested
-half-described. The root metadata is held in memory (a small dict per row); the texts stream, a file at a time.
+Metadata beats the options and the folder names.
+
+Encoding: each text file is decoded as `ingest.encoding` chooses (UTF-8 when it is; else the `encoding` option,
+`--encoding`, or what charset-normalizer detects). A file that is not UTF-8, or has bytes its encoding cannot
+decode (replaced by U+FFFD and counted), is kept with a warning saying how it was read. Empty (blank) files and
+binary data are `RecordError`s. Metadata files and sidecars are UTF-8 (or the `encoding` option), with bad bytes
+replaced and reported the same way.
+
+A bad metadata row (no id/file, wrong column count, a bad value such as `ocr_quality` 1.5) or a bad `name.json`
+is a `RecordError`; when the bad row or sidecar names its document, that document is left out rather than
+ingested half-described. A date that is not a date (`1887-13`) costs only the date: the document is kept,
+undated, with a warning. The root metadata is held in memory (a small dict per row); the texts stream, a file at
+a time.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tracerag.errors import RecordError
-from tracerag.ingest import iter_files
+from tracerag.ingest import Item, RecordWarning, iter_files
+from tracerag.ingest.encoding import (
+    UTF8,
+    Encoding,
+    asked_encoding,
+    choice_note,
+    decode,
+    decode_file,
+    is_binary,
+    replaced_note,
+)
 from tracerag.ingest.jsonl import iter_records, record_metadata
 from tracerag.ingest.table import iter_rows
 from tracerag.model import Document
@@ -39,38 +57,45 @@ _KEYS = ("id", "file")  # how a metadata row names its document; not metadata th
 _Index = dict[str, dict[str, Any] | None]
 
 
-def read(path: Path, *, corpus: str | None = None, language: str | None = None) -> Iterator[Document | RecordError]:
+def read(
+    path: Path, *, corpus: str | None = None, language: str | None = None, encoding: str | None = None
+) -> Iterator[Item]:
     """Stream the `.txt` files under `path` (a folder, or one file) as documents, with their metadata."""
     path = Path(path)
     root = path if path.is_dir() else path.parent
+    asked = asked_encoding(encoding)
     index: _Index = {}
     for name in METADATA_FILES:
         if (root / name).is_file():
-            yield from _load_metadata(root / name, index)
+            yield from _load_metadata(root / name, index, asked)
     for f in iter_files(path, (".txt",)):
-        item = _document(f, root, index, corpus, language)
-        if item is not None:
-            yield item
+        yield from _document(f, root, index, corpus, language, asked)
 
 
 def _document(
-    f: Path, root: Path, index: _Index, corpus: str | None, language: str | None
-) -> Document | RecordError | None:
+    f: Path, root: Path, index: _Index, corpus: str | None, language: str | None, asked: Encoding | None
+) -> Iterator[Item]:
     rel = f.relative_to(root)
     doc_id = rel.with_suffix("").as_posix()
     try:
         raw = f.read_bytes()
     except OSError as e:
-        return RecordError(f"cannot read: {e.strerror or e}", file=str(f), record=doc_id)
-    if raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8) :]
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        return RecordError(f"not UTF-8 (byte {raw[e.start]:#04x})", file=str(f), line=line, record=doc_id)
-    if not text.strip():
-        return RecordError("empty", file=str(f), record=doc_id)
+        yield RecordError(f"cannot read: {e.strerror or e}", file=str(f), record=doc_id)
+        return
+    enc, text, replaced, first = decode_file(raw, asked)
+    if is_binary(text, replaced):
+        yield RecordError(
+            f"binary data, not text ({replaced} of {len(raw)} bytes not {enc.label})", file=str(f), record=doc_id
+        )
+        return
+    del raw  # only the text is kept: the bytes of a 200 MB file would live on while its document is ingested
+    if not text or text.isspace():  # (not `strip()`: a copy of the whole text)
+        yield RecordError("empty", file=str(f), record=doc_id)
+        return
+    notes = [choice_note(enc)] if enc.guessed and not replaced else []
+    if replaced:
+        notes.append(replaced_note(replaced, enc))
+    line = text.count("\n", 0, first) + 1 if first is not None else None
 
     meta: dict[str, Any] = {
         "corpus": corpus or (rel.parts[0] if len(rel.parts) > 1 else root.resolve().name or "default")
@@ -81,35 +106,55 @@ def _document(
     if keys:
         row = index[keys[0]]
         if row is None:  # its metadata row was bad and already reported
-            return None
+            return
         _layer(meta, row)
     sidecar = f.with_suffix(".json")
+    sidecar_notes: list[str] = []
     if sidecar.is_file():
         try:
-            _layer(meta, _read_sidecar(sidecar))
+            _layer(meta, _read_sidecar(sidecar, asked, sidecar_notes))
         except ValueError as e:
-            return RecordError(str(e), file=str(sidecar), record=doc_id)
-    return Document(id=doc_id, text=text, **meta)
+            yield RecordError(str(e), file=str(sidecar), record=doc_id)
+            return
+    if notes:
+        yield RecordWarning("; ".join(notes), file=str(f), line=line, record=doc_id)
+    if sidecar_notes:
+        yield RecordWarning("; ".join(sidecar_notes), file=str(sidecar), record=doc_id)
+    yield Document(id=doc_id, text=text, **meta)
 
 
-def _read_sidecar(path: Path) -> dict[str, Any]:
+def _read_sidecar(path: Path, asked: Encoding | None, notes: list[str]) -> dict[str, Any]:
+    """The metadata of one `name.json`; what had to be repaired is added to `notes`."""
     try:
-        obj = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError as e:
-        raise ValueError(f"not UTF-8 (byte {e.object[e.start]:#04x})") from None
+        raw = path.read_bytes()
+    except OSError as e:
+        raise ValueError(f"cannot read: {e.strerror or e}") from None
+    enc = asked or UTF8  # JSON is UTF-8 (RFC 8259) unless the user says otherwise
+    text, replaced, _ = decode(raw, enc)
+    if replaced:
+        notes.append(replaced_note(replaced, enc))
+    try:
+        obj = json.loads(text.lstrip("\ufeff"))
     except json.JSONDecodeError as e:
         raise ValueError(f"bad JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise ValueError("bad JSON: nested too deeply") from None
     if not isinstance(obj, dict):
         raise ValueError("expected a JSON object")
-    return record_metadata(obj, skip=_KEYS)
+    return record_metadata(obj, skip=_KEYS, notes=notes)
 
 
-def _load_metadata(path: Path, index: _Index) -> Iterator[RecordError]:
-    """Fill `index` from one root metadata file, yielding an error per bad row."""
+def _load_metadata(path: Path, index: _Index, asked: Encoding | None) -> Iterator[RecordError | RecordWarning]:
+    """Fill `index` from one root metadata file, yielding an error per bad row and a warning per repaired one."""
     name = str(path)
     if path.suffix == ".csv":
-        rows = iter_rows(path)
-        header = next(rows, None)
+        rows = iter_rows(path, encoding=asked, repair=True)
+        header = None
+        for item in rows:  # a warning about the file's encoding may come before its header
+            if not isinstance(item, RecordWarning):
+                header = item
+                break
+            yield item
         if header is None:
             return
         if isinstance(header, RecordError):
@@ -124,13 +169,13 @@ def _load_metadata(path: Path, index: _Index) -> Iterator[RecordError]:
                 line=header_line,
             )
             return
-        records: Iterator[tuple[int, Any, str] | RecordError] = (
-            item if isinstance(item, RecordError) else _csv_record(item, columns, name) for item in rows
+        records: Iterator[tuple[int, Any, str] | RecordError | RecordWarning] = (
+            item if isinstance(item, RecordError | RecordWarning) else _csv_record(item, columns, name) for item in rows
         )
     else:
-        records = iter_records(path)
+        records = iter_records(path, encoding=asked, repair=True)
     for item in records:
-        if isinstance(item, RecordError):
+        if isinstance(item, RecordError | RecordWarning):
             yield item
             continue
         line, obj, raw = item
@@ -145,11 +190,15 @@ def _load_metadata(path: Path, index: _Index) -> Iterator[RecordError]:
         if key in index:
             yield RecordError(f"{key!r} described twice; the first row is kept", file=name, line=line, record=raw)
             continue
+        notes: list[str] = []
         try:
-            index[key] = record_metadata(obj, skip=_KEYS)
+            index[key] = record_metadata(obj, skip=_KEYS, notes=notes)
         except ValueError as e:
             index[key] = None
             yield RecordError(str(e), file=name, line=line, record=key)
+            continue
+        if notes:
+            yield RecordWarning("; ".join(notes), file=name, line=line, record=key)
 
 
 def _csv_record(item: tuple[int, list[str]], columns: list[str], name: str) -> tuple[int, Any, str] | RecordError:
