@@ -12,12 +12,25 @@ Every use of the young Edge API lives in this module. Layout of a point (one per
 - vector "dense" (cosine, HNSW) when the collection has an embedding model; it may be added later.
 Payload indexes are created with enable_hnsw=False: their extra HNSW links are not needed for our filters
 and at 60k points they took the optimize step from 44 s to 108 s.
+
+Segments, and why every point carries a one-entry sparse vector "seal". A segment that still takes writes
+(appendable) keeps its text index in a mutable form that Qdrant rebuilds in RAM at every load, ~70 µs and ~10 KB
+a chunk: a 233,821-chunk collection took 19.5 s and 2.5 GB to open. Only the optimizer seals a segment (makes it
+immutable, its indexes files mapped from disk), and it sizes segments by their vectors alone: chunks without a
+dense vector (any lexical collection, any ingest with --no-dense) weighed nothing, so their one segment was
+never sealed. With the seal vector, optimizer settings for it (`_optimizers`) and `Memory.Cold` indexes, every
+few thousand chunks written are sealed, and a sealed segment costs a few MB at open whatever its size. Writes
+seal as they go (`SEAL_EVERY`), and reopen the shard after a seal: a segment the optimizer just built keeps its
+text index in RAM in the process that built it. A shard made before is brought to this layout by its first
+write (`_prepare_for_writes`); a reader opens it as it is, as slowly as before.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,17 +41,20 @@ from qdrant_edge import (
     DisabledStemmer,
     Distance,
     EdgeConfig,
+    EdgeOptimizersConfig,
     EdgeShard,
     EdgeSparseVectorParams,
     EdgeVectorParams,
     FacetRequest,
     FieldCondition,
     Filter,
+    HasVectorCondition,
     KeywordIndexParams,
     Language,
     MatchAny,
     MatchPhrase,
     MatchValue,
+    Memory,
     Point,
     PointVectors,
     Query,
@@ -48,6 +64,7 @@ from qdrant_edge import (
     ScoredPoint,
     SnowballLanguage,
     SnowballParams,
+    SparseVector,
     StopwordsSet,
     TextIndexParams,
     TextQuery,
@@ -59,6 +76,35 @@ from tracerag import model
 from tracerag.engine import EngineHit, IndexedChunk
 
 DENSE = "dense"
+SEAL = "seal"  # the one-entry sparse vector every point carries so that the optimizer can size its segment
+_SEAL_VECTOR = SparseVector([0], [1.0])
+_WITH_DENSE = Filter(must=[HasVectorCondition(DENSE)])
+# Optimizer settings. Qdrant sizes segments by their vectors alone, so a point weighs what its seal and its
+# dense vector weigh; measured with qdrant-edge 0.9.0, its sealing rule counts ~12 bytes for a seal, its merge
+# rule ~4 (a 384-d vector adds 1,536 to both).
+# - indexing_threshold 64 KB: optimize() seals a segment of ~5,300 chunks without dense vectors (left appendable,
+#   those would cost ~1/3 s at every open), of ~40 with them.
+# - writes seal every SEAL_EVERY points, so a huge ingest never holds more in its appendable segment.
+# - max_segment_size: merges stop at ~12,500 chunks, so two small segments left by small ingests are joined but
+#   two of SEAL_EVERY are not. Sealing or merging n chunks needs ~50 MB + 15 KB a chunk of RAM while the text
+#   index is built: with the default cap (from the cores: 512 MB of vectors, tens of millions of chunks without
+#   dense vectors) the merges of a 234k-chunk ingest kept growing, to 1.4 GB and 24,000-chunk segments.
+# - default_segment_number 8: with the default (from 2 cores) every seal was merged into the last one.
+_MERGE_BYTES = 4
+_SEGMENT_CHUNKS = 12_500
+SEAL_EVERY = 7_000  # points written since the last optimize after which a write seals the appendable segment
+
+
+def _optimizers(dense_dim: int | None) -> dict[str, int]:
+    """The optimizer settings of a shard whose points carry a `dense_dim` vector (None: only their seal)."""
+    dense_bytes = 4 * (dense_dim or 0)
+    return {
+        "indexing_threshold": 64,
+        "max_segment_size": _SEGMENT_CHUNKS * (_MERGE_BYTES + dense_bytes) // 1024,
+        "default_segment_number": 8,
+    }
+
+
 _NAMESPACE = uuid.UUID("7d4c1f0e-3a52-4f7b-9a51-2c8f0d6e8b11")
 
 # language code -> (Snowball stemmer, stopword list); "xx" is every other language: folded, not stemmed.
@@ -75,6 +121,39 @@ LANGUAGES: dict[str, tuple[SnowballLanguage | None, Language | None]] = {
     "xx": (None, None),
 }
 _PAYLOAD = ["chunk_id", "doc_id"]
+
+
+def segment_layout(path: Path) -> dict[str, int]:
+    """What the optimizer has made of the shard at `path`: its segments, and how many are sealed (immutable, their
+    indexes mapped from disk) or appendable (text index rebuilt in RAM at every open). Read from the segments' own
+    `segment.json` (Edge's API tells neither), so it needs no open shard."""
+    sealed = appendable = 0
+    for segment in (Path(path) / "segments").glob("*/segment.json"):
+        config = json.loads(segment.read_text(encoding="utf-8"))["config"]
+        mutable = [v["index"]["type"] == "plain" for v in (config.get("vector_data") or {}).values()]
+        mutable += [v["index"]["index_type"] == "MutableRam" for v in (config.get("sparse_vector_data") or {}).values()]
+        if all(mutable):
+            appendable += 1
+        else:
+            sealed += 1
+    return {"segments": sealed + appendable, "sealed": sealed, "appendable": appendable}
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(None).malloc_trim  # glibc
+    except (AttributeError, OSError):
+        return None
+
+
+_MALLOC_TRIM = _malloc_trim()
+
+
+def _release_freed_memory() -> None:
+    """Hand back to the system the heap the optimizer freed. glibc keeps freed pages for reuse, and the engine's
+    threads leave them scattered: after sealing 20,000 chunks 490 MB stayed resident, 40 MB after malloc_trim."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
 
 
 def text_field(language: str | None) -> str:
@@ -100,6 +179,14 @@ def _day_end(iso_day: str) -> str:
     return f"{iso_day}T23:59:59Z"
 
 
+def _keyword_index() -> KeywordIndexParams:
+    return KeywordIndexParams(enable_hnsw=False, memory=Memory.Cold)
+
+
+def _datetime_index() -> DatetimeIndexParams:
+    return DatetimeIndexParams(enable_hnsw=False, memory=Memory.Cold)
+
+
 def _text_index(language: str) -> TextIndexParams:
     stemmer, _ = LANGUAGES[language]
     # Word, not Multilingual: the Multilingual tokenizer (charabia) drops every purely numeric token, so years
@@ -113,6 +200,7 @@ def _text_index(language: str) -> TextIndexParams:
         stemmer=SnowballParams(stemmer) if stemmer is not None else DisabledStemmer(),
         scoring=True,
         enable_hnsw=False,
+        memory=Memory.Cold,  # see the module docstring
     )
 
 
@@ -123,32 +211,64 @@ class QdrantEdgeEngine:
         self.path = Path(path)
         self.dim = dim
         self._bm25 = _Bm25Params(k=k1, b=b)
-        vectors = {DENSE: EdgeVectorParams(size=dim, distance=Distance.Cosine)} if dim else {}
-        # Edge wants at least one vector space; a lexical-only shard gets an empty sparse one.
-        sparse = {} if dim else {"sparse": EdgeSparseVectorParams()}
-        config = EdgeConfig(vectors=vectors or None, sparse_vectors=sparse or None)
         if (self.path / "segments").exists():
-            self._shard = EdgeShard.load(str(self.path))
+            self._shard = EdgeShard.load(str(self.path))  # no config: a reader must not write the shard's files
+            self._checked = False  # whether this process set the optimizer settings (its first write does)
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            self._shard = EdgeShard.create(str(self.path), config)
+            self._shard = EdgeShard.create(str(self.path), self._config(dense=False))
             self._create_indexes()
+            self._checked = True
+        self._for_dense = False  # whether the optimizer settings are those of a shard holding dense vectors
         self._fields: set[str] | None = None
         # Text indexes are made when a language's first chunk arrives: each one maps a 32 MiB page file that
         # stays resident, so creating all ten up front cost ~130 MiB of RSS for languages a collection lacks.
         self._text_indexes = {k for k in self._shard.info().payload_schema if k.startswith("text_")}
+        self._unsealed = 0  # points written since the last optimize
+
+    def _config(self, *, dense: bool) -> EdgeConfig:
+        vectors = None
+        if self.dim:
+            vectors = {DENSE: EdgeVectorParams(size=self.dim, distance=Distance.Cosine, memory=Memory.Cold)}
+        return EdgeConfig(
+            vectors=vectors,
+            sparse_vectors={SEAL: EdgeSparseVectorParams()},
+            optimizers=EdgeOptimizersConfig(**_optimizers(self.dim if dense else None)),
+        )
 
     def _create_indexes(self) -> None:
         for key in ("doc_id", "corpus", "language"):
-            self._shard.update(UpdateOperation.create_field_index(key, KeywordIndexParams(enable_hnsw=False)))
+            self._shard.update(UpdateOperation.create_field_index(key, _keyword_index()))
         for key in ("date_start", "date_end"):
-            self._shard.update(UpdateOperation.create_field_index(key, DatetimeIndexParams(enable_hnsw=False)))
+            self._shard.update(UpdateOperation.create_field_index(key, _datetime_index()))
+
+    def _prepare_for_writes(self, dense: bool = False) -> None:
+        """Before a write (`dense`: one that brings dense vectors): the optimizer settings for what the shard
+        holds. They are taken at load only, so the shard is reloaded with them (this process is the writer, so
+        it may write them); readers never get here."""
+        if self._checked and (self._for_dense or not dense or not self.dim):
+            return
+        persisted = json.loads((self.path / "edge_config.json").read_text(encoding="utf-8"))
+        has_dense = dense or bool(self.dim and self._shard.count(CountRequest(exact=True, filter=_WITH_DENSE)))
+        wanted = _optimizers(self.dim if has_dense else None)
+        if {k: (persisted.get("optimizers") or {}).get(k) for k in wanted} != wanted:
+            self._shard.close()
+            self._shard = EdgeShard.load(str(self.path), self._config(dense=has_dense))
+        self._checked = True
+        self._for_dense = has_dense
+
+    def _written(self, points: int) -> None:
+        """Seal the appendable segment once it holds `SEAL_EVERY` points written since the last optimize."""
+        self._unsealed += points
+        if self._unsealed >= SEAL_EVERY:
+            self.optimize()
 
     # -- writes ---------------------------------------------------------------------------------------
 
     def upsert(self, chunks: Sequence[IndexedChunk], vectors: np.ndarray | None) -> None:
         if vectors is not None and len(vectors) != len(chunks):
             raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+        self._prepare_for_writes(dense=vectors is not None and bool(len(chunks)))
         for field in sorted({text_field(c.language) for c in chunks} - self._text_indexes):
             self._shard.update(UpdateOperation.create_field_index(field, _text_index(field.removeprefix("text_"))))
             self._text_indexes.add(field)
@@ -166,24 +286,31 @@ class QdrantEdgeEngine:
                 payload["date_end"] = _day_end(c.date_end or c.date_start)
             if c.fields:
                 payload["fields"] = c.fields
-            vector = {DENSE: vectors[i].tolist()} if vectors is not None and self.dim else {}
+            vector = {SEAL: _SEAL_VECTOR}
+            if vectors is not None and self.dim:
+                vector[DENSE] = vectors[i].tolist()
             points.append(Point(point_id(c.chunk_id), vector, payload))
         if points:
             self._shard.update(UpdateOperation.upsert_points(points))
             if self._fields is not None:
                 self._fields |= {text_field(c.language) for c in chunks}
+            self._written(len(points))
 
     def set_vectors(self, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
         if not self.dim:
             raise ValueError("this index has no dense vectors")
+        self._prepare_for_writes(dense=bool(len(chunk_ids)))
         self._shard.update(
             UpdateOperation.update_vectors(
                 [PointVectors(point_id(cid), {DENSE: v.tolist()}) for cid, v in zip(chunk_ids, vectors, strict=True)]
             )
         )
+        # A point of a sealed segment that changes moves to the appendable one: it counts as written.
+        self._written(len(chunk_ids))
 
     def delete(self, doc_ids: Sequence[str]) -> None:
         if doc_ids:
+            self._prepare_for_writes()
             self._shard.update(
                 UpdateOperation.delete_points_by_filter(
                     Filter(must=[FieldCondition("doc_id", match=MatchAny(list(doc_ids)))])
@@ -195,10 +322,25 @@ class QdrantEdgeEngine:
         self._shard.flush()
 
     def optimize(self) -> None:
-        self._shard.optimize()
+        """Seal what the writes since the last call left appendable (when it weighs the indexing threshold), and
+        merge small segments; see the module docstring."""
+        self._prepare_for_writes()
+        if self._shard.optimize():
+            # A segment the optimizer built keeps its text index in this process's RAM (~8 KB a chunk, for as
+            # long as the shard stays open) instead of mapping it from its files: reopened, a long ingest holds
+            # only what it is writing. A load of sealed segments takes a fraction of a second.
+            self._shard.flush()
+            self._shard.close()
+            _release_freed_memory()
+            self._shard = EdgeShard.load(str(self.path))
+        self._unsealed = 0
+        _release_freed_memory()
 
     def close(self) -> None:
         self._shard.close()
+
+    def layout(self) -> dict[str, int]:
+        return segment_layout(self.path)
 
     # -- reads ----------------------------------------------------------------------------------------
 

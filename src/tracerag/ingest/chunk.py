@@ -1,9 +1,13 @@
-"""Split a document into overlapping chunks on paragraph and sentence boundaries, keeping exact offsets."""
+"""Split a document into overlapping chunks on paragraph and sentence boundaries, keeping exact offsets.
+
+Everything streams: sentence spans are found as the chunker needs them and chunks are yielded one by one, so a
+200 MB document costs its own text and a window of a few sentences, never a list of its millions of sentences.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from tracerag.model import Chunk
 
@@ -12,44 +16,113 @@ _PARAGRAPH = re.compile(r"\n\s*\n")
 _SENTENCE = re.compile(r"(?<=[.!?;:»\"])\s+|\n")
 
 
-def _units(text: str) -> list[tuple[int, int]]:
-    """Sentence-sized spans covering the text (whitespace between them left out)."""
-    spans: list[tuple[int, int]] = []
-    para_start = 0
-    bounds = [m.span() for m in _PARAGRAPH.finditer(text)] + [(len(text), len(text))]
-    for p_end, next_start in bounds:
+def _paragraphs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each paragraph, the breaks between them left out."""
+    start = 0
+    for m in _PARAGRAPH.finditer(text):
+        yield start, m.start()
+        start = m.end()
+    yield start, len(text)
+
+
+def _units(text: str) -> Iterator[tuple[int, int]]:
+    """Sentence-sized spans covering the text (whitespace between them left out), in order."""
+    for para_start, para_end in _paragraphs(text):
         pos = para_start
-        for m in _SENTENCE.finditer(text, para_start, p_end):
+        for m in _SENTENCE.finditer(text, para_start, para_end):
             if m.start() > pos:
-                spans.append((pos, m.start()))
+                yield from _trimmed(text, pos, m.start())
             pos = m.end()
-        if p_end > pos:
-            spans.append((pos, p_end))
-        para_start = next_start
-    trimmed = []
-    for s, e in spans:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            trimmed.append((s, e))
-    return trimmed
+        if para_end > pos:
+            yield from _trimmed(text, pos, para_end)
 
 
-def _split_long(start: int, end: int, size: int, text: str) -> list[tuple[int, int]]:
+def _trimmed(text: str, s: int, e: int) -> Iterator[tuple[int, int]]:
+    while s < e and text[s].isspace():
+        s += 1
+    while e > s and text[e - 1].isspace():
+        e -= 1
+    if e > s:
+        yield s, e
+
+
+def _split_long(start: int, end: int, size: int, text: str) -> Iterator[tuple[int, int]]:
     """A unit longer than `size` (OCR without punctuation) is cut at the last space before the limit."""
-    out = []
     while end - start > size:
         cut = text.rfind(" ", start + size // 2, start + size)
         cut = cut if cut > start else start + size
-        out.append((start, cut))
+        yield start, cut
         start = cut
         while start < end and text[start].isspace():
             start += 1
     if end > start:
-        out.append((start, end))
-    return out
+        yield start, end
+
+
+class _Window:
+    """The units from the current chunk's first one onwards, pulled from the stream as the chunker looks ahead
+    and dropped once behind it. Indexed by the unit's position in the whole document."""
+
+    def __init__(self, units: Iterator[tuple[int, int]]):
+        self._units = units
+        self._held: list[tuple[int, int]] = []
+        self._first = 0  # document position of self._held[0]
+
+    def get(self, i: int) -> tuple[int, int] | None:
+        """Unit number `i`, or None past the end of the document."""
+        while i - self._first >= len(self._held):
+            unit = next(self._units, None)
+            if unit is None:
+                return None
+            self._held.append(unit)
+        return self._held[i - self._first]
+
+    def drop_before(self, i: int) -> None:
+        del self._held[: i - self._first]
+        self._first = i
+
+
+def iter_chunks(
+    doc_id: str,
+    text: str,
+    *,
+    size: int = 1000,
+    overlap: int = 200,
+    index_form: Callable[[str], str] = lambda s: s,
+) -> Iterator[Chunk]:
+    """Chunks of at most `size` characters made of whole sentences, each overlapping the previous one by up
+    to `overlap` characters of whole sentences, in document order. `chunk.text == text[chunk.start:chunk.end]`
+    always holds.
+    """
+    if size <= 0 or overlap < 0 or overlap >= size:  # checked now, not at the first chunk
+        raise ValueError(f"chunk size {size} and overlap {overlap}: need size > overlap >= 0")
+    return _chunks(doc_id, text, size, overlap, index_form)
+
+
+def _chunks(doc_id: str, text: str, size: int, overlap: int, index_form: Callable[[str], str]) -> Iterator[Chunk]:
+    units = _Window(piece for s, e in _units(text) for piece in _split_long(s, e, size, text))
+    n = 0
+    i = 0
+    while (first := units.get(i)) is not None:
+        start = first[0]
+        j = i
+        while (following := units.get(j + 1)) is not None and following[1] - start <= size:
+            j += 1
+        end = units.get(j)[1]
+        piece = text[start:end]
+        yield Chunk(doc_id, n, start, end, piece, index_form(piece))
+        n += 1
+        if following is None:
+            return
+        # Step back over whole units that fit in the overlap, but always move forward.
+        k = j + 1
+        while k - 1 > i and end - units.get(k - 1)[0] <= overlap:
+            k -= 1
+        # An overlap that leaves no room for the next unit would repeat a chunk inside the last one.
+        while k <= j and following[1] - units.get(k)[0] > size:
+            k += 1
+        i = k
+        units.drop_before(i)
 
 
 def chunk_text(
@@ -60,32 +133,5 @@ def chunk_text(
     overlap: int = 200,
     index_form: Callable[[str], str] = lambda s: s,
 ) -> list[Chunk]:
-    """Chunks of at most `size` characters made of whole sentences, each overlapping the previous one by up
-    to `overlap` characters of whole sentences. `chunk.text == text[chunk.start:chunk.end]` always holds.
-    """
-    if size <= 0 or overlap < 0 or overlap >= size:
-        raise ValueError(f"chunk size {size} and overlap {overlap}: need size > overlap >= 0")
-    units: list[tuple[int, int]] = []
-    for s, e in _units(text):
-        units.extend(_split_long(s, e, size, text))
-    chunks: list[Chunk] = []
-    i = 0
-    while i < len(units):
-        start = units[i][0]
-        j = i
-        while j + 1 < len(units) and units[j + 1][1] - start <= size:
-            j += 1
-        end = units[j][1]
-        piece = text[start:end]
-        chunks.append(Chunk(doc_id, len(chunks), start, end, piece, index_form(piece)))
-        if j + 1 >= len(units):
-            break
-        # Step back over whole units that fit in the overlap, but always move forward.
-        k = j + 1
-        while k - 1 > i and end - units[k - 1][0] <= overlap:
-            k -= 1
-        # An overlap that leaves no room for the next unit would repeat a chunk inside the last one.
-        while k <= j and units[j + 1][1] - units[k][0] > size:
-            k += 1
-        i = k
-    return chunks
+    """All of `iter_chunks` as a list, for documents known to be small."""
+    return list(iter_chunks(doc_id, text, size=size, overlap=overlap, index_form=index_form))
