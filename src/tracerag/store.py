@@ -8,12 +8,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from tracerag.errors import CollectionError, ReadOnlyError
 from tracerag.model import Chunk, Document
 
 _SCHEMA = """
@@ -33,6 +35,12 @@ CREATE INDEX IF NOT EXISTS chunks_text_hash ON chunks(text_hash);
 -- One vector per distinct index text: repeated notices and re-ingested documents are embedded once. Vectors
 -- outlive their chunks (a document changed back reuses them); the collection has a single model.
 CREATE TABLE IF NOT EXISTS vectors (text_hash TEXT PRIMARY KEY, vector BLOB NOT NULL);
+-- The text of a huge document (its documents.text is then ''), in parts of at most _PART_CHARS characters from
+-- `start` to `stop`: written and read without one 200 MB value, and a cited span is read from its parts alone.
+CREATE TABLE IF NOT EXISTS document_parts (
+  doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, n INTEGER NOT NULL,
+  start INTEGER NOT NULL, stop INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (doc_id, n)
+);
 """
 
 
@@ -60,14 +68,30 @@ class CorpusInfo:
     languages: dict[str, int]
 
 
+# Texts longer than this (characters) are stored in parts of this length (`document_parts`).
+_PART_CHARS = 1 << 22
+
+
 def text_hash(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
 
 
 class DocumentStore:
-    def __init__(self, path: Path):
+    """`read_only` opens the database without ever writing it: readers share a collection with a writer (they
+    see its commits), and a collection on storage this user cannot write is readable at all. Only a writer sets
+    the journal mode and creates the schema (`PRAGMA journal_mode=WAL` writes, and fails on read-only storage).
+    """
+
+    def __init__(self, path: Path, *, read_only: bool = False):
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, isolation_level=None)  # explicit transactions only
+        self.read_only = read_only
+        self._parts_table: bool | None = None  # whether document_parts exists, once looked at
+        # A generous busy timeout: after a writer is killed, the next connection recovers the WAL index, and
+        # another one may wait for that (readers never wait on a writer otherwise).
+        if read_only:
+            self._db = connect_read_only(self.path)
+            return
+        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)  # explicit transactions only
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA foreign_keys=ON")
@@ -87,14 +111,17 @@ class DocumentStore:
                 out[row[0]] = (row[1], row[2])
         return out
 
-    def put_pending(self, items: Sequence[tuple[Document, str, tuple[str, str] | None, list[Chunk]]]) -> None:
-        """Store documents and their chunks as `pending`, replacing any older version, in one transaction.
+    def put_pending(self, items: Sequence[tuple[Document, str, tuple[str, str] | None]]) -> None:
+        """Store documents as `pending`, replacing any older version and its chunks, in one transaction.
 
-        items: (document, content hash, (date_start, date_end) or None, chunks).
+        items: (document, content hash, (date_start, date_end) or None). The chunks follow with `put_chunks`;
+        a pending document's chunks are never trusted: an interrupted ingest redoes them from its stored text.
         """
         with self._transaction():
-            for doc, digest, span, chunks in items:
+            for doc, digest, span in items:
                 self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.id,))
+                self._db.execute("DELETE FROM document_parts WHERE doc_id = ?", (doc.id,))
+                huge = len(doc.text) > _PART_CHARS
                 self._db.execute(
                     "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?, 'pending')",
                     (
@@ -106,16 +133,39 @@ class DocumentStore:
                         span[1] if span else None,
                         doc.language,
                         json.dumps(doc.source, ensure_ascii=False),
-                        doc.text,
+                        "" if huge else doc.text,
                         json.dumps(doc.fields, ensure_ascii=False),
                         doc.ocr_quality,
                         digest,
                     ),
                 )
-                self._db.executemany(
-                    "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
-                    [(c.id, c.doc_id, c.n, c.start, c.end, c.index_text, text_hash(c.index_text)) for c in chunks],
-                )
+                if huge:
+                    # Bound as one value, a 200 MB text cost 575 MB more (its UTF-8 form, which Python then keeps
+                    # with the string for as long as it lives, and SQLite's copies); in parts, a part's worth.
+                    self._db.executemany(
+                        "INSERT INTO document_parts VALUES (?,?,?,?,?)",
+                        (
+                            (doc.id, n, i, min(i + _PART_CHARS, len(doc.text)), doc.text[i : i + _PART_CHARS])
+                            for n, i in enumerate(range(0, len(doc.text), _PART_CHARS))
+                        ),
+                    )
+
+    def put_chunks(self, chunks: Sequence[Chunk]) -> list[StoredChunk]:
+        """Add chunks of pending documents, in one transaction: a huge document is written a sub-batch at a time."""
+        stored = [
+            StoredChunk(c.id, c.doc_id, c.n, c.start, c.end, c.index_text, text_hash(c.index_text)) for c in chunks
+        ]
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO chunks VALUES (?,?,?,?,?,?,?)",
+                [(c.id, c.doc_id, c.n, c.start, c.end, c.index_text, c.text_hash) for c in stored],
+            )
+        return stored
+
+    def delete_chunks(self, doc_ids: Sequence[str]) -> None:
+        """Forget the chunks of `doc_ids` (pending documents whose chunking is redone)."""
+        with self._transaction():
+            self._db.executemany("DELETE FROM chunks WHERE doc_id = ?", [(d,) for d in doc_ids])
 
     def put_vectors(self, vectors: dict[str, np.ndarray]) -> None:
         """Store vectors by the hash of the index text they embed."""
@@ -145,6 +195,8 @@ class DocumentStore:
             self._db.executemany("DELETE FROM documents WHERE id = ?", [(d,) for d in doc_ids])
 
     def _transaction(self):
+        if self.read_only:
+            raise ReadOnlyError(f"{self.path} is open for reading: writing it needs the collection opened for writing")
         return _Transaction(self._db)
 
     # -- reads ----------------------------------------------------------------------------------------
@@ -204,18 +256,21 @@ class DocumentStore:
     def count_documents(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
 
-    def get_documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
+    def get_documents(self, doc_ids: Sequence[str], *, text: bool = True) -> dict[str, Document]:
+        """The documents of `doc_ids` that are stored; with `text=False` their metadata only (text ''): what a
+        result list needs from a 200 MB document, whose cited spans come from `text_spans`."""
         out: dict[str, Document] = {}
+        text_column = "text" if text else "''"
         for part in _batches(list(doc_ids), 500):
             marks = ",".join("?" * len(part))
             for row in self._db.execute(
-                "SELECT id, text, corpus, title, date, language, source, fields, ocr_quality FROM documents "
-                f"WHERE id IN ({marks})",
+                f"SELECT id, {text_column}, corpus, title, date, language, source, fields, ocr_quality "
+                f"FROM documents WHERE id IN ({marks})",
                 part,
             ):
                 out[row[0]] = Document(
                     id=row[0],
-                    text=row[1],
+                    text=row[1] or (self._huge_text(row[0]) if text else ""),
                     corpus=row[2],
                     title=row[3],
                     date=row[4],
@@ -224,6 +279,46 @@ class DocumentStore:
                     fields=json.loads(row[7]),
                     ocr_quality=row[8],
                 )
+        return out
+
+    def _huge_text(self, doc_id: str) -> str:
+        """The text of a document stored in parts ('' for one whose text is empty)."""
+        if not self._has_parts():
+            return ""
+        parts = self._db.execute("SELECT text FROM document_parts WHERE doc_id = ? ORDER BY n", (doc_id,))
+        return "".join(row[0] for row in parts)
+
+    def _has_parts(self) -> bool:
+        """Whether the store has `document_parts` (a store made before it, opened read-only, has not)."""
+        if self._parts_table is None:
+            found = self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'document_parts'").fetchone()
+            self._parts_table = found is not None
+        return self._parts_table
+
+    def text_spans(self, spans: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int, int], str]:
+        """`document.text[start:end]` for each (doc_id, start, end); of a huge document only the parts a span falls
+        in are read (a citation from a 200 MB document reads 4 MB, not 200). Missing documents are left out."""
+        out: dict[tuple[str, int, int], str] = {}
+        texts: dict[str, str | None] = {}  # a document's text, or None when it is in parts
+        for doc_id, start, end in spans:
+            if doc_id not in texts:
+                # (not SQL substr(): SQLite's text functions stop at a NUL, which OCR text may hold)
+                row = self._db.execute("SELECT text FROM documents WHERE id = ?", (doc_id,)).fetchone()
+                if row is None:
+                    continue
+                texts[doc_id] = row[0] or None
+            text = texts[doc_id]
+            if text is not None:
+                piece = text[start:end]
+            elif self._has_parts():
+                parts = self._db.execute(
+                    "SELECT start, text FROM document_parts WHERE doc_id = ? AND start < ? AND stop > ? ORDER BY n",
+                    (doc_id, end, start),
+                )
+                piece = "".join(part[max(0, start - first) : end - first] for first, part in parts)
+            else:
+                piece = ""
+            out[(doc_id, start, end)] = piece
         return out
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> dict[str, StoredChunk]:
@@ -262,6 +357,35 @@ class DocumentStore:
         for part in _batches(ids, 200):
             docs = self.get_documents(part)
             yield from (docs[i] for i in part)
+
+
+def connect_read_only(
+    path: Path, tables: frozenset[str] = frozenset({"documents", "chunks", "vectors"}), *, what: str = "document store"
+) -> sqlite3.Connection:
+    """A connection that never writes the SQLite file at `path`, which must hold `tables`.
+
+    `mode=ro` first: it reads the WAL, so it sees a live writer's commits (it needs the -shm file to exist or
+    be creatable). Where it cannot work (read-only storage, a folder of another user's with no live writer),
+    `immutable=1`: SQLite then reads the main file as a snapshot and takes no locks at all."""
+    if not path.is_file():
+        raise CollectionError(f"{path}: the {what} is missing")
+    uri = "file:" + urllib.parse.quote(str(path.resolve()))
+    problems = []
+    for suffix in ("?mode=ro", "?immutable=1"):
+        db = sqlite3.connect(uri + suffix, uri=True, isolation_level=None, timeout=30.0)
+        try:
+            found = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as exc:
+            db.close()
+            problems.append(f"{suffix[1:]}: {exc}")
+            continue
+        if not tables <= found:
+            db.close()
+            missing = ", ".join(sorted(tables - found))
+            raise CollectionError(f"{path}: not a {what}, or one not finished (no table {missing})")
+        db.execute("PRAGMA foreign_keys=ON")
+        return db
+    raise CollectionError(f"{path}: cannot open the {what} read-only ({'; '.join(problems)})")
 
 
 class _Transaction:

@@ -20,6 +20,7 @@ from typing import Any
 from tracerag.catalog.filters import hour_pairs, int_values, normalise_key, selected, term_ancestors, zip5
 from tracerag.catalog.model import ConstraintKind, Gazetteer, Opening, ServiceRecord, Structural
 from tracerag.errors import CollectionError
+from tracerag.store import connect_read_only
 
 SCHEMA_VERSION = "1"
 _SCHEMA = """
@@ -109,7 +110,9 @@ class CatalogStore:
         path = Path(path)
         if not path.is_file():
             raise CollectionError(f"{path}: no catalog store; build it with `tracerag catalog ingest`")
-        db = sqlite3.connect(path, isolation_level=None)
+        # Only `catalog ingest` writes a catalog (into a new file, renamed into place): read-only here, so that a
+        # catalog on read-only storage or another user's can be used.
+        db = connect_read_only(path, frozenset({"meta"}), what="catalog store")
         try:
             row = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         except sqlite3.DatabaseError as exc:

@@ -1,0 +1,142 @@
+"""Several real `tracerag` processes on one collection: two writers, a reader during a writer, an index owner
+killed under its clients, a reader that owns the index when a writer arrives."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+
+import pytest
+
+from tests.sharing import Driver, corpus, environment, start_tracerag, tracerag, wait_for
+from tracerag.collection import Collection
+from tracerag.config import load_settings
+from tracerag.locks import read_note
+
+DOCUMENTS = 800
+
+
+@pytest.fixture(scope="module")
+def docs(hipe_dir: Path, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("docs")
+    corpus(hipe_dir, folder, DOCUMENTS, seed=1)
+    return folder
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    return environment(tmp_path / "cache")
+
+
+def consistent(path: Path, documents: int) -> None:
+    """Every document is there once, indexed, and the index holds exactly the stored chunks."""
+    with Collection.open(path, load_settings(), mode="read") as col:
+        assert col.store.count_documents() == documents
+        assert col.store.pending_ids() == []
+        assert col.engine.count() == col.store.count_chunks() > documents
+
+
+def writing(path: Path, pid: int) -> bool:
+    note = read_note(path / ".tracerag" / "writer.json")
+    return note is not None and note.pid == pid
+
+
+def test_a_second_ingest_is_refused_naming_the_first_or_waits_for_it(docs: Path, tmp_path: Path, env):
+    col = tmp_path / "col"
+    first = start_tracerag("ingest", docs, "-c", col, "--format", "txt", "--no-dense", env=env)
+    wait_for(lambda: writing(col, first.pid), 60, "the first ingest to take the writer lock")
+    rc, out, err = tracerag("ingest", docs, "-c", col, "--format", "txt", "--no-dense", env=env, timeout=60)
+    assert rc == 3, err
+    assert f"(pid {first.pid})" in err and "is being written by" in err and "--wait" in err and "ingest" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err
+    # --wait, made deterministic: another process holds the writer lock until the waiter has said it waits.
+    holder = Driver(col, "write", env)
+    waiting = start_tracerag("ingest", docs, "-c", col, "--format", "txt", "--no-dense", "--wait", env=env)
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(waiting.stderr), daemon=True)
+    reader.start()
+    wait_for(lambda: any("waiting for it to finish" in line for line in said), 60, "the waiter to say it waits")
+    assert waiting.poll() is None  # still waiting while the lock is held
+    holder.close()
+    out = waiting.stdout.read()
+    assert waiting.wait(timeout=300) == 0, "".join(said)
+    reader.join(timeout=10)
+    assert f"unchanged {DOCUMENTS}" in out  # it came after the first one, and found everything done
+    consistent(col, DOCUMENTS)
+
+
+def test_a_search_during_an_ingest_answers_and_the_ingest_completes(docs: Path, tmp_path: Path, env):
+    col = tmp_path / "col"
+    part = tmp_path / "part"
+    (part / "letemps").mkdir(parents=True)
+    first = sorted((docs / "letemps").glob("*.txt"))[:100]
+    for f in first:
+        (part / "letemps" / f.name).write_bytes(f.read_bytes())
+    rc, _, err = tracerag("ingest", part, "-c", col, "--format", "txt", "--no-dense", env=env)
+    assert rc == 0, err
+    word = first[0].read_text(encoding="utf-8").split()[5]
+    ingest = start_tracerag("ingest", docs, "-c", col, "--format", "txt", "--no-dense", env=env)
+    wait_for(lambda: writing(col, ingest.pid), 60, "the ingest to take the writer lock")
+    answers = []
+    while ingest.poll() is None and len(answers) < 6:
+        rc, out, err = tracerag("search", word, "-c", col, "--json", "-k", "3", env=env, timeout=120)
+        assert rc == 0 and "Traceback" not in err, err
+        answers.append(json.loads(out))
+        rc, out, err = tracerag("info", "-c", col, "--json", env=env, timeout=120)
+        assert rc == 0, err
+        stats = json.loads(out)
+        assert stats["documents"] >= 100
+        if ingest.poll() is None and stats["activity"]["writer"]:
+            assert stats["activity"]["writer"]["pid"] == ingest.pid
+    out, err = ingest.communicate(timeout=300)
+    assert ingest.returncode == 0, err
+    assert answers and all(a["results"] for a in answers)  # the committed documents were found throughout
+    assert len(answers) >= 2, "the ingest finished before the searches could overlap it"
+    consistent(col, DOCUMENTS)
+
+
+@pytest.fixture(scope="module")
+def built(docs: Path, tmp_path_factory) -> Path:
+    col = tmp_path_factory.mktemp("built") / "col"
+    env = environment(col.parent / "cache")
+    rc, _, err = tracerag("ingest", docs / "letemps", "-c", col, "--format", "txt", "--no-dense", env=env)
+    assert rc == 0, err
+    return col
+
+
+def test_a_client_whose_owner_is_killed_reconnects_and_becomes_owner(built: Path, env):
+    owner = Driver(built, "read", env)
+    client = Driver(built, "read", env)
+    try:
+        first = owner.ask("bm25 conseil")
+        assert first["role"] == "owner" and first["hits"]
+        seen = client.ask("bm25 conseil")
+        assert seen == {"role": "client", "hits": first["hits"]}
+        os.kill(owner.proc.pid, signal.SIGKILL)
+        owner.proc.wait()
+        again = client.ask("bm25 conseil")
+        assert again == {"role": "owner", "hits": first["hits"]}
+        assert read_note(built / ".tracerag" / "engine.json").pid == client.proc.pid
+    finally:
+        client.close()
+        owner.close()
+
+
+def test_a_reader_that_owns_the_index_hands_it_to_a_writer(built: Path, docs: Path, env):
+    reader = Driver(built, "read", env)
+    try:
+        before = reader.ask("count")
+        assert before["role"] == "owner"
+        rc, out, err = tracerag("ingest", docs / "letemps", "-c", built, "--format", "txt", "--no-dense", env=env)
+        assert rc == 0, err  # it asked the reader for the index, and got it
+        after = reader.ask("count")  # the reader goes on, through whoever holds the index now
+        assert after["count"] == before["count"]
+        assert reader.proc.poll() is None
+    finally:
+        reader.close()
+    assert reader.proc.returncode == 0, reader.proc.stderr.read()
