@@ -7,6 +7,13 @@ each recorded in the trail: a step limit (the last step forces finish), an ident
 repeats end the loop, three empty searches warn, `finish` is refused while nothing is accepted (a third ask ends
 the loop as "nothing found"), two unusable action answers in a row end the loop. An undecided or unparseable
 verdict holds the chunk and records why.
+
+A tool's arguments are validated against its model before it runs (agent/tools.py). Malformed ones (a date that
+is not one, an unknown corpus, k out of bounds, an argument the tool does not take) are sent back to the model
+with the problem, as `llm/` does for an answer that does not match the schema (`llm.repair_rounds` times); a
+corrected answer goes on, recorded as the guard `repaired_arguments`. Still malformed, the step is the guard
+`bad_arguments` ("...; the search was not run"), the model is told at its next step, and the step counts as an
+unusable answer. Only validation problems are caught: any other exception is a bug and ends the run as `failed`.
 """
 
 from __future__ import annotations
@@ -16,10 +23,20 @@ from dataclasses import dataclass, field
 from tracerag.agent import prompts
 from tracerag.agent.context import RunContext, locate, verify_accept
 from tracerag.agent.planner import corpus_listing
-from tracerag.agent.schemas import ActionAnswer, ReviewAnswer
+from tracerag.agent.schemas import ArgumentContext, NoArgs, ReviewAnswer, ToolArgs
 from tracerag.agent.state import Judgement, Memory, SubQuestion
-from tracerag.agent.tools import SEARCH_TOOLS, ToolCall, record_ranking, run_search, tool_list
-from tracerag.errors import ConfigError
+from tracerag.agent.tools import (
+    TOOLS,
+    ActionAnswer,
+    MalformedArguments,
+    SearchTool,
+    Tool,
+    ToolCall,
+    record_ranking,
+    run_search,
+    tool_list,
+)
+from tracerag.llm import Message
 from tracerag.model import Filter, Ranking
 from tracerag.retrieval.search import SearchRequest
 from tracerag.trail.events import Verdict
@@ -32,6 +49,25 @@ class LoopOutcome:
     ended_by: str  # "finish", "step_limit", "repeats", "action_failures", "nothing_found"
     memory: str
     searches: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Action:
+    """A step the model chose, its arguments validated."""
+
+    tool: Tool
+    args: ToolArgs
+
+
+@dataclass(frozen=True)
+class StepFailure:
+    """A step that yields no usable action: the guard that records it and what the model is told."""
+
+    guard: str  # "unusable_action" (no valid answer) or "bad_arguments" (its arguments still malformed)
+    message: str
+
+
+REVIEW_FALLBACK = Action(TOOLS["review"], NoArgs())
 
 
 class SearchReviewLoop:
@@ -49,6 +85,7 @@ class SearchReviewLoop:
         self.repeats = 0
         self.empties = 0
         self.note = ""
+        self._arguments: ArgumentContext | None = None
 
     # -- the loop -------------------------------------------------------------------------------------
 
@@ -68,7 +105,8 @@ class SearchReviewLoop:
                 self.review()
                 continue
             action = self._next_action()
-            if action is None:
+            if isinstance(action, StepFailure):
+                self._guard(action.guard, action.message)
                 failures += 1
                 if failures >= 2:
                     self._guard("action_failures", "two unusable action answers in a row: loop ended")
@@ -76,10 +114,10 @@ class SearchReviewLoop:
                     break
                 if not self.queue:
                     continue
-                action = ActionAnswer(tool="review", thought="fallback after an unusable answer")
+                action = REVIEW_FALLBACK
             else:
                 failures = 0
-            if action.tool == "finish":
+            if action.tool.name == "finish":
                 if self.ctx.ledger.accepted(self.sq):
                     ended_by = "finish"
                     break
@@ -91,7 +129,7 @@ class SearchReviewLoop:
                     break
                 self._guard("finish_refused", "finish refused: nothing accepted yet")
                 continue
-            if action.tool == "review":
+            if action.tool.name == "review":
                 if not self.queue:
                     self._guard("nothing_to_review", "review asked with no unreviewed document: search first")
                     continue
@@ -123,7 +161,7 @@ class SearchReviewLoop:
 
     # -- steps ----------------------------------------------------------------------------------------
 
-    def _next_action(self) -> ActionAnswer | None:
+    def _next_action(self) -> Action | StepFailure:
         ledger = self.ctx.ledger
         status = (
             f"step {self.step}; accepted {len(ledger.accepted(self.sq))}, held {len(ledger.held(self.sq))}, "
@@ -144,18 +182,41 @@ class SearchReviewLoop:
             tool_list(),
             self._corpus_names(),
         )
-        completion = self.ctx.call("action", messages, ActionAnswer, sq=self.sq)
-        return completion.parsed if completion.ok else None  # type: ignore[return-value]
+        problem: MalformedArguments | None = None
+        rounds = self.ctx.llm.repair_rounds if self.ctx.llm is not None else 0
+        for _ in range(rounds + 1):
+            completion = self.ctx.call("action", messages, ActionAnswer, sq=self.sq)
+            if not completion.ok:
+                return StepFailure("unusable_action", f"unusable action answer: {completion.error}")
+            answer: ActionAnswer = completion.parsed  # type: ignore[assignment]
+            tool = TOOLS[answer.tool]
+            try:
+                args = tool.arguments(answer, self._argument_context())
+            except MalformedArguments as exc:
+                problem = exc
+                messages = [
+                    *messages,
+                    Message("assistant", completion.text),
+                    Message("user", f"Your answer was unusable: {exc}. Answer again."),
+                ]
+                continue
+            if problem is not None:  # not a note to the model: the repair round already told it
+                self.ctx.trail.emit(
+                    "guard",
+                    sq=self.sq,
+                    step=self.step,
+                    guard="repaired_arguments",
+                    message=f"{problem}; sent back to the model, which answered anew",
+                )
+            return Action(tool, args)
+        return StepFailure("bad_arguments", f"{problem}; the search was not run")  # only searches take arguments
 
-    def search(self, action: ActionAnswer) -> str | None:
-        tool = SEARCH_TOOLS[action.tool]
-        try:
-            base = self._base_filter(action.corpus) if action.corpus else self.base
-            call = tool.plan(action, self.sub.question, base)
-        except ConfigError as exc:
-            self._guard("bad_arguments", f"{action.tool}: {exc}")
-            return None
-        args = action.model_dump(exclude_none=True, exclude={"thought", "tool"})
+    def search(self, action: Action) -> str | None:
+        tool: SearchTool = action.tool  # type: ignore[assignment]
+        corpus = getattr(action.args, "corpus", None)
+        base = Filter(corpora=(corpus,)) if corpus else self.base
+        call = tool.plan(action.args, self.sub.question, base, self.cfg.search_k)  # type: ignore[arg-type]
+        args = action.args.model_dump(exclude_none=True)
         if call.key in self.searched:
             self.repeats += 1
             self._emit_search(call, args, 0, 0, skipped="identical to an earlier search")
@@ -169,7 +230,7 @@ class SearchReviewLoop:
             return None
         self.searched.add(call.key)
         self.searches.append(f"{call.tool}({call.query})")
-        ranking = run_search(self.ctx, call, self.cfg.search_k, self.sq, self.step)
+        ranking = run_search(self.ctx, call, self.sq, self.step)
         new = self._enqueue(ranking, front=True)
         self._emit_search(call, args, len(ranking.documents), new)
         if not ranking.documents:
@@ -276,6 +337,14 @@ class SearchReviewLoop:
 
     def _corpus_names(self) -> list[str]:
         return [c["name"] for c in corpus_listing(self.ctx)]
+
+    def _argument_context(self) -> ArgumentContext:
+        """The sub-corpora a search may name (a full name or its parent, as filters accept) and those listed."""
+        if self._arguments is None:
+            known = {c.name for c in self.ctx.collection.store.corpora()}
+            known |= {n.split("/")[0] for n in known}
+            self._arguments = ArgumentContext(frozenset(known), tuple(self._corpus_names()))
+        return self._arguments
 
     def _base_filter(self, corpus: str | None) -> Filter:
         if not corpus:

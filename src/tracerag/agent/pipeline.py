@@ -61,7 +61,7 @@ class Agent:
         self.collection = collection
         self.llm = llm
         self.settings = settings or collection.settings.agent
-        self.trail_dir = trail_dir if trail_dir is not None else collection.path / "trails"
+        self.trail_dir = trail_dir if trail_dir is not None else collection.trails_dir
         self.retriever = Retriever(collection)
 
     def run(

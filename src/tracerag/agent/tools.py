@@ -1,131 +1,176 @@
-"""The agent's search tools: small classes whose docstring is what the model is told the tool does.
+"""The agent's tools: small classes whose docstring says what the tool does and whose argument model (in
+agent/schemas.py) says what it takes. Both are what the model is shown: `tool_list()` renders each tool as
+`name(arguments): docstring`, and the action answer's JSON Schema is built from the same argument models.
 
 Each search runs the real retrieval (our channels, RRF k=60, max-pool to documents) restricted as the tool says,
 and writes the query, each channel's ranking and the fusion to the trail. `review` and `finish` are decided by
 the loop; they are listed here so the model sees one tool list.
+
+Arguments are checked before anything runs: `Tool.arguments()` validates them against the tool's model with the
+collection's sub-corpora as context and raises `MalformedArguments`, naming the tool and each problem, for the
+loop to send back to the model or record as a guard. Nothing else from here is caught: a bug surfaces.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from typing import ClassVar
+
+from pydantic import ValidationError
 
 from tracerag.agent.context import RunContext
-from tracerag.agent.schemas import ActionAnswer
-from tracerag.errors import ConfigError
-from tracerag.ingest.dates import parse_partial_date
+from tracerag.agent.schemas import (
+    ActionEnvelope,
+    ArgumentContext,
+    DateArgs,
+    NoArgs,
+    PhraseArgs,
+    SearchArgs,
+    ToolArgs,
+    action_answer_model,
+    preview,
+)
 from tracerag.model import Filter, Ranking
 from tracerag.retrieval.search import SearchRequest
 
 
+class MalformedArguments(Exception):
+    """The model's arguments for a tool do not validate. Not a TraceError: it never leaves the agent's loop."""
+
+    def __init__(self, tool: str, problems: list[str]):
+        self.tool = tool
+        self.problems = problems
+        super().__init__(f"{tool}: " + "; ".join(problems))
+
+
 @dataclass
 class ToolCall:
-    """A search as run: what was asked, the filter applied, and a key to spot an identical repeat."""
+    """A search as run: what was asked, the filter applied, how many documents, and a key to spot a repeat."""
 
     tool: str
     query: str
     channels: tuple[str, ...]
     filter: Filter
+    k: int
 
     @property
     def key(self) -> tuple:
-        return (self.tool, " ".join(self.query.lower().split()), self.filter)
+        return (self.tool, " ".join(self.query.lower().split()), self.filter, self.k)
 
 
-class SearchTool:
-    name = ""
-    channels: tuple[str, ...] = ()
+class Tool:
+    name: ClassVar[str] = ""
+    args: ClassVar[type[ToolArgs]] = NoArgs
 
     def describe(self) -> str:
-        return f"- {self.name}: {' '.join((self.__doc__ or '').split())}"
+        """`name(arguments): what it does`, the tool's own arguments before those it shares with other tools."""
+        inherited = {n for base in self.args.__mro__[1:] for n in getattr(base, "model_fields", {})}
+        names = sorted(self.args.model_fields, key=lambda n: n in inherited)
+        signature = f"{self.name}({', '.join(names)})" if names else self.name
+        return f"- {signature}: {' '.join((self.__doc__ or '').split())}"
 
-    def plan(self, action: ActionAnswer, fallback_query: str, base: Filter) -> ToolCall:
-        query = (action.query or "").strip() or fallback_query
-        return ToolCall(self.name, query, self.channels, base)
+    def arguments(self, action: ActionEnvelope, context: ArgumentContext) -> ToolArgs:
+        """This tool's arguments from an action answer, validated; MalformedArguments says what is wrong."""
+        if self.args is NoArgs:
+            return NoArgs()  # the action is clear whatever else the answer holds
+        try:
+            return self.args.model_validate(action.arguments(), context=context)
+        except ValidationError as exc:
+            raise MalformedArguments(self.name, _problems(exc, self)) from None
+
+
+class SearchTool(Tool):
+    channels: ClassVar[tuple[str, ...]] = ()
+    args: ClassVar[type[ToolArgs]] = SearchArgs
+
+    def plan(self, args: SearchArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:
+        return ToolCall(self.name, args.query or fallback_query, self.channels, base, args.k or k)
 
 
 class SearchBm25(SearchTool):
-    """keyword search (stemmed, accent-folded); give query, optional corpus."""
+    """keyword search (stemmed, accent-folded)."""
 
     name = "search_bm25"
     channels = ("bm25",)
 
 
 class SearchSemantic(SearchTool):
-    """meaning search with embeddings, works across languages and OCR errors; give query, optional corpus."""
+    """meaning search with embeddings, works across languages and OCR errors."""
 
     name = "search_semantic"
     channels = ("dense",)
 
 
 class SearchPhrase(SearchTool):
-    """documents containing these exact words in order; give phrase, optional corpus."""
+    """documents containing these exact words in order."""
 
     name = "search_phrase"
     channels = ("phrase",)
+    args = PhraseArgs
 
-    def plan(self, action: ActionAnswer, fallback_query: str, base: Filter) -> ToolCall:
-        phrase = (action.phrase or action.query or "").strip().strip('"') or fallback_query
-        return ToolCall(self.name, f'"{phrase}"', self.channels, base)
+    def plan(self, args: PhraseArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:  # type: ignore[override]
+        phrase = (args.phrase or args.query or "").strip('"') or fallback_query
+        return ToolCall(self.name, f'"{phrase}"', self.channels, base, args.k or k)
 
 
 class SearchDate(SearchTool):
-    """search within a date range; give query and date_from/date_to (years or ISO dates), or centre and days."""
+    """search within a date range (date_from and/or date_to: years or ISO dates), or around centre ± days."""
 
     name = "search_date"
     channels = ("bm25", "dense", "date")
+    args = DateArgs
 
-    def plan(self, action: ActionAnswer, fallback_query: str, base: Filter) -> ToolCall:
-        start, end = date_window(action)
-        query = (action.query or "").strip() or fallback_query
-        return ToolCall(self.name, query, self.channels, base.narrowed(date_from=start, date_to=end))
+    def plan(self, args: DateArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:  # type: ignore[override]
+        start, end = args.window
+        query = args.query or fallback_query
+        return ToolCall(self.name, query, self.channels, base.narrowed(date_from=start, date_to=end), args.k or k)
 
 
-class Review:
+class Review(Tool):
     """judge the next unreviewed documents found so far (accept / hold / reject with a quoted reason)."""
 
     name = "review"
 
 
-class Finish:
+class Finish(Tool):
     """stop this sub-question; refused until at least one document is accepted."""
 
     name = "finish"
 
 
-SEARCH_TOOLS: dict[str, SearchTool] = {
-    t.name: t for t in (SearchBm25(), SearchSemantic(), SearchDate(), SearchPhrase())
+TOOLS: dict[str, Tool] = {
+    t.name: t for t in (SearchBm25(), SearchSemantic(), SearchDate(), SearchPhrase(), Review(), Finish())
 }
+SEARCH_TOOLS: dict[str, SearchTool] = {n: t for n, t in TOOLS.items() if isinstance(t, SearchTool)}
+ActionAnswer = action_answer_model({t.name: t.args for t in TOOLS.values()})
 
 
 def tool_list() -> str:
-    lines = [t.describe() for t in SEARCH_TOOLS.values()]
-    lines += [f"- {t.name}: {' '.join((t.__doc__ or '').split())}" for t in (Review, Finish)]
-    return "Tools (choose one):\n" + "\n".join(lines)
+    return "Tools (choose one):\n" + "\n".join(t.describe() for t in TOOLS.values())
 
 
-def date_window(action: ActionAnswer) -> tuple[str | None, str | None]:
-    """ISO bounds from date_from/date_to (partial dates widen to the range they cover) or centre ± days."""
-    if action.centre:
-        centre = parse_partial_date(action.centre)
-        if centre is None:
-            raise ConfigError(f"search_date: cannot read centre {action.centre!r} as a date")
-        days = timedelta(days=abs(action.days or 365))
-        return (
-            (date.fromisoformat(centre.start) - days).isoformat(),
-            (date.fromisoformat(centre.end) + days).isoformat(),
-        )
-    start = parse_partial_date(action.date_from) if action.date_from else None
-    end = parse_partial_date(action.date_to) if action.date_to else None
-    if start is None and end is None:
-        raise ConfigError("search_date needs date_from/date_to or centre")
-    return (start.start if start else None, end.end if end else None)
+def _problems(exc: ValidationError, tool: Tool) -> list[str]:
+    """Each validation error (the first four) as a short phrase naming the argument and its value, in words a model
+    can act on."""
+    out = []
+    for error in exc.errors()[:4]:
+        field = ".".join(str(p) for p in error["loc"])
+        if error["type"] == "extra_forbidden":
+            takes = ", ".join(tool.args.model_fields)
+            out.append(f"{tool.name} takes no {field} (it takes {takes})")
+        elif error["type"] == "value_error":
+            message = str(error["ctx"]["error"])
+            out.append(f"{field} {message}" if field else message)
+        else:
+            message = error["msg"][:1].lower() + error["msg"][1:]
+            out.append(f"{field} {preview(error['input'])}: {message}")
+    return out
 
 
-def run_search(ctx: RunContext, call: ToolCall, k: int, sq: int, step: int) -> Ranking:
+def run_search(ctx: RunContext, call: ToolCall, sq: int, step: int) -> Ranking:
     """Run the retrieval for one tool call and record each channel's ranking and the fusion."""
     ranking = ctx.retriever.search(
-        SearchRequest(call.query, k=k, filter=call.filter, channels=call.channels, windows="")
+        SearchRequest(call.query, k=call.k, filter=call.filter, channels=call.channels, windows="")
     )
     record_ranking(ctx, ranking, call.query, sq, step)
     return ranking
