@@ -121,3 +121,86 @@ def test_trail_and_cli(catalog, tmp_path):
     assert kinds[0] == "run" and {"catalog_parse", "catalog_filter", "catalog_check", "catalog_reply"} <= set(kinds)
     bad = runner.invoke(app, ["chat", "--catalog", str(tmp_path), "--once", "x"])
     assert bad.exit_code == 2 and "not a catalog" in bad.output
+
+
+# -- requests for what the catalog does not hold --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("request_text", "expected"),
+    [
+        ("piano tuning in Miami", "Nothing in this directory matches 'piano tuning' in Miami."),
+        ("helicopter rental in Hialeah", "Nothing in this directory matches 'helicopter rental' in Hialeah."),
+        ("helicopter rental in Hialeh", "Nothing in this directory matches 'helicopter rental' in Hialeah."),
+        ("where can I find a yacht charter near 33157?", "Nothing in this directory matches 'yacht charter' in ZIP"),
+        ("tattoo removal in Homestead open on Monday", "Nothing in this directory matches 'tattoo removal' in Home"),
+        ("I need a sushi restaurant", "Nothing in this directory matches 'sushi restaurant'."),  # no place asked
+    ],
+)
+def test_a_request_the_catalog_does_not_hold_says_so_and_recommends_nothing(assistant, request_text, expected):
+    turn = assistant.ask(request_text)
+    assert turn.outcome == "no_match" and not turn.recommendations, turn.reply
+    assert turn.reply.startswith(expected), turn.reply
+    assert "Hialeh " not in turn.reply and "Hialeh." not in turn.reply  # the place as the catalog spells it
+    assert turn.topic_match is not None and not turn.topic_match.held
+
+
+def test_a_follow_up_place_keeps_saying_nothing_matches_until_the_topic_changes(assistant):
+    first = assistant.ask("I need piano tuning")
+    assert first.outcome == "no_match" and first.reply.startswith("Nothing in this directory matches 'piano tuning'.")
+    again = assistant.ask("in Hialeh")
+    assert again.outcome == "no_match" and again.reply.startswith(
+        "Nothing in this directory matches 'piano tuning' in Hialeah."
+    )
+    moved = assistant.ask("what about in Homestead?")
+    assert moved.outcome == "no_match" and "'piano tuning' in Homestead." in moved.reply and not moved.recommendations
+    changed = assistant.ask("what about a food pantry?")
+    assert changed.outcome == "answer" and changed.recommendations
+    for rec in changed.recommendations:
+        assert rec.record.city == "Homestead" and any(t.startswith("BD-1800") for t, _ in rec.record.taxonomy)
+
+
+def test_the_trail_records_which_words_matched_nothing_and_the_evidence(catalog, tmp_path):
+    with CatalogAssistant(catalog, load_settings(), trail_dir=tmp_path) as a:
+        a.ask("piano tuning in Miami")
+        trail = read_trail(a.trail_path)
+    parse = next(e for e in trail if e.kind == "catalog_parse")
+    match = parse.topic_match
+    assert match["held"] is False and match["via"] == "nothing" and match["unmatched"] == ["piano", "tuning"]
+    words = {w["word"]: w for w in match["words"]}
+    assert words["piano"]["records"] > 0 and words["tuning"]["records"] > 0  # each is used, never together
+    reply = next(e for e in trail if e.kind == "catalog_reply")
+    assert reply.outcome == "no_match" and reply.recommended == []
+    assert "never appear together" in reply.text
+    assert not [e for e in trail if e.kind in ("catalog_filter", "catalog_check")]  # nothing was looked up
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        "food pantry in Hialeah",
+        "legal help in Miami Beach",
+        "I lost my job in Homestead",
+        "my landlord is evicting me in Miami",
+        "a place to shower in Miami",
+        "help with a drinking problem in Miami",
+        "flu shots in Miami",
+        "RADIO LOLLIPOP in Miami",
+        "services in Miami",
+        "somewhere to sleep tonight in Miami",  # held ("sleep" is in the texts), though not as shelters: see report
+        "cheap glasses for my eyes in Miami",
+        "help for my autistic son in Miami",
+        "help paying for my medicine in Miami",
+        "where can I take my kids to play in Miami",
+    ],
+)
+def test_requests_for_what_the_catalog_holds_are_not_refused(assistant, request_text):
+    turn = assistant.ask(request_text)
+    assert turn.outcome != "no_match", (turn.reply, turn.topic_match and turn.topic_match.to_dict())
+
+
+def test_a_topic_held_only_by_its_words_recommends_only_records_stating_them(assistant):
+    turn = assistant.ask("a place to shower in Miami")
+    assert turn.outcome == "answer" and turn.recommendations
+    for rec in turn.recommendations:  # no unrelated service pads the list to k
+        assert "shower" in rec.record.text().casefold(), rec.record.name

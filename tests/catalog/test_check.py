@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import datasets_path
+from tests.conftest import datasets_path, require_datasets
 from tests.fakes.openai_server import FakeOpenAI, Reply, json_reply, last_user, scripted
 from tracerag.catalog.check import Evidence, age_ranges, check_llm, check_rules, locate, overall, sentences
 from tracerag.catalog.model import WEEKDAYS, Opening, Semantic, ServiceRecord
@@ -41,8 +41,7 @@ def _minutes(clock: str) -> int:
 
 @functools.cache
 def _tables() -> dict[str, dict[str, list[dict[str, str]]]]:
-    if not (MIAMI / "services.csv").is_file():
-        pytest.fail(f"the Miami 211 data is not at {MIAMI}; set TRACERAG_DATASETS")
+    require_datasets("miami211")
     out: dict[str, dict[str, list[dict[str, str]]]] = {}
     for table, key in (
         ("services.csv", "id"),

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import datasets_path
+from tests.conftest import datasets_path, require_datasets
 from tracerag.catalog.hsds import HsdsStats, canonical_forms, clean_languages, clean_text, read_hsds, read_taxonomy
 from tracerag.catalog.mapping import read_mapped
 from tracerag.catalog.model import ServiceRecord
@@ -22,8 +22,7 @@ MIAMI = datasets_path() / "miami211"
 @functools.cache
 def real_read() -> tuple[tuple[ServiceRecord, ...], tuple[RecordError, ...], HsdsStats]:
     """Miami 211 read once per test session (~2 s). Shared with test_store: tests must not change the records."""
-    if not (MIAMI / "services.csv").is_file():
-        pytest.fail(f"the Miami 211 data is not at {MIAMI}; set TRACERAG_DATASETS")
+    require_datasets("miami211")
     stats = HsdsStats()
     items = list(read_hsds(MIAMI, stats))
     records = tuple(i for i in items if isinstance(i, ServiceRecord))
@@ -168,6 +167,7 @@ def test_clean_text_and_canonical_forms() -> None:
     assert canonical_forms(["MIAMI", "Miami"])["miami"] == "Miami"  # a tie goes to the mixed-case form
 
 
+@pytest.mark.needs_data("miami211")
 def test_taxonomy_vocabulary() -> None:
     terms = read_taxonomy(MIAMI)
     assert len(terms) == 1991  # 1994 rows, ids "J", "FP-4500" and "FP-4000" twice: the first name wins

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import datasets_path
+from tests.conftest import require_datasets
 from tracerag.catalog.model import ConstraintKind as K
 from tracerag.catalog.model import Constraints, Gazetteer, Semantic
 from tracerag.catalog.parse import ProposedParse, merge, normalise, parse_request, parse_with_llm
@@ -52,10 +52,7 @@ def gazetteer_from_csvs(root: Path) -> Gazetteer:
 
 @pytest.fixture(scope="module")
 def gaz() -> Gazetteer:
-    root = datasets_path() / "miami211"
-    if not (root / "physical_addresses.csv").is_file():
-        pytest.fail(f"the Miami 211 directory is not at {root}; set TRACERAG_DATASETS")
-    return gazetteer_from_csvs(root)
+    return gazetteer_from_csvs(require_datasets("miami211") / "miami211")
 
 
 def values(c: Constraints, kind: K) -> tuple[str, ...]:
@@ -299,6 +296,13 @@ def test_eligibility_is_kept_as_text(gaz: Gazetteer, text: str, expected: Semant
     c = parse_request(text, gaz)
     assert expected in c.semantic
     assert values(c, K.TIME) == ()  # "over 60", "55+": ages, not times
+
+
+def test_my_son_says_who_it_is_for_and_leaves_what_it_is_about_in_the_topic(gaz: Gazetteer) -> None:
+    c = parse_request("help for my autistic son", gaz)
+    assert c.semantic == [Semantic("for children and youth")] and c.topic == "autistic"
+    assert parse_request("where can I take my kids to play", gaz).topic == "play"  # "take" says nothing
+    assert parse_request("baby formula for my baby", gaz).topic == "baby formula"  # a service, not who it is for
 
 
 def test_residents_of_a_city_is_eligibility_not_location(gaz: Gazetteer) -> None:

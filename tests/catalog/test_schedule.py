@@ -7,7 +7,7 @@ import functools
 
 import pytest
 
-from tests.conftest import datasets_path
+from tests.conftest import datasets_path, require_datasets
 from tracerag.catalog.model import Opening
 from tracerag.catalog.schedule import openings_from_rows, parse_hours_text, parse_range, parse_time, weekday_index
 
@@ -17,9 +17,7 @@ MON_FRI = range(5)
 
 @functools.cache
 def schedule_rows() -> list[dict[str, str]]:
-    path = MIAMI / "regular_schedules.csv"
-    if not path.is_file():
-        pytest.fail(f"the Miami 211 data is not at {MIAMI}; set TRACERAG_DATASETS")
+    path = require_datasets("miami211") / "miami211" / "regular_schedules.csv"
     with path.open(encoding="utf-8", newline="") as fh:
         return list(csv.DictReader(fh))
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.catalog.test_hsds import MIAMI, real_read, real_records
+from tests.conftest import require_datasets
 from tracerag.catalog.filters import normalise_key, satisfies, term_ancestors, violations, zip5
 from tracerag.catalog.hsds import read_taxonomy
 from tracerag.catalog.ingest import build_catalog
@@ -247,6 +248,7 @@ def test_gazetteer(store: CatalogStore) -> None:
 
 def subset(tmp_path: Path, n: int) -> Path:
     """The first `n` services of Miami 211 with their rows in every table (taxonomy and eligibility whole)."""
+    require_datasets("miami211")
     folder = tmp_path / f"miami{n}"
     folder.mkdir()
     with (MIAMI / "services.csv").open(encoding="utf-8", newline="") as fh:
@@ -297,7 +299,7 @@ def test_build_catalog_on_a_subset(tmp_path: Path) -> None:
         assert records == {i: real_records()[i] for i in ids}  # same records as the full read
         assert report.cities == len({r.city for r in records.values()} - {""})
         assert report.zips == len({r.zip for r in records.values()} - {""})
-    with Collection.open(target / "collection", settings) as col:
+    with Collection.open(target / "collection", settings, mode="read") as col:
         doc = col.store.get_documents(["136"])["136"]
         assert (doc.title, doc.corpus, doc.language) == (
             "GIRL SCOUTS COUNCIL OF TROPICAL FLORIDA, INC.",
@@ -310,5 +312,8 @@ def test_build_catalog_on_a_subset(tmp_path: Path) -> None:
 
     smaller = build_catalog(subset(tmp_path, 25), target, settings, dense=False)  # a rebuild drops the rest
     assert smaller.records == 25 and smaller.documents == 25
-    with CatalogStore.open(target / "catalog.sqlite") as s, Collection.open(target / "collection", settings) as col:
+    with (
+        CatalogStore.open(target / "catalog.sqlite") as s,
+        Collection.open(target / "collection", settings, mode="read") as col,
+    ):
         assert s.count() == 25 and col.store.count_documents() == 25

@@ -1,10 +1,13 @@
-"""The catalog dialogue: parse → (clarify) → strict structural filter → rank → semantic check → guarded reply.
+"""The catalog dialogue: parse → held? → (clarify) → strict structural filter → rank → semantic check → guarded reply.
 
 Only records of the catalog are ever recommended, and each one satisfies every structural constraint: whatever
 the structured-index variant used to find candidates, `filters.satisfies` checks each candidate's own fields
 before it can be selected. Semantic constraints (eligibility) are checked against the record's own text, with
 the evidence span. Without a location the assistant asks which city or zip code first. State is kept across
-turns ("what about Sunday?" keeps the city). Every turn goes to the conversation's trail.
+turns ("what about Sunday?" keeps the city). A topic the catalog holds nothing like (`topic_match`: no service
+type of its records, no record stating its words together) gets "Nothing in this directory matches 'piano tuning'
+in Miami" and no recommendation, before any location is asked for, and on every later turn until the topic
+changes. Every turn goes to the conversation's trail, the decision and its evidence included.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from pathlib import Path
 
 from tracerag.catalog import filters
 from tracerag.catalog.check import Evidence, check_llm, check_rules
-from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord
+from tracerag.catalog.ingest import LANGUAGE
+from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
 from tracerag.catalog.parse import merge, parse_request, parse_with_llm
-from tracerag.catalog.reply import Recommendation, generated_reply, templated_reply
+from tracerag.catalog.reply import Recommendation, generated_reply, no_match_reply, place_phrase, templated_reply
 from tracerag.catalog.store import CatalogStore
+from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError
@@ -39,17 +44,20 @@ VARIANTS: dict[str, set[ConstraintKind]] = {
     "location+hours": LOCATION | HOURS | OTHER,
 }
 
+_VOCABULARIES: dict[tuple[str, int, int], CatalogVocabulary] = {}
+
 
 @dataclass
 class Turn:
     request: str
-    outcome: str  # "answer", "none_found", "clarify"
+    outcome: str  # "answer", "none_found" (constraints too tight), "no_match" (nothing like it held), "clarify"
     reply: str
     recommendations: list[Recommendation] = field(default_factory=list)
     constraints: Constraints = field(default_factory=Constraints)
     notes: list[str] = field(default_factory=list)
     removed: list[dict] = field(default_factory=list)
     checked: int = 0
+    topic_match: TopicMatch | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -59,6 +67,7 @@ class Turn:
             "constraints": constraints_dict(self.constraints),
             "notes": self.notes,
             "checked": self.checked,
+            "topic_match": self.topic_match.to_dict() if self.topic_match else None,
             "removed_hallucinations": self.removed,
             "recommendations": [
                 {
@@ -109,7 +118,7 @@ class CatalogAssistant:
                 f"{catalog_dir}: not a catalog (no catalog.sqlite); build it with `tracerag catalog ingest`"
             )
         self.store = CatalogStore.open(catalog_dir / "catalog.sqlite")
-        self.collection = Collection.open(catalog_dir / "collection", settings)
+        self.collection = Collection.open(catalog_dir / "collection", settings, mode="read")
         self.retriever = Retriever(self.collection)
         self.gazetteer = self.store.gazetteer()
         self.llm = llm
@@ -120,8 +129,15 @@ class CatalogAssistant:
         self.state = Constraints()
         self.turns: list[Turn] = []
         self._names: set[str] | None = None
+        self._vocabulary: CatalogVocabulary | None = None
+        self._term_records: dict[str, int] = {}
+        self._matches: dict[tuple[str, tuple[str, ...]], TopicMatch] = {}
         self.trail = Trail(listeners=listeners)
-        self._writer = JsonlWriter((trail_dir or catalog_dir / "trails") / f"{self.trail.run_id}.jsonl")
+        # A catalog on read-only storage keeps its trails where its collection's runs go (a private cache).
+        trails = trail_dir or (
+            catalog_dir / "trails" if self.collection.read_only is None else self.collection.trails_dir
+        )
+        self._writer = JsonlWriter(trails / f"{self.trail.run_id}.jsonl")
         self.trail.listeners.append(self._writer)
         if llm is not None:
             llm.listeners.append(self._record_call)
@@ -166,6 +182,7 @@ class CatalogAssistant:
             method = "rules"
         self.state = merge(self.state, parsed)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
+        match = self._topic_match()
         self.trail.emit(
             "catalog_parse",
             turn=n,
@@ -174,11 +191,16 @@ class CatalogAssistant:
             constraints=constraints_dict(parsed),
             state=constraints_dict(self.state),
             notes=notes,
+            topic_match=match.to_dict() if match else None,
         )
-        if not self.state.has_location():
+        if match is not None and not match.held:
+            reply = no_match_reply(self.state.topic, place_phrase(self.state), match.explanation())
+            turn = Turn(request, "no_match", reply, constraints=self.state, notes=notes)
+        elif not self.state.has_location():
             turn = Turn(request, "clarify", self._clarifying_question(), constraints=self.state, notes=notes)
         else:
             turn = self._answer(request, n, notes)
+        turn.topic_match = match
         self.trail.emit(
             "catalog_reply",
             turn=n,
@@ -190,6 +212,45 @@ class CatalogAssistant:
         )
         self.turns.append(turn)
         return turn
+
+    def _topic_match(self) -> TopicMatch | None:
+        """Whether the catalog holds the dialogue's topic (None without a topic): `topic_match` decides, from the
+        parsed service types (with how many records of the whole catalog carry each) and the records' words."""
+        topic = self.state.topic
+        if not topic.strip():
+            return None
+        types = self.state.of(ConstraintKind.SERVICE_TYPE)
+        key = (topic, types.values if types else ())
+        if key not in self._matches:
+            service_types = [
+                {"id": t, "name": self.gazetteer.taxonomy.get(t, ""), "records": self._records_of_term(t)}
+                for t in key[1]
+            ]
+            if any(t["records"] for t in service_types):
+                self._matches[key] = TopicMatch(topic, True, "service_type", service_types=tuple(service_types))
+            else:
+                self._matches[key] = self.vocabulary.judge(topic, service_types)
+        return self._matches[key]
+
+    @property
+    def vocabulary(self) -> CatalogVocabulary:
+        """The records' words by stem, built on the first topic that needs it (about 1 s of CPU for 4k records)
+        and shared by the assistants of this process on the same, unchanged catalog file (an evaluation opens
+        one per variant)."""
+        if self._vocabulary is None:
+            info = self.store.path.stat()
+            key = (str(self.store.path.resolve()), info.st_mtime_ns, info.st_size)
+            if key not in _VOCABULARIES:
+                _VOCABULARIES.clear()  # one catalog at a time is the common case; never a stale one
+                _VOCABULARIES[key] = CatalogVocabulary.build(self.store.get(self.store.all_ids()).values(), LANGUAGE)
+            self._vocabulary = _VOCABULARIES[key]
+        return self._vocabulary
+
+    def _records_of_term(self, term_id: str) -> int:
+        if term_id not in self._term_records:
+            structural = [Structural(ConstraintKind.SERVICE_TYPE, (term_id,))]
+            self._term_records[term_id] = len(self.store.filter(structural))
+        return self._term_records[term_id]
 
     def _clarifying_question(self) -> str:
         what = self.state.topic or "services"
@@ -259,22 +320,40 @@ class CatalogAssistant:
 
     def _relaxations(self, checked: int) -> str:
         """Why nothing was found, and what would find something: for each constraint but the location, how many
-        services match without it (strict filter on the catalog, so the numbers are real)."""
+        services match without it (strict filter on the catalog, so the numbers are real). A topic held only by
+        the records that state it counts those records only."""
         parts = [f"I checked {checked} candidate(s)." if checked else "No service meets all the exact constraints."]
         structural = self.state.structural
+        match = self._topic_match()
+        holders = match.holders if match is not None and match.via == "passage" else None
+
+        def count(constraints: list[Structural]) -> int:
+            if holders is None:
+                return len(self.store.filter(constraints))
+            return len(holders & set(self.store.filter(constraints))) if constraints else len(holders)
+
         for drop in structural:
             if drop.kind in LOCATION:
                 continue
-            rest = [s for s in structural if s is not drop]
-            n = len(self.store.filter(rest))
+            n = count([s for s in structural if s is not drop])
             if n:
                 parts.append(f"Without {drop.kind} '{drop.said or ', '.join(drop.values)}': {n} service(s).")
+        if holders is not None:  # the topic's own records, wherever they are
+            others = [s for s in structural if s.kind not in LOCATION]
+            where = " meeting the other constraints" if others else ""
+            parts.append(f"In the whole directory: {count(others)} service(s) about '{self.state.topic}'{where}.")
         if self.state.semantic and checked:
             parts.append("Candidates were found but their own text rules out a condition you gave.")
         return " ".join(parts)
 
     def _rank(self, allowed: list[str] | None) -> list[str]:
-        """Candidates best first: text relevance to the topic and conditions, within the pre-filtered set."""
+        """Candidates best first: text relevance to the topic and conditions, within the pre-filtered set.
+
+        A topic held only because records state its words together (no service type) keeps those records alone:
+        any other record would be an unrelated service, like the ones a request for "piano tuning" used to get."""
+        match = self._topic_match()
+        if match is not None and match.via == "passage":
+            allowed = sorted(match.holders) if allowed is None else [i for i in allowed if i in match.holders]
         words = " ".join([self.state.topic, *(s.text for s in self.state.semantic if not s.negated)]).strip()
         service_types = self.state.of(ConstraintKind.SERVICE_TYPE)
         if service_types is not None:
@@ -319,5 +398,7 @@ class CatalogAssistant:
 
 def describe(c: Constraints) -> str:
     parts = [f"{s.kind}: {s.said or ', '.join(s.values)}" for s in c.structural]
+    if c.topic and c.of(ConstraintKind.SERVICE_TYPE) is None:
+        parts.insert(0, f"'{c.topic}'")  # no service type says what is asked for: the words do
     parts += [("not " if s.negated else "") + s.text for s in c.semantic]
     return "; ".join(parts) or "your request"

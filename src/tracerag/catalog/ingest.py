@@ -25,6 +25,9 @@ from tracerag.errors import ConfigError, RecordError
 from tracerag.model import Document
 
 CORPUS = "services"
+# The language of the records' texts: the text index stems them, and so does `topic_match`, with its Snowball
+# stemmer. One value for every catalog until per-catalog profiles say otherwise.
+LANGUAGE = "en"
 
 
 @dataclass
@@ -68,7 +71,9 @@ class CatalogReport:
 def record_document(record: ServiceRecord) -> Document:
     """The collection's view of a record: its free text, titled by its name, with city and zip as fields."""
     fields = {k: v for k, v in (("city", record.city), ("zip", record.zip)) if v}
-    return Document(id=record.id, text=record.text(), corpus=CORPUS, title=record.name, language="en", fields=fields)
+    return Document(
+        id=record.id, text=record.text(), corpus=CORPUS, title=record.name, language=LANGUAGE, fields=fields
+    )
 
 
 def build_catalog(
@@ -123,7 +128,7 @@ def build_catalog(
         store.close()
     os.replace(partial, final)
 
-    with Collection.open(target / "collection", settings, create=True) as col:
+    with Collection.open(target / "collection", settings, mode="write", create=True) as col:
         col.ingest((record_document(r) for r in records.values()), dense=dense, progress=progress)
         if col.store.count_documents() > len(records):
             stale = [d.id for d in col.store.iter_documents() if d.id not in records]

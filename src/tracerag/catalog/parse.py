@@ -27,6 +27,7 @@ from tracerag.llm.base import LLM, Message
 
 __all__ = [
     "ProposedParse",
+    "content_words",
     "merge",
     "normalise",
     "parse_request",
@@ -71,8 +72,9 @@ _STOPWORDS = frozenset(
         here hey hi his how i id if im in instead into is it its ive just know like located location looking look me
         might more most much must my near nearby nearest need needed needing needs no nope not now of ok okay on one
         only open opened opening opens or other our out over place places please really right same she should show so
-        some someone something somewhere speak speaker speakers speaking speaks still such than thank thanks that the
-        their them then there these they thing things this those through to too under until up us very want wants was
+        some someone something somewhere speak speaker speakers speaking speaks still such take takes taking than thank
+        thanks that the their them then there these they thing things this those through to too under until up us very
+        want wants was
         we well were what whats when where which while who whom whose why will with within without would yes you your
         zip zipcode area town city live lives living
         """
@@ -93,6 +95,12 @@ _COMMON_WORDS = _STOPWORDS | frozenset(
 )
 
 _PLACE_CONTEXT = frozenset({"in", "near", "around", "from", "of"})
+
+
+def content_words(text: str) -> list[str]:
+    """The normalised words of `text` that can say what is asked for: alphabetic and not filler words."""
+    return [w for w in normalise(text).split() if w.isalpha() and w not in _STOPWORDS]
+
 
 # ------------------------------------------------------------------------------------------------------- the text
 
@@ -872,11 +880,21 @@ def _add_semantic(out: Constraints, sem: Semantic) -> None:
         out.semantic.append(sem)
 
 
+# Who a request is for after "my"/"our" ("child" and "baby" are left out: "child care", "baby formula" are services)
+_CHILD_NOUNS = frozenset(_words("son sons daughter daughters children kid kids grandson granddaughter"))
+_POSSESSIVES = frozenset({"my", "our"})
+
+
 def _semantic_phrases(doc: _Doc, out: Constraints) -> None:
     for pattern, sem in _SEMANTIC_PATTERNS:
         for m in doc.matches(pattern):
             doc.take(m.start(), m.end())
             _add_semantic(out, sem)
+    # "my autistic son": the child is who it is for, the word between is what it is about (kept for the topic)
+    for i, tok in enumerate(doc.tokens):
+        if tok.norm in _CHILD_NOUNS and not doc.used[i] and _POSSESSIVES & {doc.prev_norm(i), doc.prev_norm(i - 1)}:
+            doc.used[i] = True
+            _add_semantic(out, Semantic("for children and youth"))
 
 
 def _cities(doc: _Doc, idx: _Index, out: Constraints) -> None:

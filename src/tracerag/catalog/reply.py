@@ -17,7 +17,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from tracerag.catalog.check import Evidence
-from tracerag.catalog.model import Opening, Semantic, ServiceRecord
+from tracerag.catalog.model import ConstraintKind, Constraints, Opening, Semantic, ServiceRecord
 from tracerag.errors import LLMError
 from tracerag.llm.base import LLM, Message
 
@@ -30,6 +30,8 @@ __all__ = [
     "format_hours",
     "generated_reply",
     "guard_reply",
+    "no_match_reply",
+    "place_phrase",
     "templated_reply",
 ]
 
@@ -133,6 +135,25 @@ def templated_reply(
         lines.append(f"   Phone: {', '.join(phones) if phones else NOT_STATED}")
         lines.extend(f"   {_evidence_line(ev)}" for ev in rec.evidence)
     return "\n".join(lines)
+
+
+def place_phrase(constraints: Constraints) -> str:
+    """The location as the catalog spells it ("in Hialeah" for "Hialeh", "in ZIP code 33157"), or ""."""
+    places = []
+    for s in constraints.structural:
+        if s.kind in (ConstraintKind.CITY, ConstraintKind.COUNTY):
+            places.append(" or ".join(s.values))
+        elif s.kind is ConstraintKind.ZIP:
+            places.append("ZIP code " + " or ".join(s.values))
+    return f"in {' or '.join(places)}" if places else ""
+
+
+def no_match_reply(topic: str, place: str, why: str = "") -> str:
+    """The reply when the catalog holds nothing like what was asked: it says so, with the topic as asked and the
+    place as the catalog spells it, and recommends nothing (an unrelated service is a wrong answer, not a partial
+    one). `why` is the evidence in a sentence."""
+    text = f"Nothing in this directory matches '{topic.strip()}'" + (f" {place}" if place else "") + "."
+    return f"{text} {why.strip()}" if why.strip() else text
 
 
 # ------------------------------------------------------------------------------------------------ finding facts

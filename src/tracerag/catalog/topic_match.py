@@ -1,0 +1,314 @@
+"""Whether the catalog holds anything like what a request asks for, judged without labels or a model.
+
+A request's topic is what the parser left once it had taken the places, days, times, languages, access needs,
+conditions and filler words ("piano tuning" of "piano tuning in Miami open on Sunday"). The catalog holds it when
+
+1. a service type the parse matched (taxonomy term names, fuzzily and by lemma, or the synonym table) is carried
+   by at least one record of the catalog, anywhere (a term of the taxonomy file that no record carries holds
+   nothing); or
+2. some record states the topic's *specific* words together: all of them within `PASSAGE_SPAN` words of one
+   another in one field (the name, the description, one taxonomy term name...), compared by Snowball stem in
+   the catalog's language (the stemmer the text index uses), so "tuning" meets "tune" and "shelters" meets
+   "shelter"; a stem of five letters or more also meets the stems that begin like it but for its last two
+   letters (`family`), so "autistic" meets "autism" and "medicine" meets "medication". One word that no record
+   uses at all may be left out when two or more specific words remain together: "cheap glasses for my eyes" is
+   held by "eye glasses"; "yacht charter" is not held by "charter".
+
+Specific words are the topic's words that fewer than `COMMON_SHARE` of the records use: a word that a large part
+of the catalog uses ("services", "program", "help") says nothing about which service is wanted, and is neither
+required nor enough. A topic with no specific word ("services in Miami") is held: the catalog holds services.
+Why together rather than anywhere in the record: a long description that mentions "dog" in one sentence and
+carries the term "Personal/Grooming Supplies" is not a dog-grooming service. Why not the text search's best
+score: BM25 rewards one rare word alone ("piano" of a youth symphony), which is exactly the unrelated hit a
+request for piano tuning must not get. Why only one left-out word, and only one the catalog never uses: leaving
+out a word the catalog does use changes what is asked ("sports car rental" is not "car rental"). Misspelt words
+are corrected against the taxonomy by the parser; words of the records' texts are not corrected here, because a
+word the catalog lacks is as often a real word it lacks as a typo ("auction" is one letter from "action").
+
+What this cannot do: read an everyday phrasing the texts do not use. "somewhere to sleep tonight" keeps "sleep",
+which the catalog's texts use for sleep clinics and infant sleep, not for shelters: it is held (the word is
+there), and its candidates are the records stating it, so no shelter is found by the rule-based path (a model,
+with `--llm`, can propose the service type).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import Stemmer
+
+from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.parse import content_words, normalise
+
+__all__ = ["COMMON_SHARE", "PASSAGE_SPAN", "CatalogVocabulary", "TopicMatch", "WordEvidence"]
+
+PASSAGE_SPAN = 8  # words of one service are named close together ("piano and guitar tuning"): at most 8 apart
+COMMON_SHARE = 0.15  # a word that 1 record in 7 uses ("program", "services", "help") is how the catalog says anything
+FAMILY_MIN = 5  # stems this long meet those sharing all but their last two letters (never fewer than five)
+_FIELD_GAP = PASSAGE_SPAN + 1  # positions skipped between fields, so a passage never spans two of them
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
+
+
+@dataclass(frozen=True, slots=True)
+class WordEvidence:
+    """One content word of the topic and what the catalog says about it."""
+
+    word: str  # as in the topic (normalised)
+    stem: str  # its stem
+    records: int  # records using the stem, or one of its family, in any field
+    common: bool  # used by COMMON_SHARE of the records or more: not required
+    family: tuple[str, ...] = ()  # the records' stems it meets (itself, "autism" for "autistic"...)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "word": self.word,
+            "stem": self.stem,
+            "records": self.records,
+            "common": self.common,
+            "family": list(self.family),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMatch:
+    """The decision about one topic, with its evidence (it goes to the trail as `to_dict()`)."""
+
+    topic: str
+    held: bool
+    via: str  # "service_type", "passage", "no_specific_words", "no_topic" (held) or "nothing" (not held)
+    words: tuple[WordEvidence, ...] = ()
+    service_types: tuple[dict[str, Any], ...] = ()  # {"id", "name", "records"} for each parsed term
+    passage: dict[str, Any] | None = None  # the tightest one found: {"record_id", "field", "quote", "stems"}
+    unmatched: tuple[str, ...] = ()  # the specific words no passage holds together with the others
+    holders: frozenset[str] = frozenset()  # held by passage: every record holding one (the only fitting candidates)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "held": self.held,
+            "via": self.via,
+            "words": [w.to_dict() for w in self.words],
+            "service_types": list(self.service_types),
+            "passage": self.passage,
+            "unmatched": list(self.unmatched),
+            "holders": len(self.holders),
+        }
+
+    def explanation(self) -> str:
+        """Why nothing matches, in one sentence from the evidence (for the reply)."""
+        absent = [w.word for w in self.words if not w.common and w.records == 0]
+        apart = [w for w in self.words if not w.common and w.records > 0]
+        names = [t["name"] for t in self.service_types if t.get("name")]
+        parts = [
+            f"no service carries the service type {_quoted(names, 'or')}" if names else "no service type is about it"
+        ]
+        if absent:
+            parts.append(f"{_quoted(absent, 'and')} appear{'s' if len(absent) == 1 else ''} in no service")
+        counts = " and ".join(f"'{w.word}' ({w.records} service{'s' if w.records != 1 else ''})" for w in apart)
+        if len(apart) > 1:
+            parts.append(f"{counts} never appear together")
+        elif apart:
+            parts.append(f"{counts} never appears with {'it' if len(absent) == 1 else 'them'}")
+        text = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + ", and " + parts[-1]
+        return text[0].upper() + text[1:] + "."
+
+
+def _quoted(words: Sequence[str], joiner: str) -> str:
+    return f" {joiner} ".join(f"'{w}'" for w in words)
+
+
+@dataclass
+class _Field:
+    record_id: str
+    name: str  # which field: "name", "description", "taxonomy"...
+    text: str
+    offsets: list[tuple[int, int]]  # character span of each word in `text`
+
+
+@dataclass
+class CatalogVocabulary:
+    """The words of every record, by stem with their positions: built once per catalog (about 1 s for 4k records)."""
+
+    language: str
+    records: int = 0
+    postings: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # stem -> record id -> positions
+    _fields: dict[str, list[tuple[int, _Field]]] = field(default_factory=dict)  # record id -> (first position, field)
+    _stemmer: Any = None
+    _stems: dict[str, str] = field(default_factory=dict)
+    _by_prefix: dict[str, list[str]] = field(default_factory=dict)  # first FAMILY_MIN letters -> stems
+    _families: dict[str, tuple[tuple[str, ...], dict[str, list[int]]]] = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, records: Iterable[ServiceRecord], language: str) -> CatalogVocabulary:
+        vocab = cls(language=language)
+        try:
+            vocab._stemmer = Stemmer.Stemmer(language)
+        except KeyError:
+            vocab._stemmer = None  # a language Snowball lacks: words compared as folded, like the index does
+        postings: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        for record in records:
+            vocab.records += 1
+            position = 0
+            fields = []
+            for name, text in _record_fields(record):
+                offsets, norms = _words_with_offsets(text)
+                if not norms:
+                    continue
+                fields.append((position, _Field(record.id, name, text, offsets)))
+                for k, word in enumerate(norms):
+                    postings[vocab.stem(word)][record.id].append(position + k)
+                position += len(norms) + _FIELD_GAP
+            vocab._fields[record.id] = fields
+        vocab.postings = {s: dict(by_record) for s, by_record in postings.items()}
+        for stem in vocab.postings:
+            if len(stem) >= FAMILY_MIN:
+                vocab._by_prefix.setdefault(stem[:FAMILY_MIN], []).append(stem)
+        return vocab
+
+    def stem(self, word: str) -> str:
+        stem = self._stems.get(word)
+        if stem is None:
+            stem = self._stemmer.stemWord(word) if self._stemmer is not None else word
+            self._stems[word] = stem
+        return stem
+
+    def records_using(self, stem: str) -> int:
+        return len(self.family(stem)[1])
+
+    def family(self, stem: str) -> tuple[tuple[str, ...], dict[str, list[int]]]:
+        """The records' stems a query stem meets, and their positions merged by record. Snowball leaves
+        derivations apart ("autist" / "autism", "medicin" / "medic"): a stem of FAMILY_MIN letters or more meets
+        the stems that begin with all of it but its last two letters (and at least FAMILY_MIN of it)."""
+        if stem not in self._families:
+            if len(stem) < FAMILY_MIN:
+                members = (stem,) if stem in self.postings else ()
+            else:
+                key = stem[: max(FAMILY_MIN, len(stem) - 2)]
+                members = tuple(sorted(t for t in self._by_prefix.get(stem[:FAMILY_MIN], ()) if t.startswith(key)))
+            merged: dict[str, list[int]] = defaultdict(list)
+            for member in members:
+                for rid, positions in self.postings[member].items():
+                    merged[rid].extend(positions)
+            self._families[stem] = (members, dict(merged))
+        return self._families[stem]
+
+    # -- the judgement --------------------------------------------------------------------------------
+
+    def judge(self, topic: str, service_types: Sequence[dict[str, Any]] = ()) -> TopicMatch:
+        """Whether the catalog holds `topic` (see the module docstring). `service_types` are the terms the parse
+        matched, each {"id", "name", "records": records of the whole catalog carrying it or a term under it}."""
+        topic = topic.strip()
+        if any(t.get("records", 0) > 0 for t in service_types):
+            return TopicMatch(topic, True, "service_type", service_types=tuple(service_types))
+        words = content_words(topic)
+        if not words:
+            return TopicMatch(topic, True, "no_topic", service_types=tuple(service_types))
+        evidence = tuple(self._evidence(w) for w in dict.fromkeys(words))
+        specific = [w for w in evidence if not w.common]
+        if not specific:
+            return TopicMatch(topic, True, "no_specific_words", evidence, tuple(service_types))
+        stems = list(dict.fromkeys(w.stem for w in specific))
+        groups = [stems]
+        unused = [w.stem for w in specific if w.records == 0]
+        if len(unused) == 1 and len(stems) >= 3:  # one word no record uses, two or more left to hold together
+            groups.append([t for t in stems if t != unused[0]])
+        for group in groups:
+            found = self._passages(group)
+            if found is not None:
+                passage, holders = found
+                unmatched = tuple(w.word for w in specific if w.stem not in group)
+                return TopicMatch(topic, True, "passage", evidence, tuple(service_types), passage, unmatched, holders)
+        return TopicMatch(
+            topic, False, "nothing", evidence, tuple(service_types), None, tuple(w.word for w in specific)
+        )
+
+    def _evidence(self, word: str) -> WordEvidence:
+        stem = self.stem(word)
+        members, by_record = self.family(stem)
+        records = len(by_record)
+        common = self.records > 0 and records >= max(2, math.ceil(COMMON_SHARE * self.records))
+        return WordEvidence(word, stem, records, common, members)
+
+    def _passages(self, stems: Sequence[str]) -> tuple[dict[str, Any], frozenset[str]] | None:
+        """Where records state all `stems` within PASSAGE_SPAN words: (the tightest passage, every record holding
+        one), or None."""
+        postings = [self.family(s)[1] for s in stems]
+        if not all(postings):
+            return None
+        holders: set[str] = set()
+        best: tuple[int, str, int, int] | None = None  # (span, record id, first, last position)
+        for rid in sorted(set.intersection(*(set(p) for p in postings))):
+            positions = sorted((pos, k) for k, p in enumerate(postings) for pos in p[rid])
+            window = _tightest(positions, len(stems))
+            if window is not None and window[1] - window[0] <= PASSAGE_SPAN:
+                holders.add(rid)
+                span = window[1] - window[0]
+                if best is None or span < best[0]:
+                    best = (span, rid, *window)
+        if best is None:
+            return None
+        span, rid, first, last = best
+        start, fld = max((f for f in self._fields[rid] if f[0] <= first), key=lambda f: f[0])
+        a, b = fld.offsets[first - start][0], fld.offsets[last - start][1]
+        passage = {"record_id": rid, "field": fld.name, "quote": fld.text[a:b], "stems": list(stems)}
+        return passage, frozenset(holders)
+
+
+def _tightest(positions: Sequence[tuple[int, int]], n: int) -> tuple[int, int] | None:
+    """The shortest run of (position, which stem) holding all `n` stems: (first, last position)."""
+    count: dict[int, int] = defaultdict(int)
+    have = 0
+    best: tuple[int, int] | None = None
+    left = 0
+    for pos, k in positions:
+        count[k] += 1
+        if count[k] == 1:
+            have += 1
+        while have == n:
+            first = positions[left][0]
+            if best is None or pos - first < best[1] - best[0]:
+                best = (first, pos)
+            lk = positions[left][1]
+            count[lk] -= 1
+            if count[lk] == 0:
+                have -= 1
+            left += 1
+    return best
+
+
+def _record_fields(record: ServiceRecord) -> list[tuple[str, str]]:
+    """The fields a request's topic may be found in: what the record says it is and does, and its service types."""
+    fields = [
+        ("name", record.name),
+        ("organization", record.organization),
+        ("description", record.description),
+        ("eligibility", record.eligibility),
+        ("application_process", record.application_process),
+        ("fees", record.fees),
+    ]
+    fields += [("taxonomy", name) for _, name in record.taxonomy]
+    return [(n, t) for n, t in fields if t and t.strip()]
+
+
+def _words_with_offsets(text: str) -> tuple[list[tuple[int, int]], list[str]]:
+    """Each alphabetic word of `text` (normalised as the parser does) with its character span."""
+    offsets: list[tuple[int, int]] = []
+    norms: list[str] = []
+    for m in _WORD.finditer(text):
+        for part in _alpha_parts(m.group()):
+            offsets.append((m.start(), m.end()))
+            norms.append(part)
+    return offsets, norms
+
+
+@lru_cache(maxsize=1 << 16)
+def _alpha_parts(token: str) -> tuple[str, ...]:
+    """The normalised alphabetic words of one token (cached: a catalog repeats its words, and this is the cost of
+    building the vocabulary)."""
+    return tuple(part for part in normalise(token).split() if part.isalpha())
