@@ -13,20 +13,30 @@ SCHEMA_VERSION = 1
 def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20) -> dict[str, Any]:
     """Every result with its fused rank and RRF score, each channel that found it (rank, score, chunk), its best
     chunk with the exact character span into the document text, and the metadata filters act on.
+
+    The engine and the store are two files: while a writer replaces a document, a reader can see the engine's
+    old chunks after the store already holds the new ones. Such a result is left out (and counted in
+    `params.dropped_in_flux`) rather than shown with a span that no longer exists.
     """
     store = collection.store
     doc_ids = [d.doc_id for d in ranking.documents]
-    docs = store.get_documents(doc_ids)
+    docs = store.get_documents(doc_ids, text=False)  # a result shows a span, not a (possibly 200 MB) text
     chunk_ids = {d.best_chunk_id for d in ranking.documents}
     chunk_ids |= {e.chunk_id for d in ranking.documents for e in d.channels}
     chunks = store.get_chunks(sorted(chunk_ids))
+    best_spans = [(c.doc_id, c.start, c.end) for c in (chunks.get(d.best_chunk_id) for d in ranking.documents) if c]
+    cited = store.text_spans(best_spans)
     results = []
+    dropped = 0
     for d in ranking.documents:
-        doc = docs[d.doc_id]
-        best = chunks[d.best_chunk_id]
+        doc = docs.get(d.doc_id)
+        best = chunks.get(d.best_chunk_id)
+        if doc is None or best is None or any(e.chunk_id not in chunks for e in d.channels):
+            dropped += 1
+            continue
         results.append(
             {
-                "rank": d.rank,
+                "rank": len(results) + 1,
                 "doc_id": d.doc_id,
                 "rrf_score": round(d.score, 6),
                 "corpus": doc.corpus,
@@ -40,7 +50,7 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
                     "chunk_id": best.id,
                     "start": best.start,
                     "end": best.end,
-                    "text": doc.text[best.start : best.end],
+                    "text": cited.get((best.doc_id, best.start, best.end), ""),
                 },
                 "channels": [
                     {
@@ -57,7 +67,7 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
     return {
         "schema": SCHEMA_VERSION,
         "collection": str(collection.path),
-        "params": ranking.params,
+        "params": ranking.params | ({"dropped_in_flux": dropped} if dropped else {}),
         "results": results,
         "channel_rankings": {
             name: [

@@ -213,6 +213,9 @@ class CatalogParseEvent(_Event):
     constraints: dict[str, Any]
     state: dict[str, Any]
     notes: list[str] = []
+    topic_match: dict[str, Any] | None = Field(
+        None, description="Whether the catalog holds the state's topic: per-word evidence, passage, decision."
+    )
 
 
 class CatalogFilterEvent(_Event):
@@ -237,7 +240,7 @@ class CatalogCheckEvent(_Event):
 class CatalogReplyEvent(_Event):
     kind: Literal["catalog_reply"] = "catalog_reply"
     turn: int
-    outcome: Literal["answer", "none_found", "clarify"]
+    outcome: Literal["answer", "none_found", "no_match", "clarify"]  # no_match: the catalog holds no such service
     text: str
     recommended: list[str]
     removed: list[dict[str, Any]] = Field(default=[], description="Hallucinations removed from a generated reply.")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from typing import Any
 
 from tracerag.errors import TrailError
 from tracerag.model import Document
+from tracerag.text import csv_cell, json_dumps
 
 FORMATS = ("csv", "ris", "csl-json")
 
@@ -229,43 +229,49 @@ def _accepted(s: ExportedSource) -> str:
     return " | ".join(f"[{i}] {q}" for i, q in zip(s.accepted_by, s.accepted_questions, strict=True))
 
 
+# Cells this module writes from numbers: a negative score is a number, not a formula, and stays sortable.
+_NUMBERS = frozenset({"rank", "score", "span_start", "span_end"})
+
+
 def to_csv(sources: Sequence[ExportedSource]) -> str:
+    """One row per source. Document text and model output go into cells, and a spreadsheet runs a cell that
+    begins with `=`, `+`, `-` or `@` as a formula: every text cell goes through `csv_cell` (OWASP's remedy, a
+    leading `'`); the csv module quotes separators, quotes and line breaks."""
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, quoting=csv.QUOTE_MINIMAL)
     writer.writeheader()
     for s in sources:
-        writer.writerow(
-            {
-                "run_id": s.run_id,
-                "question": s.question,
-                "rank": s.rank,
-                "doc_id": s.doc_id,
-                "chunk_id": s.chunk_id or "",
-                "title": s.title,
-                "title_source": s.title_source,
-                "date": s.date or "",
-                "corpus": s.corpus or "",
-                "language": s.language or "",
-                "publication": s.publication or "",
-                "place": s.place or "",
-                "page": s.page or "",
-                "file": s.file or "",
-                "url": s.url or "",
-                "ark": s.ark or "",
-                "iiif": s.iiif or "",
-                "origin": s.origin,
-                "promoted_from_hold": str(s.promoted_from_hold).lower(),
-                "score": f"{s.score:g}",
-                "accepted_by": ";".join(map(str, s.accepted_by)),
-                "sub_questions": _accepted(s),
-                "reasons": " | ".join(s.reasons),
-                "span_start": "" if s.span is None else s.span[0],
-                "span_end": "" if s.span is None else s.span[1],
-                "quote": s.quote,
-                "in_collection": str(s.in_collection).lower(),
-                "flags": "; ".join(s.flags),
-            }
-        )
+        row = {
+            "run_id": s.run_id,
+            "question": s.question,
+            "rank": s.rank,
+            "doc_id": s.doc_id,
+            "chunk_id": s.chunk_id or "",
+            "title": s.title,
+            "title_source": s.title_source,
+            "date": s.date or "",
+            "corpus": s.corpus or "",
+            "language": s.language or "",
+            "publication": s.publication or "",
+            "place": s.place or "",
+            "page": s.page or "",
+            "file": s.file or "",
+            "url": s.url or "",
+            "ark": s.ark or "",
+            "iiif": s.iiif or "",
+            "origin": s.origin,
+            "promoted_from_hold": str(s.promoted_from_hold).lower(),
+            "score": f"{s.score:g}",
+            "accepted_by": ";".join(map(str, s.accepted_by)),
+            "sub_questions": _accepted(s),
+            "reasons": " | ".join(s.reasons),
+            "span_start": "" if s.span is None else s.span[0],
+            "span_end": "" if s.span is None else s.span[1],
+            "quote": s.quote,
+            "in_collection": str(s.in_collection).lower(),
+            "flags": "; ".join(s.flags),
+        }
+        writer.writerow({key: value if key in _NUMBERS else csv_cell(value) for key, value in row.items()})
     return buf.getvalue()
 
 
@@ -371,7 +377,7 @@ def to_csl_json(sources: Sequence[ExportedSource]) -> str:
         if s.url:
             item["URL"] = s.url
         items.append(item)
-    return json.dumps(items, ensure_ascii=False, indent=2) + "\n"
+    return json_dumps(items, indent=2) + "\n"  # exact text; C1 and invisible format characters as \u escapes
 
 
 _WRITERS = {"csv": to_csv, "ris": to_ris, "csl-json": to_csl_json}

@@ -4,7 +4,9 @@ Everything that comes from a document, a model or a user (questions, reasons, qu
 data, never markup: it only ever goes into `rich.text.Text` objects, appended as plain text, which rich parses
 neither for markup nor for emoji codes, so a document holding "[bold]", "[/]" or ":warning:" renders as those
 characters. (Escaping it with `rich.markup.escape` as well would show the backslashes: a `Text` is literal.)
-No string built here is ever parsed as markup; `_data` is the one door data comes through.
+No string built here is ever parsed as markup. `_data` is the door data comes through (one line, controls shown
+as escapes by `tracerag.text`), and `_text` passes every piece through `safe_block` as well, so that a field of a
+hand-edited trail that did not come through `_data` still cannot reach the terminal raw.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from tracerag.model import Document
+from tracerag.text import safe_block, safe_line
 from tracerag.trail.export import derived_title, replanned, result_event, run_event
 
 VERDICT_STYLE = {"accept": "bold green", "hold": "bold yellow", "reject": "bold red"}
@@ -34,18 +37,20 @@ Part = str | tuple[str, str]
 
 
 def _data(value: Any) -> str:
-    """Untrusted text, to be appended to a `Text` as is (never interpolated into a markup string)."""
-    return value if isinstance(value, str) else str(value)
+    """Untrusted text on one line, controls and invisible format characters shown as escapes; to be appended to
+    a `Text` (never interpolated into a markup string)."""
+    return safe_line(value)
 
 
 def _text(*parts: Part) -> Text:
-    """A Text from literal pieces, optionally styled: nothing in them is read as markup or emoji codes."""
+    """A Text from literal pieces, optionally styled: nothing in them is read as markup or emoji codes, and no
+    control character in them reaches the terminal (newlines placed by this module stay)."""
     text = Text()
     for part in parts:
         if isinstance(part, tuple):
-            text.append(part[0], style=part[1])
+            text.append(safe_block(part[0]), style=part[1])
         else:
-            text.append(part)
+            text.append(safe_block(part))
     return text
 
 
@@ -495,7 +500,8 @@ def _catalog_line(event: Any) -> Text:
         return _text((turn, "bold"), mark, _data(event.record_id), " ", (_data(why), "dim"))
     outcome = {"answer": "green", "none_found": "yellow", "clarify": "cyan"}.get(event.outcome, "")
     removed = f" ({len(event.removed)} removed from the generated reply)" if event.removed else ""
-    return _text((turn, "bold"), (event.outcome, outcome), removed, "\n", _data(event.text))
+    # The reply is a paragraph: kept with its line breaks, made safe by `_text`.
+    return _text((turn, "bold"), (event.outcome, outcome), removed, "\n", event.text)
 
 
 def print_trail(

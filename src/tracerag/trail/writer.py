@@ -66,7 +66,9 @@ class JsonlWriter:
     def __init__(self, path: Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = self.path.open("a", encoding="utf-8")
+        # backslashreplace: a lone surrogate in a model's answer is written as the JSON escape it came as,
+        # so the trail reads back exactly instead of the run crashing on it.
+        self._fh = self.path.open("a", encoding="utf-8", errors="backslashreplace")
 
     def __call__(self, event: _Event) -> None:
         self._fh.write(json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n")

@@ -1,0 +1,93 @@
+"""Shared text utilities. For now: showing untrusted text safely (a terminal, a spreadsheet, a JSON reader).
+
+Document text, ids, titles, corpus names, model output and catalog fields are data. Shown in a terminal, a
+control character in them is an instruction to the terminal (`\\x1b[2J` clears the screen, `\\x1b]0;…\\x07` sets
+the window title, U+009B is a one-character CSI), and a bidi override or an invisible format character changes
+what the reader sees without being seen itself. So every terminal rendering goes through `safe_line` (one line:
+a table cell, a title) or `safe_block` (a paragraph), which keep the text as it is except for those characters,
+and those are shown as the escape a programmer would type: `\\x1b`, `\\x9b`, `\\u202e`.
+
+Why escapes and not control pictures (`␛`): one notation covers every class (Unicode has pictures for C0 and DEL
+only, none for C1 or bidi controls), it is plain ASCII that every font and terminal shows, and it is what one
+pastes into grep or Python to find the byte in the source. Why make visible rather than delete: the reader of an
+accountable search should see that the document holds them. The cost: a document that literally contains the
+four characters `\\x1b` looks the same as one holding ESC; `--json` tells them apart.
+
+`csv_cell` neutralises spreadsheet formulas as OWASP recommends; `json_dumps` writes JSON whose strings decode to
+the exact original text but carry no raw C1, format or separator character.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+# C0 controls without \t and \n (handled per context), DEL, C1; lone surrogates (from undecodable bytes: they
+# cannot even be encoded for output); and the invisible format characters (Unicode category Cf) that can spoof
+# what is shown: the bidi marks, embeddings, overrides and isolates (U+061C, U+200E/F, U+202A-E, U+2066-9),
+# zero-width space, word joiner and the invisible operators, the deprecated format controls (U+206A-F), the
+# BOM, the Mongolian vowel separator, interlinear annotation marks, the Egyptian hieroglyph, shorthand and
+# musical format controls, and the tag characters (invisible ASCII look-alikes). Left as they are, because text
+# is written with them: ZWNJ/ZWJ (U+200C/D: Persian, Indic scripts, emoji), the soft hyphen (OCR line ends) and
+# the prepended concatenation marks (U+0600-5, U+06DD, U+070F, U+0890-1, U+08E2, U+110BD, U+110CD), which have
+# glyphs. tests/test_safe_output.py checks this set against Python's Unicode database.
+_FORMAT = (
+    "\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
+)
+_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _FORMAT + "]")
+# What a paragraph treats as a line break: CR LF, CR, VT, FF, the file/group/record separators, NEL, U+2028/9.
+_LINE_BREAK = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
+_WHITESPACE = re.compile(r"\s+")
+# JSON already escapes C0; these are the rest of what a terminal or a JavaScript reader must not get raw.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff" + _FORMAT + "]")
+
+# OWASP, "CSV Injection": no cell may begin with = + - @, tab, CR or LF (ASVS 1.2.10 adds NUL); such a cell
+# gets a leading single quote, which spreadsheets read as "this is text" and do not show.
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n", "\x00")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def safe_line(value: Any) -> str:
+    """`value` fit for one line of a terminal (a table cell, a title, a snippet): whitespace runs, line breaks
+    included, become one space, ends stripped; controls and invisible format characters shown as escapes."""
+    text = value if isinstance(value, str) else str(value)
+    return _HIDDEN.sub(_escape, _WHITESPACE.sub(" ", text).strip())
+
+
+def safe_block(value: Any) -> str:
+    """`value` fit for a paragraph of a terminal: every kind of line break becomes a newline and tabs stay;
+    other controls and invisible format characters are shown as escapes."""
+    text = value if isinstance(value, str) else str(value)
+    return _HIDDEN.sub(_escape, _LINE_BREAK.sub("\n", text))
+
+
+def csv_cell(value: Any) -> str:
+    """A CSV cell that a spreadsheet shows as text: one beginning with a formula trigger gets a leading `'`.
+    The csv module's quoting takes care of separators and quotes inside the value."""
+    text = "" if value is None else value if isinstance(value, str) else str(value)
+    return "'" + text if text.startswith(FORMULA_TRIGGERS) else text
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # JSON has only \uXXXX: a character beyond the BMP is written as its surrogate pair
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+
+
+def json_dumps(value: Any, **options: Any) -> str:
+    """`json.dumps` with non-ASCII text kept readable, and with DEL, C1, U+2028/9, lone surrogates and the
+    invisible format characters written as `\\uXXXX` escapes: `json.loads` gives back exactly the original text,
+    and printing it sends nothing a terminal would act on. (Outside strings, JSON is ASCII: escaping is safe.)"""
+    return _JSON_UNSAFE.sub(_json_escape, json.dumps(value, ensure_ascii=False, **options))
