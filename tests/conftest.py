@@ -1,4 +1,11 @@
-"""Shared fixtures: where the real evaluation data lives (read in place, never copied)."""
+"""Shared fixtures. Real evaluation data is read in place from the datasets folder (TRACERAG_DATASETS, else
+../shared/datasets beside the repository), never copied.
+
+Every test that needs it goes through `require_datasets` (the `datasets_dir` and `hipe_dir` fixtures, the
+`needs_data("name", ...)` marker, or a direct call in a module's loader): without the data such a test is skipped
+with one reason, counted once at the end of the run, so that a newcomer sees skips and not hundreds of failures.
+When the CI variable is set the same test fails instead: CI must never skip the real-data tests silently.
+"""
 
 from __future__ import annotations
 
@@ -15,22 +22,69 @@ from tracerag.ingest import read_documents
 
 REPO = Path(__file__).resolve().parents[1]
 
+# The datasets the suite reads; `datasets_dir` wants them all (a partial copy names what it lacks).
+SUITE_DATASETS = ("hipe2022", "hipe-ocrepair2026", "cranfield", "piaf", "miami211")
+MISSING_PREFIX = "real evaluation data not found at "
+
 
 def datasets_path() -> Path:
     return Path(os.environ.get("TRACERAG_DATASETS", REPO.parent / "shared" / "datasets"))
 
 
+def in_ci() -> bool:
+    """CI systems set CI (to "true", "1", ...); "", "0" and "false" mean a developer's machine."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def require_datasets(*names: str) -> Path:
+    """The datasets folder, holding every dataset in `names` (default: all the suite reads). Without them the
+    calling test is skipped, or fails when CI is set."""
+    root = datasets_path()
+    wanted = names or SUITE_DATASETS
+    missing = [n for n in wanted if not (root / n).is_dir()]
+    if missing:
+        # One reason for every test when the data is not there at all; a partial copy says what it lacks.
+        partial = any((root / n).is_dir() for n in SUITE_DATASETS)
+        lacking = f" (lacks {', '.join(missing)})" if partial else ""
+        reason = f"{MISSING_PREFIX}{root}{lacking}; set TRACERAG_DATASETS"
+        if in_ci():
+            pytest.fail(f"{reason} (CI is set: the real-data tests must run)", pytrace=False)
+        pytest.skip(reason)
+    return root
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "needs_data(*names): reads these datasets in place (skipped without them, failed under CI)"
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("needs_data"):
+        require_datasets(*mark.args)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    """One line for all the tests skipped for want of the data, whatever their number."""
+    reasons: dict[str, int] = {}
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith(MISSING_PREFIX):
+            reasons[reason] = reasons.get(reason, 0) + 1
+    for reason, count in reasons.items():
+        terminalreporter.write_line(f"{reason} ({count} tests skipped)", yellow=True)
+
+
 @pytest.fixture(scope="session")
 def datasets_dir() -> Path:
-    path = datasets_path()
-    if not (path / "hipe2022").is_dir():
-        pytest.fail(f"real evaluation data not found at {path}; set TRACERAG_DATASETS")
-    return path
+    return require_datasets()
 
 
 @pytest.fixture(scope="session")
-def hipe_dir(datasets_dir: Path) -> Path:
-    return datasets_dir / "hipe2022"
+def hipe_dir() -> Path:
+    return require_datasets("hipe2022") / "hipe2022"
 
 
 @dataclass
@@ -46,7 +100,7 @@ def hipe_collection(hipe_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     Shared by the collection and search tests: tests must not change it.
     """
     path = tmp_path_factory.mktemp("hipe") / "collection"
-    col = Collection.open(path, load_settings(), create=True)
+    col = Collection.open(path, load_settings(), mode="write", create=True)
     report = col.ingest(read_documents(hipe_dir, "hipe"), dense=False)
     yield BuiltCollection(col, report)
     col.close()
