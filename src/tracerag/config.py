@@ -12,14 +12,15 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tracerag.errors import ConfigError
 
 # What the index holds beyond the settings: 2 = Word tokenizer (numbers kept), no stopword list, the document's
-# title in every chunk's index text. A collection built by another version must be rebuilt.
-INDEX_VERSION = 2
+# title in every chunk's index text; 3 = OCR line-end hyphenation joined in the index text (`l'opi-\nnion`,
+# `par¬\nlementaire`, ALTO SUBS_CONTENT). A collection built by another version must be rebuilt.
+INDEX_VERSION = 3
 
 
 class _Section(BaseModel):
@@ -27,8 +28,51 @@ class _Section(BaseModel):
 
 
 class ChunkSettings(_Section):
+    """Checked when loaded (from settings, options, or a collection's manifest), so that a chunking that cannot
+    work is refused before anything is written, never found by the chunker after the collection is made."""
+
     size: int = Field(1000, gt=50, description="Maximum chunk length in characters (whole sentences).")
     overlap: int = Field(150, ge=0, description="Characters of whole sentences repeated from the previous chunk.")
+
+    @field_validator("size", "overlap", mode="before")
+    @classmethod
+    def _not_a_flag(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # pydantic would read `true` as 1
+            raise ValueError("expected a number of characters, not true/false")
+        return value
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkSettings:
+        if self.overlap >= self.size:
+            raise ValueError(
+                f"chunk.overlap = {self.overlap} must be smaller than chunk.size = {self.size} (the overlap is the "
+                "part of a chunk repeated from the one before; --chunk-overlap, --chunk-size)"
+            )
+        return self
+
+
+def chunk_settings(values: dict[str, Any], where: Path | str) -> ChunkSettings:
+    """The chunking recorded in a collection's manifest (`where`); one that cannot work is a ConfigError."""
+    try:
+        return ChunkSettings(**values)
+    except ValidationError as exc:
+        raise ConfigError(f"{where} [chunk]: {_problems(exc)}; ingest into a new collection") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    """Each problem as `key = value: rule`, on one line, without pydantic's links."""
+    parts = []
+    for error in exc.errors():
+        key = ".".join(str(x) for x in error["loc"])
+        rule = error["msg"].removeprefix("Value error, ")
+        value = error.get("input")
+        if rule.startswith(f"{key}.") or not key:  # a rule across keys names them itself
+            parts.append(rule)
+        elif isinstance(value, dict | list) or error["type"] == "missing":
+            parts.append(f"{key}: {rule}")
+        else:
+            parts.append(f"{key} = {value!r}: {rule}")
+    return "; ".join(parts)
 
 
 class IngestSettings(_Section):
@@ -130,9 +174,12 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Language model.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The TRACE agent.")
     cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
-    demo_data: Path | None = Field(None, description="Local copy of the demo data (skips the download).")
+    demo_data: Path | None = Field(
+        None, description="Local copy of the three HIPE-2022 demo files: `tracerag demo` uses it, not its sample."
+    )
     datasets: Path = Field(
-        Path("../shared/datasets"), description="Folder of evaluation datasets read by `tracerag eval` (in place)."
+        Path("../shared/datasets"),
+        description="Folder of evaluation datasets read in place by `tracerag eval` (and its HIPE files by the demo).",
     )
 
     def index_hash(self) -> str:
@@ -174,4 +221,4 @@ def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
         return Settings(**merged)
     except ValidationError as exc:
         where = f" in {path}" if path else ""
-        raise ConfigError(f"invalid settings{where}: {exc}") from exc
+        raise ConfigError(f"invalid settings{where}: {_problems(exc)}") from None

@@ -40,7 +40,7 @@ def policy_server(policy: Policy) -> FakeOpenAI:
 def small(hipe_dir: Path, tmp_path_factory) -> Path:
     """The demo's three HIPE files (fr, de, en), lexical only: a few seconds."""
     path = tmp_path_factory.mktemp("small") / "col"
-    with Collection.open(path, load_settings(), create=True) as col:
+    with Collection.open(path, load_settings(), mode="write", create=True) as col:
         col.ingest(
             (d for spec in DEMO_FILES for d in read_documents(hipe_dir / _find(hipe_dir, spec.name), "hipe")),
             dense=False,
@@ -71,7 +71,7 @@ def test_agent_over_http_then_replay_reproduces_the_ranking(small: Path):
         settings = load_settings(
             llm={"model": "openai:policy", "base_url": fake.base_url, "prices": {"policy": (1.0, 2.0)}}
         )
-        with Collection.open(small, settings) as col:
+        with Collection.open(small, settings, mode="read") as col:
             result = Agent(col, load_llm(settings)).run(QUESTION, 10)
         assert fake.requests and all(r["model"] == "policy" for r in fake.requests)
     assert result.status is RunStatus.COMPLETE and result.accepted
@@ -79,7 +79,8 @@ def test_agent_over_http_then_replay_reproduces_the_ranking(small: Path):
     assert len(calls) == len(fake.requests) and all(c.provider == "openai" for c in calls)
     assert result.totals["cost_usd"] == pytest.approx(len(calls) * (100 * 1.0 + 20 * 2.0) / 1e6)
 
-    with Collection.open(small, load_settings()) as col:  # no model configured: the trail is the model
+    # no model configured: the trail is the model
+    with Collection.open(small, load_settings(), mode="read") as col:
         report = replay(col, result.trail_path)
     assert report.same, report.differences()
     assert report.replayed.accepted == result.accepted
@@ -94,14 +95,14 @@ def test_agent_over_http_then_replay_reproduces_the_ranking(small: Path):
 def test_replay_with_a_changed_prompt_fails_naming_the_request(small: Path, tmp_path: Path):
     with policy_server(reichstag_policy()) as fake:
         settings = load_settings(llm={"model": "openai:policy", "base_url": fake.base_url})
-        with Collection.open(small, settings) as col:
+        with Collection.open(small, settings, mode="read") as col:
             result = Agent(col, load_llm(settings), trail_dir=tmp_path).run(QUESTION, 10)
     lines = result.trail_path.read_text(encoding="utf-8").splitlines()
     first = json.loads(lines[0])
     first["question"] = "Reichstag Debatte"  # a different question: its plan request was never recorded
     tampered = tmp_path / "tampered.jsonl"
     tampered.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", encoding="utf-8")
-    with Collection.open(small, load_settings()) as col:
+    with Collection.open(small, load_settings(), mode="read") as col:
         report = replay(col, tampered, trail_dir=tmp_path / "replays")
     assert report.replayed.status is RunStatus.FAILED and "never recorded" in report.replayed.message
     assert not report.same
@@ -118,7 +119,7 @@ def test_ask_without_a_model_says_so_and_writes_a_trail(small: Path):
 
 def test_ask_with_an_unreachable_endpoint_fails_cleanly_and_keeps_the_trail(small: Path, tmp_path: Path):
     settings = load_settings(llm={"model": "openai:m", "base_url": "http://127.0.0.1:9/v1", "max_retries": 0})
-    with Collection.open(small, settings) as col:
+    with Collection.open(small, settings, mode="read") as col:
         result = Agent(col, load_llm(settings), trail_dir=tmp_path).run(QUESTION, 5)
     assert result.status is RunStatus.FAILED and "LLMError" in result.message
     assert len(result.ranking) == 5  # the hybrid warm start still answers

@@ -78,7 +78,7 @@ def small_collection(tmp_path_factory, datasets_dir: Path) -> SmallCollection:
             for name in HIPE_FILES
         ]
         path = tmp_path_factory.mktemp("trail") / "collection"
-        col = Collection.open(path, load_settings(), create=True)
+        col = Collection.open(path, load_settings(), mode="write", create=True)
         try:
             col.ingest(iter(hipe + IN_CODE_DOCUMENTS), dense=False)
             ids = [d.id for d in hipe + IN_CODE_DOCUMENTS]

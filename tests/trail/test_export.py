@@ -170,7 +170,7 @@ def test_csl_json_items_with_date_parts_from_partial_dates(col, case, events):
 
 
 def test_documents_read_back_from_the_reopened_collection_export_the_same(col, case, events):
-    with Collection.open(col.path, load_settings()) as reopened:
+    with Collection.open(col.path, load_settings(), mode="read") as reopened:
         documents = reopened.store.get_documents(case.ranking)
     assert MISSING_ID not in documents
     for fmt in FORMATS:

@@ -48,6 +48,7 @@ def agent_all(
                 "cost_usd": result.totals.get("cost_usd", 0.0),
                 "latency_s": result.totals.get("wall_s", 0.0),
                 "completed": float(result.status == "complete"),
+                "ended_early": float(result.status in ("failed", "truncated")),  # the CLI exits 1 when any did
             }
         )
         if progress:

@@ -110,10 +110,12 @@ def build_collection(
     dense: bool,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Collection, IngestReport]:
-    """Open the benchmark's collection, ingesting what it lacks (a no-op when it is complete)."""
-    col = Collection.open(collection_dir(root, benchmark, settings), settings, create=True)
-    report = col.ingest(benchmark.documents, dense=dense, progress=progress)
-    return col, report
+    """Open the benchmark's collection for reading, after ingesting what it lacks (a no-op when it is complete).
+    Another eval building the same collection is waited for; once built, evals share it as readers."""
+    path = collection_dir(root, benchmark, settings)
+    with Collection.open(path, settings, mode="write", create=True, wait=True) as col:
+        report = col.ingest(benchmark.documents, dense=dense, progress=progress)
+    return Collection.open(path, settings, mode="read"), report
 
 
 def search_all(
