@@ -1,4 +1,6 @@
-"""Shared text utilities. For now: showing untrusted text safely (a terminal, a spreadsheet, a JSON reader).
+"""Shared text utilities: showing untrusted text safely (a terminal, a spreadsheet, a JSON reader), and one
+implementation each of folding a key, locating a quote, fencing data for a prompt, splitting sentences and
+stemming a word.
 
 Document text, ids, titles, corpus names, model output and catalog fields are data. Shown in a terminal, a
 control character in them is an instruction to the terminal (`\\x1b[2J` clears the screen, `\\x1b]0;…\\x07` sets
@@ -19,9 +21,13 @@ the exact original text but carry no raw C1, format or separator character.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import unicodedata
 from typing import Any
+
+import Stemmer
 
 # C0 controls without \t and \n (handled per context), DEL, C1; lone surrogates (from undecodable bytes: they
 # cannot even be encoded for output); and the invisible format characters (Unicode category Cf) that can spoof
@@ -91,3 +97,121 @@ def json_dumps(value: Any, **options: Any) -> str:
     invisible format characters written as `\\uXXXX` escapes: `json.loads` gives back exactly the original text,
     and printing it sends nothing a terminal would act on. (Outside strings, JSON is ASCII: escaping is safe.)"""
     return _JSON_UNSAFE.sub(_json_escape, json.dumps(value, ensure_ascii=False, **options))
+
+
+# -- keys, quotes, fences, sentences, stems: one implementation each, shared by the agent, the judge and the catalog
+
+_APOSTROPHES = re.compile(r"['’‘`´ʼ]")
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def fold_key(text: str) -> str:
+    """The key form under which names are compared: casefolded, accents stripped, apostrophes removed
+    ("Women's" → "womens", "l'État" → "letat"), other punctuation a space ("Opa-Locka" → "opa locka"), spaces
+    collapsed. Every gazetteer, word list and request is keyed the same way, so they always agree."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return " ".join(_NON_WORD.sub(" ", _APOSTROPHES.sub("", plain)).split())
+
+
+_QUOTE_MARKS = "\"'“”‘’«»„‹›"
+_ELLIPSIS = re.compile(r"\.\.\.|…|\[\.\.\.\]|\[…\]")
+# Between two words of a quote: any whitespace, or a line break a model wrote out as backslash-n.
+_GAP = r"(?:\s|\\n)+"
+
+
+def locate_quote(quote: str, text: str, offset: int = 0, *, min_chars: int = 3) -> tuple[int, int] | None:
+    """The span of `quote` in `text` (shifted by `offset`), or None when the quote is not there.
+
+    Exact first; then ignoring case and runs of whitespace; a quote elided with "..." / "…" / "[…]" is found
+    piece by piece, in order, and spans from its first piece to its last. Quote marks around the quote are not
+    part of it. A quote shorter than `min_chars` locates nothing: two letters are found almost anywhere. A quote
+    that was not copied from the text gives None, so that no evidence span ever points at something else.
+    """
+    quote = quote.strip().strip(_QUOTE_MARKS).strip()
+    quote = _ELLIPSIS.sub(" … ", quote).strip(" …")
+    if len(quote) < min_chars:
+        return None
+    at = text.find(quote)
+    if at >= 0:
+        return offset + at, offset + at + len(quote)
+    start: int | None = None
+    pos = 0
+    for piece in (p.strip() for p in quote.replace("\\n", " ").split("…")):
+        if not piece:
+            continue
+        pattern = _GAP.join(re.escape(w) for w in piece.split())
+        found = re.compile(pattern, re.IGNORECASE).search(text, pos)
+        if found is None:
+            return None
+        start = found.start() if start is None else start
+        pos = found.end()
+    return None if start is None else (offset + start, offset + pos)
+
+
+def fence_json(value: Any, *, indent: int | None = None) -> str:
+    """`value` as JSON whose text cannot pose as markup or close a prompt's data block: `<` is escaped.
+
+    Every prompt that carries document or record text carries it this way, inside a fence the system prompt
+    names as data (see agent/prompts.py and the catalog's prompts)."""
+    return json.dumps(value, ensure_ascii=False, indent=indent).replace("<", "\\u003c")
+
+
+_LINE_BREAK = re.compile(r"\n+|\\n|\\r")
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[\"'(*\[]?[A-Z0-9])")
+_LAST_WORD = re.compile(r"(?:\b[A-Za-z]{1,4}|\b[A-Z](?:\.[A-Z])*)$")
+
+
+def sentence_spans(text: str, abbreviations: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
+    """Spans of the sentences and list items of `text`, trimmed of spaces and bullets.
+
+    A line break (also written out as backslash-n, as exported directories often do) ends one; so does `.`, `!`
+    or `?` before a capital or a digit, unless the word before it is one of `abbreviations` (lowercase, without
+    the dot: a language's word list provides them, "st", "dr") or a single letter ("U.S.", "J. Smith").
+    """
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for brk in [*_LINE_BREAK.finditer(text), None]:
+        end = brk.start() if brk else len(text)
+        piece = pos
+        for m in _SENTENCE_END.finditer(text, pos, end):
+            word = _LAST_WORD.search(text, piece, m.start())
+            if word and (word.group().lower() in abbreviations or len(word.group()) == 1):
+                continue
+            _trimmed(text, piece, m.end(), spans)
+            piece = m.end()
+        _trimmed(text, piece, end, spans)
+        pos = brk.end() if brk else len(text)
+    return spans
+
+
+def _trimmed(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
+    while start < end and (text[start].isspace() or text[start] in "*-\u2022"):
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        out.append((start, end))
+
+
+@functools.cache
+def _stemmer(language: str) -> Stemmer.Stemmer | None:
+    try:
+        return Stemmer.Stemmer(_SNOWBALL.get(language, language))
+    except KeyError:
+        return None  # a language Snowball has no stemmer for: words are compared as they are
+
+
+# ISO 639-1 → Snowball algorithm name (PyStemmer takes either for most; these are the ones it needs spelled out).
+_SNOWBALL = {
+    "en": "english", "fr": "french", "de": "german", "es": "spanish", "it": "italian", "pt": "portuguese",
+    "nl": "dutch", "sv": "swedish", "fi": "finnish", "da": "danish", "no": "norwegian", "ru": "russian",
+    "hu": "hungarian", "ro": "romanian", "tr": "turkish", "ca": "catalan", "eu": "basque", "el": "greek",
+}  # fmt: skip
+
+
+def stem(word: str, language: str) -> str:
+    """The Snowball stem of a (folded, lowercase) word in `language` (ISO 639-1), the stemmer the text index
+    uses; the word itself for a language without one."""
+    stemmer = _stemmer(language)
+    return stemmer.stemWord(word) if stemmer is not None else word

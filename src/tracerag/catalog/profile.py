@@ -1,0 +1,80 @@
+"""What one directory knows about its own place: the profile every catalog carries beside its data.
+
+Library code knows no city, region, country, phone plan or help line; a catalog's profile does. It is inferred
+at `tracerag catalog ingest` from the records themselves (the most common country, state or province, postal code
+shape, the language of the texts), written beside the catalog as `profile.toml`, editable by hand, and passed
+to request parsing, condition checks and replies. Word lists (filler words, weekday names, time words, condition
+phrases) are data files per language under `tracerag/catalog/words/`, named by `language`; a profile may point at
+its own instead.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import tomli_w
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tracerag.errors import ConfigError
+
+PROFILE_FILE = "profile.toml"
+PROFILE_VERSION = 1
+
+
+class CatalogProfile(BaseModel):
+    """A directory's locale and regional conventions. Every field is data about the directory, none is a rule."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = Field(PROFILE_VERSION, description="Profile format version.")
+    name: str = Field("", description='The directory\'s name as shown to people ("Miami-Dade 211"); may be empty.')
+    language: str = Field("en", description="ISO 639-1 language of the records' texts: stemming and word lists.")
+    country: str | None = Field(
+        None, description="ISO 3166-1 alpha-2 country of the services (phone numbers, addresses); None: unknown."
+    )
+    region: str | None = Field(
+        None, description='The state, province or region the directory serves ("Florida"); None: unknown.'
+    )
+    region_aliases: tuple[str, ...] = Field(
+        (), description='Other names of the region in requests and texts ("FL", "State of Florida").'
+    )
+    place_aliases: dict[str, str] = Field(
+        default_factory=dict,
+        description='Names people use for a catalog place, to the catalog\'s own value ("Dade" → "Miami-Dade").',
+    )
+    postal_code_pattern: str | None = Field(
+        None, description='Regular expression of the directory\'s postal codes ("\\\\d{5}(?:-\\\\d{4})?"); None: none.'
+    )
+    postal_code_prefix: int | None = Field(
+        None, description="Leading characters a postal code is matched on (5 for ZIP+4 codes); None: the whole code."
+    )
+    help_line: str | None = Field(
+        None, description='What a person can call when nothing in the directory fits ("211"); None: say nothing.'
+    )
+    words: Path | None = Field(
+        None, description="A word-list file replacing the packaged one for `language` (same format)."
+    )
+
+    @classmethod
+    def load(cls, catalog_dir: Path) -> CatalogProfile:
+        """The profile beside a catalog; a catalog without one gets the defaults (nothing regional known)."""
+        path = Path(catalog_dir) / PROFILE_FILE
+        if not path.is_file():
+            return cls()
+        try:
+            return cls(**tomllib.loads(path.read_text(encoding="utf-8")))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read the catalog profile: {exc}") from exc
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise ConfigError(f"{path}: invalid catalog profile: {problems}") from None
+
+    def save(self, catalog_dir: Path) -> Path:
+        """Write `profile.toml` atomically; None values are left out (TOML has no null)."""
+        path = Path(catalog_dir) / PROFILE_FILE
+        data = {k: (str(v) if isinstance(v, Path) else v) for k, v in self.model_dump().items() if v is not None}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+        tmp.replace(path)
+        return path
