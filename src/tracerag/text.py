@@ -107,7 +107,7 @@ _NON_WORD = re.compile(r"[\W_]+")
 
 def fold_key(text: str) -> str:
     """The key form under which names are compared: casefolded, accents stripped, apostrophes removed
-    ("Women's" → "womens", "l'État" → "letat"), other punctuation a space ("Opa-Locka" → "opa locka"), spaces
+    ("Women's" → "womens", "l'État" → "letat"), other punctuation a space ("Saint-Lô" → "saint lo"), spaces
     collapsed. Every gazetteer, word list and request is keyed the same way, so they always agree."""
     decomposed = unicodedata.normalize("NFKD", text.casefold())
     plain = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
@@ -157,7 +157,7 @@ def fence_json(value: Any, *, indent: int | None = None) -> str:
     return json.dumps(value, ensure_ascii=False, indent=indent).replace("<", "\\u003c")
 
 
-_LINE_BREAK = re.compile(r"\n+|\\n|\\r")
+_SENTENCE_BREAK = re.compile(r"\n+|\\n|\\r")
 _SENTENCE_END = re.compile(r"[.!?](?=\s+[\"'(*\[]?[A-Z0-9])")
 _LAST_WORD = re.compile(r"(?:\b[A-Za-z]{1,4}|\b[A-Z](?:\.[A-Z])*)$")
 
@@ -171,7 +171,7 @@ def sentence_spans(text: str, abbreviations: frozenset[str] = frozenset()) -> li
     """
     spans: list[tuple[int, int]] = []
     pos = 0
-    for brk in [*_LINE_BREAK.finditer(text), None]:
+    for brk in [*_SENTENCE_BREAK.finditer(text), None]:
         end = brk.start() if brk else len(text)
         piece = pos
         for m in _SENTENCE_END.finditer(text, pos, end):
