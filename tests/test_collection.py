@@ -21,6 +21,7 @@ from tracerag.ingest.chunk import chunk_text
 from tracerag.ingest.normalise import normalise
 from tracerag.model import Document, Filter
 from tracerag.retrieval import Retriever, SearchRequest
+from tracerag.retrieval.channels import Bm25Channel
 
 # `# hipe2022:document_id` headers per language in HIPE-2022 v2.1 (see tests/ingest/test_hipe.py)
 HIPE_LANGUAGES = {"de": 242, "en": 581, "fi": 93, "fr": 293, "sv": 84}
@@ -93,7 +94,7 @@ def test_changed_document_replaces_its_chunks(tmp_path):
         assert (first.added, first.updated) == (2, 0)
         old_ids = [c.id for c in col.store.chunks_of(["d1"])]
         assert old_ids == ["d1#0", "d1#1", "d1#2"]
-        assert {h.doc_id for h in col.engine.bm25("zeppelin", 10)} == {"d1"}
+        assert {h.doc_id for hits in col.engine.bm25("zeppelin", 10).values() for h in hits} == {"d1"}
 
         second = col.ingest([Document("d1", NEW_TEXT, language="fr", date="1920"), other], dense=False)
         assert (second.read, second.added, second.updated, second.unchanged) == (2, 0, 1, 1)
@@ -105,10 +106,12 @@ def test_changed_document_replaces_its_chunks(tmp_path):
         assert not any("zeppelin" in c.index_text for c in col.store.chunks_of(["d1", "d2"]))
         assert col.store.get_documents(["d1"])["d1"].text == NEW_TEXT
         # the old text is gone from the index, the new one is there
-        assert col.engine.bm25("zeppelin", 10) == []
-        assert col.engine.bm25("dirigeable ballon", 10) == []
+        assert col.engine.bm25("zeppelin", 10) == {}
+        assert col.engine.bm25("dirigeable ballon", 10) == {}
         assert Retriever(col).search(SearchRequest("zeppelin")).documents == []
-        assert [h.chunk_id for h in col.engine.bm25("navigation fluviale", 10)] == ["d1#0"]
+        assert {f: [h.chunk_id for h in hits] for f, hits in col.engine.bm25("navigation fluviale", 10).items()} == {
+            "fr": ["d1#0"]
+        }
         # metadata follow the new version: the date filter sees 1920, not 1887-05-17
         assert col.engine.count(Filter(doc_ids=("d1",), date_from="1887-05-17", date_to="1887-05-17")) == 0
         assert col.engine.count(Filter(doc_ids=("d1",), date_from="1920-06-01", date_to="1920-06-01")) == 1
@@ -348,7 +351,7 @@ def test_embed_missing_fills_every_vector_and_enables_dense(tmp_path):
         assert col.embed_missing() == 0  # nothing left
 
         # an English paraphrase finds the French document through the dense channel alone
-        assert [h.doc_id for h in col.engine.bm25(PARAPHRASE, 10)] != ["fr-greve"]
+        assert [h.doc_id for h in Bm25Channel(col.engine).run(PARAPHRASE, 10, None)] != ["fr-greve"]
         ranking = retriever.search(SearchRequest(PARAPHRASE, k=4, channels=("dense",)))
         assert ranking.doc_ids()[0] == "fr-greve"
         assert ranking.params["active_channels"] == ["dense"]

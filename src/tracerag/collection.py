@@ -27,6 +27,7 @@ import numpy as np
 
 from tracerag import __version__
 from tracerag.config import INDEX_VERSION, Settings, chunk_settings
+from tracerag.dates import normalise_date, parse_partial_date
 from tracerag.embed import Embedder, load_embedder
 from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.private_copy import private_copy
@@ -35,7 +36,6 @@ from tracerag.engine.shared import READER_PATIENCE_S, WRITER_PATIENCE_S, SharedE
 from tracerag.errors import CollectionBusyError, CollectionError, ModelMismatchError, ReadOnlyError, RecordError
 from tracerag.ingest import RecordWarning
 from tracerag.ingest.chunk import iter_chunks
-from tracerag.ingest.dates import normalise_date, parse_partial_date
 from tracerag.ingest.normalise import hyphenation_forms, normalise
 from tracerag.locks import Holder, WriterLock
 from tracerag.model import Chunk, Document

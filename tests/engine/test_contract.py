@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tracerag.engine import IndexedChunk, SearchEngine
+from tracerag.engine import EngineHit, FieldHits, IndexedChunk, SearchEngine
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
 from tracerag.model import Filter
 
@@ -59,8 +59,18 @@ VECTORS = np.array(
 ALL = {c.chunk_id for c in CHUNKS}
 
 
-def ids(found) -> list[str]:
-    return [h.chunk_id for h in found]
+def hits_of(found: FieldHits | list[EngineHit]) -> list[EngineHit]:
+    """A dense search's hits, or every field's hits of a lexical search by score (the fields share no chunk)."""
+    if isinstance(found, dict):
+        return sorted((h for hits in found.values() for h in hits), key=lambda h: (-h.score, h.chunk_id))
+    return list(found)
+
+
+def ids(found: FieldHits | list[EngineHit]) -> list[str]:
+    return [h.chunk_id for h in hits_of(found)]
+
+
+LANGUAGE = {c.chunk_id: c.language for c in CHUNKS}
 
 
 class EngineContract:
@@ -101,20 +111,48 @@ class EngineContract:
 
     def test_bm25_ranks_the_matching_chunk_first(self, reader):
         found = reader.bm25("maire délégués", 10)
-        assert ids(found)[0] == "fr1#1"
-        assert found[0].doc_id == "fr1"
+        assert list(found) == ["fr"]
+        assert ids(found["fr"])[0] == "fr1#1"
+        assert found["fr"][0].doc_id == "fr1"
+        assert list(reader.bm25("Liverpool", 10)) == ["en"]
         assert ids(reader.bm25("Liverpool", 10)) == ["en2#0"]
         assert ids(reader.bm25("Berlin", 10)) == ["de1#0"]
 
     def test_bm25_scores_descend_and_respect_k(self, reader):
-        found = reader.bm25("ouvriers port grève", 10)
+        found = reader.bm25("ouvriers port grève", 10)["fr"]
         assert len(found) >= 2
         scores = [h.score for h in found]
         assert scores == sorted(scores, reverse=True)
-        assert len(reader.bm25("ouvriers port grève", 1)) == 1
+        assert len(reader.bm25("ouvriers port grève", 1)["fr"]) == 1
 
     def test_bm25_without_a_match_is_empty(self, reader):
-        assert reader.bm25("zeppelin", 10) == []
+        assert reader.bm25("zeppelin", 10) == {}
+        assert reader.bm25("", 10) == {}
+        assert reader.bm25(" ?! ", 10) == {}
+
+    # -- per-field rankings: the engine merges nothing ------------------------------------------------
+
+    def test_bm25_returns_each_language_fields_own_ranking(self, reader):
+        found = reader.bm25("grève strike Streik", 10)
+        # one ranking per language index that found something, each holding that language's chunks only
+        assert sorted(found) == ["de", "en", "fr"]
+        for field, hits in found.items():
+            assert hits and all(LANGUAGE[h.chunk_id] == field for h in hits)
+            assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        assert ids(found["de"]) == ["de1#0"] and ids(found["fr"]) == ["fr1#0"]
+        assert set(ids(found["en"])) == {"en1#0", "en2#0"}
+        # each field answers as if searched alone: its scores are its own index's, whatever else was asked
+        assert found["de"] == reader.bm25("Streik", 10)["de"]
+
+    def test_k_holds_per_field(self, reader):
+        found = reader.bm25("grève ouvriers strike Streik", 1)
+        assert sorted(found) == ["de", "en", "fr"]
+        assert all(len(hits) == 1 for hits in found.values())
+
+    def test_phrase_returns_each_language_fields_own_ranking(self, reader):
+        assert list(reader.phrase("strike at the docks", 10)) == ["en"]
+        assert list(reader.phrase("ouvriers du port", 10)) == ["fr"]
+        assert reader.phrase("docks strike", 10) == {}
 
     def test_accent_folding(self, reader):
         accented = ids(reader.bm25("grève", 10))
@@ -149,7 +187,7 @@ class EngineContract:
 
     def test_phrase_across_languages(self, reader):
         assert ids(reader.phrase("strike at the docks", 10)) == ["en1#0"]
-        assert reader.phrase("docks strike", 10) == []
+        assert reader.phrase("docks strike", 10) == {}
 
     # -- dense ----------------------------------------------------------------------------------------
 
@@ -204,7 +242,7 @@ class EngineContract:
         assert ids(reader.bm25("ouvriers", 10, Filter(corpora=("b",)))) == ["fr3#0"]
         assert ids(reader.bm25("strike", 10, Filter(date_to="1911-12-31"))) == ["en2#0"]
         assert ids(reader.bm25("grève grévistes", 10, Filter(fields=(("genre", "letter"),)))) == ["fr2#0"]
-        assert reader.phrase("ouvriers du port", 10, Filter(languages=("en",))) == []
+        assert reader.phrase("ouvriers du port", 10, Filter(languages=("en",))) == {}
         assert ids(reader.phrase("ouvriers du port", 10, Filter(doc_ids=("fr1",)))) == ["fr1#0"]
 
     # -- writes ---------------------------------------------------------------------------------------
@@ -214,7 +252,7 @@ class EngineContract:
         engine.flush()
         assert engine.count() == len(CHUNKS) - 3
         assert engine.count(Filter(doc_ids=("fr1", "en2"))) == 0
-        assert engine.bm25("délégués", 10) == []
+        assert engine.bm25("délégués", 10) == {}
         assert "fr1#0" not in ids(engine.bm25("grève", 10))
         assert self.everything(engine) == ALL - {"fr1#0", "fr1#1", "en2#0"}
         engine.delete([])  # nothing to do
@@ -283,6 +321,7 @@ class EngineContract:
             engine.flush()
             assert ids(engine.bm25("Gallia partes", 10)) == ["o#0"]
             assert ids(engine.phrase("omnis divisa", 10)) == ["o#0"]
+            assert list(engine.bm25("Gallia partes", 10)) == ["fr" if language == "fr-ch" else "xx"]
             assert engine.count(Filter(languages=(language,))) == 1
         finally:
             engine.close()

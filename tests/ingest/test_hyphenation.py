@@ -87,9 +87,9 @@ def test_search_finds_the_joined_words_and_cites_the_ocr(tmp_path: Path) -> None
     with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:
         col.ingest(alto.read(_write(ALTO, tmp_path)), dense=False)
         for query in ("opinion", "gouvernement", "porte-manteau"):
-            hits = col.engine.bm25(query, 5)
+            hits = [h for field_hits in col.engine.bm25(query, 5).values() for h in field_hits]
             assert [h.doc_id for h in hits] == ["page"], query
-        assert col.engine.bm25("portemanteau", 5) == []  # the compound was not glued together
+        assert col.engine.bm25("portemanteau", 5) == {}  # the compound was not glued together
         [chunk] = col.store.chunks_of(["page"])
         stored = col.store.get_documents(["page"])["page"].text
         assert stored == ALTO_TEXT and (chunk.start, chunk.end) == (0, len(ALTO_TEXT))  # the cited span: as OCR'd
@@ -110,7 +110,7 @@ def test_real_hipe_documents_are_found_by_their_hyphenated_words(hipe_dir: Path,
     with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:
         col.ingest(docs, dense=False)
         for word, (doc_id, ocr) in cases.items():
-            assert doc_id in [h.doc_id for h in col.engine.bm25(word, 3)], word
+            assert doc_id in [h.doc_id for hits in col.engine.bm25(word, 3).values() for h in hits], word
             stored = col.store.get_documents([doc_id])[doc_id].text
             assert stored == by_id[doc_id].text  # the stored text is the OCR, hyphen and line break included
             cited = [stored[c.start : c.end] for c in col.store.chunks_of([doc_id]) if word in c.index_text]

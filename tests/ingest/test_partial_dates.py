@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tracerag.dates import normalise_date, parse_partial_date
 from tracerag.ingest import RecordWarning, hipe, jsonl, table, textdir
-from tracerag.ingest.dates import normalise_date, parse_partial_date
 from tracerag.model import DateRange, Document
 
 

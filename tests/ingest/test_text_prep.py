@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from tracerag.dates import find_query_date, normalise_date, parse_partial_date
 from tracerag.ingest import hipe
 from tracerag.ingest.chunk import chunk_text
-from tracerag.ingest.dates import find_query_date, normalise_date, parse_partial_date
 from tracerag.ingest.normalise import normalise
 from tracerag.model import DateRange
 

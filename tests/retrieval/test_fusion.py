@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tracerag.model import ChannelEvidence, Hit
-from tracerag.retrieval.fusion import RRF_K, best_chunks, fuse, max_pool, rrf
+from tracerag.retrieval.fusion import RRF_K, best_chunks, fuse, max_pool, merge_fields, rrf
 
 
 def hits(channel: str, *chunk_ids: str) -> list[Hit]:
@@ -150,3 +150,37 @@ def test_fuse_one_channel_is_that_channels_document_order():
 
 def test_fuse_of_no_hits_is_empty():
     assert fuse({"bm25": [], "dense": []}) == []
+
+
+# -- a lexical channel's fields: merged here, by raw score (today's rule, issue 11 measures others) ----------
+
+
+def test_merge_fields_by_hand():
+    fr = [Hit("fr1#0", "fr1", "bm25", 1, 7.5), Hit("fr2#3", "fr2", "bm25", 2, 2.0)]
+    de = [Hit("de1#0", "de1", "bm25", 1, 4.0), Hit("de2#0", "de2", "bm25", 2, 2.0), Hit("de3#1", "de3", "bm25", 3, 1.0)]
+    merged = merge_fields({"fr": fr, "de": de}, k=10)
+    # raw scores across fields, ties by chunk id, ranks renumbered 1..n, channel kept
+    assert [(h.chunk_id, h.rank, h.score) for h in merged] == [
+        ("fr1#0", 1, 7.5),
+        ("de1#0", 2, 4.0),
+        ("de2#0", 3, 2.0),
+        ("fr2#3", 4, 2.0),
+        ("de3#1", 5, 1.0),
+    ]
+    assert {h.channel for h in merged} == {"bm25"}
+    assert [h.chunk_id for h in merge_fields({"fr": fr, "de": de}, k=2)] == ["fr1#0", "de1#0"]
+    assert merge_fields({"de": de, "fr": fr}, k=10) == merged  # the order of the fields does not matter
+
+
+def test_merge_fields_keeps_a_chunk_once_at_its_best_score():
+    a = [Hit("x#0", "x", "phrase", 1, 3.0)]
+    b = [Hit("y#0", "y", "phrase", 1, 4.0), Hit("x#0", "x", "phrase", 2, 5.0)]
+    assert [(h.chunk_id, h.rank, h.score) for h in merge_fields({"a": a, "b": b}, k=10)] == [
+        ("x#0", 1, 5.0),
+        ("y#0", 2, 4.0),
+    ]
+
+
+def test_merge_fields_of_nothing_is_nothing():
+    assert merge_fields({}, k=10) == []
+    assert merge_fields({"fr": []}, k=10) == []

@@ -11,6 +11,8 @@ import pytest
 from tracerag.errors import ConfigError
 from tracerag.model import DateRange, Filter
 from tracerag.retrieval import Retriever, SearchRequest
+from tracerag.retrieval.explain import explain
+from tracerag.retrieval.fusion import merge_fields
 from tracerag.retrieval.windows import window_of
 
 
@@ -30,7 +32,7 @@ def search(retriever, query, **kw):
 
 def matching_documents(col, query: str, flt: Filter) -> set[str]:
     """Documents the filter admits that contain a query term: what the search may return at most."""
-    return {h.doc_id for h in col.engine.bm25(query, 5000, flt)}
+    return {h.doc_id for hits in col.engine.bm25(query, 5000, flt).values() for h in hits}
 
 
 # -- filters: only matching documents, and still k of them -------------------------------------------------
@@ -318,3 +320,33 @@ def test_without_per_corpus_depth_the_big_corpus_crowds_out_the_small(col, retri
     assert ranking.params["per_corpus"] is False
     corpora = {d.corpus for d in col.store.get_documents(ranking.doc_ids()).values()}
     assert corpora == {BIG}
+
+
+# -- a lexical channel's fields: each language index's own ranking, merged in retrieval, in sight ------------
+
+
+def test_each_language_fields_ranking_is_kept_and_merged_in_sight(col, retriever):
+    ranking = search(retriever, "Paris London Berlin", k=10, channels=("bm25", "phrase"))
+    fields = ranking.field_hits["bm25"]
+    assert {"fr", "de", "en"} <= set(fields)
+    docs = col.store.get_documents(sorted({h.doc_id for hits in fields.values() for h in hits}), text=False)
+    for field, hits in fields.items():
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1))  # ranks within the field
+        assert {docs[h.doc_id].language for h in hits} == {field}  # each field holds its own language
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    # the channel's ranking is the fields merged by raw score, done by retrieval and named in the params
+    assert ranking.params["field_merge"] == "max_raw_score"
+    assert ranking.channel_hits["bm25"] == merge_fields(fields, ranking.params["depth"])
+    assert ranking.channel_hits["phrase"] == merge_fields(ranking.field_hits.get("phrase", {}), ranking.params["depth"])
+
+
+def test_explain_shows_each_fields_ranking_and_where_a_result_came_from(col, retriever):
+    data = explain(search(retriever, "Paris London Berlin", k=10, channels=("bm25",)), col)
+    by_field = data["field_rankings"]["bm25"]
+    assert {"fr", "de", "en"} <= set(by_field)
+    for result in data["results"]:
+        [entry] = result["channels"]
+        assert result["language"] == entry["field"]
+        ranked = by_field[entry["field"]]
+        if entry["field_rank"] <= len(ranked):
+            assert ranked[entry["field_rank"] - 1]["chunk_id"] == entry["chunk_id"]

@@ -29,8 +29,9 @@ print(json.dumps({"ready": True}), flush=True)
 for line in sys.stdin:
     cmd, _, arg = line.strip().partition(" ")
     if cmd == "bm25":
-        hits = col.engine.bm25(arg, 5)
-        print(json.dumps({"role": col.engine.role, "hits": [h.chunk_id for h in hits]}), flush=True)
+        found = col.engine.bm25(arg, 5)  # per language field
+        hits = sorted(h.chunk_id for field_hits in found.values() for h in field_hits)
+        print(json.dumps({"role": col.engine.role, "hits": hits}), flush=True)
     elif cmd == "count":
         count = col.engine.count()
         print(json.dumps({"role": col.engine.role, "count": count}), flush=True)

@@ -76,7 +76,7 @@ def test_a_reader_becomes_owner_when_the_owner_closes(tmp_path):
     reader = shared(tmp_path / "index", DIM, writer=False)
     assert reader.count(Filter(corpora=("b",))) == 3 and reader.role == "client"
     writer.close()
-    assert [h.chunk_id for h in reader.bm25("Liverpool", 5)] == ["en2#0"]
+    assert [h.chunk_id for h in reader.bm25("Liverpool", 5)["en"]] == ["en2#0"]
     assert reader.role == "owner"
     reader.close()
 

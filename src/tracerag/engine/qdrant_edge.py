@@ -8,7 +8,8 @@ Every use of the young Edge API lives in this module. Layout of a point (one per
   Snowball stemmer, all with lowercasing and ASCII folding (so "grève" and "greve" meet) and no stopword list:
   BM25's IDF already discounts function words, and removing them cost known-item search over OCR (a quoted
   span is mostly function words) 0.025 nDCG@10 while gaining PIAF 0.003. A query
-  is scored against every language field present and the lists are merged by score;
+  is scored against every language field present and each field's ranking is returned as it is (`FieldHits`,
+  keyed by the language): their scores are on different scales, and merging them is retrieval's decision;
 - vector "dense" (cosine, HNSW) when the collection has an embedding model; it may be added later.
 Payload indexes are created with enable_hnsw=False: their extra HNSW links are not needed for our filters
 and at 60k points they took the optimize step from 44 s to 108 s.
@@ -61,7 +62,6 @@ from qdrant_edge import (
     QueryBatchRequest,
     QueryRequest,
     RangeDateTime,
-    ScoredPoint,
     SnowballLanguage,
     SnowballParams,
     SparseVector,
@@ -73,7 +73,7 @@ from qdrant_edge import (
 )
 
 from tracerag import model
-from tracerag.engine import EngineHit, IndexedChunk
+from tracerag.engine import EngineHit, FieldHits, IndexedChunk
 
 DENSE = "dense"
 SEAL = "seal"  # the one-entry sparse vector every point carries so that the optimizer can size its segment
@@ -352,38 +352,35 @@ class QdrantEdgeEngine:
             self._fields = {text_field(str(hit.value)) for hit in found.hits}
         return sorted(self._fields)
 
-    def _merged(self, requests: list[QueryRequest], k: int) -> list[EngineHit]:
+    def _per_field(self, requests: dict[str, QueryRequest]) -> FieldHits:
+        """One query per text field, run as a batch; each field's hits best first, ties by chunk id (so the
+        order does not depend on where the engine stored a point)."""
         if not requests:
-            return []
-        results = self._shard.query_batch(QueryBatchRequest(requests))
-        best: dict[str, tuple[float, ScoredPoint]] = {}
-        for points in results:
-            for p in points:
-                cid = p.payload["chunk_id"]
-                if cid not in best or p.score > best[cid][0]:
-                    best[cid] = (p.score, p)
-        ranked = sorted(best.values(), key=lambda sp: (-sp[0], sp[1].payload["chunk_id"]))[:k]
-        return [EngineHit(p.payload["chunk_id"], p.payload["doc_id"], float(s)) for s, p in ranked]
+            return {}
+        found: FieldHits = {}
+        results = self._shard.query_batch(QueryBatchRequest(list(requests.values())))
+        for field, points in zip(requests, results, strict=True):
+            hits = [EngineHit(p.payload["chunk_id"], p.payload["doc_id"], float(p.score)) for p in points]
+            if hits:
+                found[field.removeprefix("text_")] = sorted(hits, key=lambda h: (-h.score, h.chunk_id))
+        return found
 
-    def bm25(self, text: str, k: int, filter: model.Filter | None = None) -> list[EngineHit]:
+    def bm25(self, text: str, k: int, filter: model.Filter | None = None) -> FieldHits:
         flt = self._filter(filter)
-        return self._merged(
-            [
-                QueryRequest(limit=k, query=TextQuery(f, text, self._bm25), filter=flt, with_payload=_PAYLOAD)
+        return self._per_field(
+            {
+                f: QueryRequest(limit=k, query=TextQuery(f, text, self._bm25), filter=flt, with_payload=_PAYLOAD)
                 for f in self._present_fields()
-            ],
-            k,
+            }
         )
 
-    def phrase(self, text: str, k: int, filter: model.Filter | None = None) -> list[EngineHit]:
+    def phrase(self, text: str, k: int, filter: model.Filter | None = None) -> FieldHits:
         """Chunks containing the words of `text` in order (after folding and stemming), ranked by BM25."""
-        requests = []
+        requests = {}
         for f in self._present_fields():
             flt = self._filter(filter, extra=[FieldCondition(f, match=MatchPhrase(text))])
-            requests.append(
-                QueryRequest(limit=k, query=TextQuery(f, text, self._bm25), filter=flt, with_payload=_PAYLOAD)
-            )
-        return self._merged(requests, k)
+            requests[f] = QueryRequest(limit=k, query=TextQuery(f, text, self._bm25), filter=flt, with_payload=_PAYLOAD)
+        return self._per_field(requests)
 
     def dense(self, vector: np.ndarray, k: int, filter: model.Filter | None = None) -> list[EngineHit]:
         if not self.dim:

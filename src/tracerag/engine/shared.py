@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tracerag.engine import EngineHit, IndexedChunk, SearchEngine, wire
+from tracerag.engine import EngineHit, FieldHits, IndexedChunk, SearchEngine, wire
 from tracerag.errors import CollectionBusyError, CollectionError, ReadOnlyError
 from tracerag.locks import FileLock, Holder, read_extra, read_note, write_note
 from tracerag.model import Filter
@@ -42,6 +42,13 @@ READER_PATIENCE_S = 30.0  # how long a reader waits for an index that is changin
 WRITER_PATIENCE_S = 60.0  # how long a writer waits for the owner to hand over, without --wait
 NOTICE_AFTER_S = 1.0  # a wait longer than this is said on stderr
 _READS = ("bm25", "dense", "phrase", "count")
+# How a client reads each read's reply: a lexical search comes back per field, as the engine found it.
+_DECODE: dict[str, Callable[[Any], Any]] = {
+    "bm25": wire.decode_field_hits,
+    "phrase": wire.decode_field_hits,
+    "dense": wire.decode_hits,
+    "count": int,
+}
 _counter = itertools.count()
 
 
@@ -302,10 +309,10 @@ class SharedEngine:
         if self.writer:  # a reader has nothing of its own to flush
             self._write("flush")
 
-    def bm25(self, text: str, k: int, filter: Filter | None = None) -> list[EngineHit]:
+    def bm25(self, text: str, k: int, filter: Filter | None = None) -> FieldHits:
         return self._read("bm25", (text, k, filter), {"text": text, "k": k, "filter": wire.encode_filter(filter)})
 
-    def phrase(self, text: str, k: int, filter: Filter | None = None) -> list[EngineHit]:
+    def phrase(self, text: str, k: int, filter: Filter | None = None) -> FieldHits:
         return self._read("phrase", (text, k, filter), {"text": text, "k": k, "filter": wire.encode_filter(filter)})
 
     def dense(self, vector: np.ndarray, k: int, filter: Filter | None = None) -> list[EngineHit]:
@@ -346,7 +353,7 @@ class SharedEngine:
                 except BaseException:
                     self._drop_client()  # a reply may still be on its way: this connection is out of step
                     raise
-            return wire.decode_hits(value) if op != "count" else int(value)
+            return _DECODE[op](value)
 
     def _drop_client(self) -> None:
         client, self._client = self._client, None
@@ -383,7 +390,7 @@ class SharedEngine:
                     hits = self._local.dense(wire.decode_array(args["vector"]), k, flt)
                 else:
                     hits = getattr(self._local, op)(str(args["text"]), k, flt)
-            return {"ok": wire.encode_hits(hits)}, False
+            return {"ok": wire.encode_hits(hits) if op == "dense" else wire.encode_field_hits(hits)}, False
         except (KeyError, TypeError, ValueError) as exc:
             return {"error": {"kind": "bad_request", "message": f"{type(exc).__name__}: {exc}"}}, False
         except Exception as exc:  # the engine's own failure: the client reports it

@@ -1,7 +1,8 @@
 """The wire between the process that owns a collection's index and the processes it serves.
 
 A message is a 4-byte big-endian length and that many bytes of UTF-8 JSON holding one object. Arrays travel as
-base64 of their float32 bytes with their shape; filters and hits as plain JSON. Nothing is ever unpickled: the
+base64 of their float32 bytes with their shape; filters and hits as plain JSON, a lexical search's hits as an
+object of field → hits (each field's own ranking, never merged on the way). Nothing is ever unpickled: the
 socket is private to its user (mode 0600, peer credentials checked), and even so a message can only ever
 become data. A frame longer than `MAX_FRAME` or anything but a JSON object is a protocol error.
 """
@@ -17,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from tracerag.engine import EngineHit
+from tracerag.engine import EngineHit, FieldHits
 from tracerag.model import Filter
 
 MAX_FRAME = 64 * 1024 * 1024  # a reply of 100k hits is ~10 MB; anything near this is not ours
@@ -146,3 +147,13 @@ def decode_hits(value: Any) -> list[EngineHit]:
         return [EngineHit(str(c), str(d), float(s)) for c, d, s in value]
     except (TypeError, ValueError):
         raise WireError("a hit is [chunk_id, doc_id, score]") from None
+
+
+def encode_field_hits(found: FieldHits) -> dict[str, list[list[Any]]]:
+    return {field: encode_hits(hits) for field, hits in found.items()}
+
+
+def decode_field_hits(value: Any) -> FieldHits:
+    if not isinstance(value, dict) or not all(isinstance(f, str) for f in value):
+        raise WireError("field hits must be an object of field name → hits")
+    return {field: decode_hits(hits) for field, hits in value.items()}

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracerag.dates import normalise_date
 from tracerag.errors import ConfigError
-from tracerag.ingest.dates import normalise_date
 from tracerag.ingest.hipe import read as read_hipe
 from tracerag.model import Document
 
@@ -371,7 +371,7 @@ def piaf_fr(root: Path) -> Benchmark:
     return Benchmark("piaf-fr", description, documents, queries, qrels)
 
 
-# ------------------------------------------------------------------------------------------------ Miami 211
+# ----------------------------------------------------------------------------------- the miami211 directory
 
 MIAMI_MAX_SERVICES = 200  # a term tagged on more services is a category, not a search
 
@@ -455,8 +455,9 @@ def miami211_services(root: Path, with_city: bool = False) -> Benchmark:
         qrels[qid] = dict.fromkeys(sorted((s for s in services if city[s] == where), key=int), 1)
 
     description = (
-        "Open211 Miami (HSDS) service search. Judgments are derived: a service is relevant (grade 1) when it is "
-        f"tagged with the query's AIRS taxonomy term; terms on fewer than 2 or more than {MIAMI_MAX_SERVICES} "
+        "Service search over the miami211 directory (Open Referral HSDS). Judgments are derived: a service is "
+        "relevant (grade 1) when it is tagged with the query's AIRS taxonomy term; terms on fewer than 2 or more "
+        f"than {MIAMI_MAX_SERVICES} "
         "services are not queries."
     )
     if with_city:

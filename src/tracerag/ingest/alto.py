@@ -30,9 +30,9 @@ from typing import Any
 
 from lxml import etree
 
+from tracerag.dates import normalise_date
 from tracerag.errors import ConfigError, RecordError
 from tracerag.ingest import Item, RecordWarning, iter_files
-from tracerag.ingest.dates import normalise_date
 from tracerag.ingest.encoding import SAMPLE_BYTES, UTF8, Encoding, asked_encoding, choose, decode, replaced_note
 from tracerag.model import Document
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
 from tracerag.ingest import Item, RecordWarning, iter_files
-from tracerag.ingest.dates import normalise_date
 from tracerag.ingest.encoding import UTF8, Encoding, Lines, asked_encoding, bom_free, replace_marks, replaced_note
 from tracerag.model import Document
 

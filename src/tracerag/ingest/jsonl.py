@@ -33,9 +33,9 @@ from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
 from tracerag.ingest import Item, RecordWarning, iter_files
-from tracerag.ingest.dates import normalise_date
 from tracerag.ingest.encoding import (
     REPLACEMENT,
     UTF8,

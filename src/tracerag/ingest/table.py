@@ -28,9 +28,9 @@ from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
 from tracerag.ingest import Item, RecordWarning, iter_files
-from tracerag.ingest.dates import normalise_date
 from tracerag.ingest.encoding import (
     SAMPLE_BYTES,
     Encoding,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from tracerag.config import Settings
+from tracerag.config import LLM_MODEL_FORMS, Settings
 from tracerag.errors import ConfigError
 from tracerag.llm.base import (
     LLM,
@@ -39,7 +39,7 @@ __all__ = [
     "require",
 ]
 
-LLM_FORMS = "'openai:MODEL', 'local' or 'replay:DIR'"
+LLM_FORMS = LLM_MODEL_FORMS  # one list of the forms, checked when settings are loaded
 
 
 def load_llm(

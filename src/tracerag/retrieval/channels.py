@@ -1,4 +1,9 @@
-"""Channels: each ranks chunks for a query its own way. They return `Hit`s in rank order and never fuse."""
+"""Channels: each ranks chunks for a query its own way. They return `Hit`s in rank order and never fuse
+across channels. A lexical channel searches one text index per language: `run_fields` gives each field's own
+ranking, `run` the channel's ranking after `fusion.merge_fields`. Every channel passes
+tests/retrieval/test_channel_contract.py: ranks 1..n, at most k, the filter kept, the same answer twice, and
+nothing (not noise) when it has nothing to say.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +11,24 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 
 import numpy as np
 
-from tracerag.engine import EngineHit, SearchEngine
-from tracerag.ingest.dates import find_query_date
+from tracerag.dates import find_query_date
+from tracerag.engine import EngineHit, FieldHits, SearchEngine
 from tracerag.model import DateRange, Filter, Hit
+from tracerag.retrieval.fusion import merge_fields
 
 _QUOTED = re.compile(r"[\"“«„]\s*([^\"”»“]+?)\s*[\"”»“]")
 
 
 def _hits(channel: str, found: Sequence[EngineHit]) -> list[Hit]:
     return [Hit(h.chunk_id, h.doc_id, channel, i + 1, h.score) for i, h in enumerate(found)]
+
+
+def _field_hits(channel: str, found: FieldHits) -> dict[str, list[Hit]]:
+    return {field: _hits(channel, hits) for field, hits in sorted(found.items()) if hits}
 
 
 @dataclass(frozen=True)
@@ -27,9 +38,15 @@ class Bm25Channel:
     engine: SearchEngine
     name: str = "bm25"
 
-    def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
+    def run_fields(self, query: str, k: int, flt: Filter | None) -> dict[str, list[Hit]]:
+        """Each language field's own ranking (ranks 1..n within the field, raw BM25 scores of that index)."""
         text = _QUOTED.sub(r"\1", query)
-        return _hits(self.name, self.engine.bm25(text, k, flt))
+        if not text.strip():
+            return {}
+        return _field_hits(self.name, self.engine.bm25(text, k, flt))
+
+    def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
+        return merge_fields(self.run_fields(query, k, flt), k)
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,11 @@ class DenseChannel:
     name: str = "dense"
 
     def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
+        # A query without a letter or digit says nothing, and a vector of zero length (or NaN) points nowhere:
+        # their "nearest" chunks would be arbitrary (with a zero vector, every chunk at cosine 0).
+        norm = float(np.linalg.norm(self.query_vector))
+        if not any(c.isalnum() for c in query) or not math.isfinite(norm) or norm == 0.0:
+            return []
         return _hits(self.name, self.engine.dense(self.query_vector, k, flt))
 
 
@@ -61,20 +83,25 @@ class PhraseChannel:
     engine: SearchEngine
     name: str = "phrase"
 
-    def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
-        found: dict[str, EngineHit] = {}
+    def run_fields(self, query: str, k: int, flt: Filter | None) -> dict[str, list[Hit]]:
+        """Each language field's own ranking; a chunk matching several phrases counts at its best score."""
+        found: dict[str, dict[str, EngineHit]] = {}
         for phrase in phrases_of(query):
-            for h in self.engine.phrase(phrase, k, flt):
-                if h.chunk_id not in found or h.score > found[h.chunk_id].score:
-                    found[h.chunk_id] = h
-        ranked = sorted(found.values(), key=lambda h: (-h.score, h.chunk_id))[:k]
-        return _hits(self.name, ranked)
+            for field, hits in self.engine.phrase(phrase, k, flt).items():
+                best = found.setdefault(field, {})
+                for h in hits:
+                    if h.chunk_id not in best or h.score > best[h.chunk_id].score:
+                        best[h.chunk_id] = h
+        return _field_hits(
+            self.name, {f: sorted(b.values(), key=lambda h: (-h.score, h.chunk_id))[:k] for f, b in found.items()}
+        )
+
+    def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
+        return merge_fields(self.run_fields(query, k, flt), k)
 
 
 def date_score(span: tuple[str, str], target: DateRange, half_life_days: float) -> float:
     """1 inside the target range, else exponential decay with the distance in days to the nearest edge."""
-    from datetime import date
-
     start, end = date.fromisoformat(span[0]), date.fromisoformat(span[1])
     t0, t1 = date.fromisoformat(target.start), date.fromisoformat(target.end)
     if start <= t1 and t0 <= end:

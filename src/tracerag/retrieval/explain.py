@@ -5,20 +5,29 @@ from __future__ import annotations
 from typing import Any
 
 from tracerag.collection import Collection
-from tracerag.model import Ranking
+from tracerag.model import Hit, Ranking
 
 SCHEMA_VERSION = 1
 
 
 def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20) -> dict[str, Any]:
-    """Every result with its fused rank and RRF score, each channel that found it (rank, score, chunk), its best
-    chunk with the exact character span into the document text, and the metadata filters act on.
+    """Every result with its fused rank and RRF score, each channel that found it (rank, score, chunk; for a
+    lexical channel also the text field that ranked the chunk and its rank there), its best chunk with the exact
+    character span into the document text, and the metadata filters act on. `channel_rankings` holds each
+    channel's top chunks before fusion, `field_rankings` each lexical channel's fields before they were merged.
 
     The engine and the store are two files: while a writer replaces a document, a reader can see the engine's
     old chunks after the store already holds the new ones. Such a result is left out (and counted in
     `params.dropped_in_flux`) rather than shown with a span that no longer exists.
     """
     store = collection.store
+    # Which field of a lexical channel ranked a chunk, and where: shown beside the channel's merged rank.
+    field_of = {
+        (channel, h.chunk_id): (field, h.rank)
+        for channel, fields in ranking.field_hits.items()
+        for field, hits in fields.items()
+        for h in hits
+    }
     doc_ids = [d.doc_id for d in ranking.documents]
     docs = store.get_documents(doc_ids, text=False)  # a result shows a span, not a (possibly 200 MB) text
     chunk_ids = {d.best_chunk_id for d in ranking.documents}
@@ -60,6 +69,7 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
                         "chunk_id": e.chunk_id,
                         "span": [chunks[e.chunk_id].start, chunks[e.chunk_id].end],
                     }
+                    | _field_entry(field_of.get((e.channel, e.chunk_id)))
                     for e in sorted(d.channels, key=lambda e: e.channel)
                 ],
             }
@@ -70,10 +80,22 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
         "params": ranking.params | ({"dropped_in_flux": dropped} if dropped else {}),
         "results": results,
         "channel_rankings": {
-            name: [
-                {"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id, "score": round(h.score, 6)}
-                for h in sorted(hits, key=lambda h: h.rank)[:channel_depth]
-            ]
+            name: [_hit_entry(h) for h in sorted(hits, key=lambda h: h.rank)[:channel_depth]]
             for name, hits in ranking.channel_hits.items()
         },
+        "field_rankings": {
+            name: {
+                field: [_hit_entry(h) for h in sorted(hits, key=lambda h: h.rank)[:channel_depth]]
+                for field, hits in sorted(fields.items())
+            }
+            for name, fields in ranking.field_hits.items()
+        },
     }
+
+
+def _hit_entry(h: Hit) -> dict[str, Any]:
+    return {"rank": h.rank, "chunk_id": h.chunk_id, "doc_id": h.doc_id, "score": round(h.score, 6)}
+
+
+def _field_entry(found: tuple[str, int] | None) -> dict[str, Any]:
+    return {} if found is None else {"field": found[0], "field_rank": found[1]}

@@ -1,5 +1,7 @@
 """Fusion is ours, not the engine's: every engine then behaves the same and each channel's ranking stays
-visible. Pure functions, no I/O.
+visible. Two levels: a lexical channel's per-field rankings (one text index per language) become the channel's
+ranking (`merge_fields`), then the channels' rankings become one ranking of documents (`fuse`). Pure functions,
+no I/O.
 """
 
 from __future__ import annotations
@@ -9,6 +11,24 @@ from collections.abc import Mapping, Sequence
 from tracerag.model import ChannelEvidence, Hit, RankedDocument
 
 RRF_K = 60  # Cormack, Clarke & Büttcher (2009): k=60 damps the weight of top ranks; robust across collections.
+FIELD_MERGE = "max_raw_score"  # how `merge_fields` joins a channel's fields; named in every ranking's params
+
+
+def merge_fields(fields: Mapping[str, Sequence[Hit]], k: int) -> list[Hit]:
+    """A channel's ranking from its per-field rankings: every field's hits by their raw score, best first, a
+    chunk found in two fields at its best score, ties by chunk id, ranks renumbered 1..n, cut at `k`.
+
+    Raw BM25 scores of two language indexes are not on one scale (each has its own IDF and average length), so
+    this favours the field whose index scores higher. It is the engine's former merge, kept as is so that
+    every figure stays the same; how per-language lists are best fused is measured in issue 11.
+    """
+    best: dict[str, Hit] = {}
+    for hits in fields.values():
+        for hit in hits:
+            if hit.chunk_id not in best or hit.score > best[hit.chunk_id].score:
+                best[hit.chunk_id] = hit
+    ranked = sorted(best.values(), key=lambda h: (-h.score, h.chunk_id))[:k]
+    return [Hit(h.chunk_id, h.doc_id, h.channel, i + 1, h.score) for i, h in enumerate(ranked)]
 
 
 def max_pool(hits: Sequence[Hit]) -> list[ChannelEvidence]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tracerag.collection import Collection
+from tracerag.config import CHANNELS
 from tracerag.errors import ConfigError
 from tracerag.model import Filter, Hit, RankedDocument, Ranking
 from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel
-from tracerag.retrieval.fusion import fuse
+from tracerag.retrieval.fusion import FIELD_MERGE, fuse, merge_fields
 from tracerag.retrieval.windows import equal_share, parse_window, window_of
 
-KNOWN_CHANNELS = ("bm25", "dense", "date", "phrase")
+KNOWN_CHANNELS = CHANNELS  # the closed set settings are checked against when loaded
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class Retriever:
         runners = self._runners(request.query, channels)
         dated = DateChannel.for_query(request.query, self.settings.date_scale_days) if "date" in channels else None
         for _ in range(4):
-            hits, per_group = self._run_channels(request.query, runners, dated, groups, depth)
+            hits, fields, per_group = self._run_channels(request.query, runners, dated, groups, depth)
             docs = self._fuse_groups(per_group)
             cut_off = any(len(h) >= depth for h in hits.values())
             if len(docs) >= want or not cut_off:
@@ -71,12 +72,14 @@ class Retriever:
         return Ranking(
             documents=docs,
             channel_hits=hits,
+            field_hits=fields,
             params={
                 "query": request.query,
                 "k": request.k,
                 "channels": list(channels),
                 "active_channels": [c for c, h in hits.items() if h],
                 "rrf_k": self.settings.rrf_k,
+                "field_merge": FIELD_MERGE,
                 "depth": depth,
                 "filter": flt.to_dict(),
                 "windows": windows,
@@ -107,10 +110,21 @@ class Retriever:
 
     def _run_channels(
         self, query: str, runners: list, dated: DateChannel | None, groups: list[Filter], depth: int
-    ) -> tuple[dict[str, list[Hit]], list[dict[str, list[Hit]]]]:
+    ) -> tuple[dict[str, list[Hit]], dict[str, dict[str, list[Hit]]], list[dict[str, list[Hit]]]]:
+        """Each channel's hits (all groups), each lexical channel's per-field hits (all groups), and each
+        group's channel hits (what is fused). A lexical channel's fields are merged here, in sight."""
         per_group: list[dict[str, list[Hit]]] = []
+        fields: dict[str, dict[str, list[Hit]]] = {}
         for flt in groups:
-            hits = {r.name: r.run(query, depth, flt) for r in runners}
+            hits: dict[str, list[Hit]] = {}
+            for r in runners:
+                if isinstance(r, Bm25Channel | PhraseChannel):
+                    found = r.run_fields(query, depth, flt)
+                    for field, field_hits in found.items():
+                        fields.setdefault(r.name, {}).setdefault(field, []).extend(field_hits)
+                    hits[r.name] = merge_fields(found, depth)
+                else:
+                    hits[r.name] = r.run(query, depth, flt)
             if dated is not None:
                 pool = [h for hs in hits.values() for h in hs]
                 dates = self.collection.store.date_spans(sorted({h.doc_id for h in pool}))
@@ -120,7 +134,7 @@ class Retriever:
         for hits in per_group:
             for name, hs in hits.items():
                 merged.setdefault(name, []).extend(hs)
-        return merged, per_group
+        return merged, fields, per_group
 
     def _fuse_groups(self, per_group: list[dict[str, list[Hit]]]) -> list[RankedDocument]:
         """One corpus: plain fusion. Several: fuse each corpus, then take an equal share from each."""

@@ -6,10 +6,10 @@ group, best first within each round, keeps every period (or sub-corpus) represen
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+from tracerag.config import window_years
 from tracerag.errors import ConfigError
 
 T = TypeVar("T")
@@ -17,11 +17,11 @@ UNDATED = "undated"
 
 
 def parse_window(spec: str) -> int:
-    """'5y' / '10y' / '5' → window length in years."""
-    m = re.fullmatch(r"\s*(\d+)\s*y?\s*", spec or "")
-    if not m or int(m.group(1)) <= 0:
-        raise ConfigError(f"invalid window {spec!r}: expected a number of years such as '5y'")
-    return int(m.group(1))
+    """'5y' / '10y' / '5' → window length in years (the format settings check when loaded)."""
+    try:
+        return window_years(spec)
+    except ValueError as exc:
+        raise ConfigError(f"invalid window {spec!r}: {exc}") from None
 
 
 def window_of(date_start: str | None, years: int) -> str:
