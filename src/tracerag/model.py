@@ -1,11 +1,14 @@
-"""The nouns every layer shares: documents, chunks, filters, hits and rankings. Plain data, no I/O."""
+"""The nouns every layer shares: documents, chunks, filters, hits and rankings; and those of a research run that
+the agent, the judge and the trail all speak of: a verdict, a sub-question, a ranked source, a run's status.
+Plain data, no I/O."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +155,72 @@ class Ranking:
 
     documents: list[RankedDocument]
     channel_hits: dict[str, list[Hit]] = field(default_factory=dict)
+    # channel → text field → that field's own ranking (ranks within the field), for the channels that search one
+    # text index per language (bm25, phrase): what their `channel_hits` were merged from, kept for the trail.
+    field_hits: dict[str, dict[str, list[Hit]]] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
 
     def doc_ids(self) -> list[str]:
         return [d.doc_id for d in self.documents]
+
+
+# -- a research run: what the agent decides, the judge will decide, and the trail records ------------------------
+
+
+class Verdict(StrEnum):
+    # What a document is to the research question, on the evidence of one of its chunks. (No docstring: the review
+    # answer's JSON Schema carries this enum, and a docstring would become part of every review prompt.)
+    ACCEPT = "accept"  # a source: it bears on the question, and a quoted passage shows it
+    HOLD = "hold"  # undecided (or no usable verdict, or an accept without evidence): judged again later
+    REJECT = "reject"  # not a source; the document's other chunks may still be found and judged
+
+
+class RunStatus(StrEnum):
+    COMPLETE = "complete"  # the agent ran to the end
+    NO_LLM = "no_llm"  # only the hybrid warm start: no language model was configured
+    TRUNCATED = "truncated"  # a limit ended it early; the result holds what was found
+    FAILED = "failed"  # an exception ended it; the result holds the warm start
+
+
+@dataclass(frozen=True, slots=True)
+class SubQuestion:
+    """A part of a research question, searched on its own: aimed at one sub-corpus (None: all), with the names
+    of people, places and organisations it turns on, as the question writes them."""
+
+    question: str
+    target_corpus: str | None = None
+    key_entities: tuple[str, ...] = ()
+
+    # Read strictly wherever pydantic validates it (trail events): an unknown key is a damaged trail.
+    __pydantic_config__ = {"extra": "forbid"}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"question": self.question, "target_corpus": self.target_corpus, "key_entities": list(self.key_entities)}
+
+
+SourceOrigin = Literal["agent", "warm_start"]  # accepted by the agent, or filled in from the fused warm starts
+
+
+@dataclass(frozen=True, slots=True)
+class RankedSource:
+    """One place of a run's final ranking: the document, the chunk whose verdict placed it, the sub-questions that
+    accepted it with their reasons, and the character span of its evidence in the document."""
+
+    rank: int
+    doc_id: str
+    chunk_id: str | None
+    origin: SourceOrigin
+    accepted_by: tuple[int, ...] = ()  # the sub-questions that accepted the document
+    reasons: tuple[str, ...] = ()
+    span: tuple[int, int] | None = None
+    promoted_from_hold: bool = False
+    score: float = 0.0
+
+    __pydantic_config__ = {"extra": "forbid"}
+
+    def to_dict(self) -> dict[str, Any]:
+        """As JSON takes it (tuples as lists)."""
+        out = asdict(self)
+        out["accepted_by"], out["reasons"] = list(self.accepted_by), list(self.reasons)
+        out["span"] = list(self.span) if self.span is not None else None
+        return out

@@ -12,12 +12,12 @@ from tests.agent.policy import Policy, PolicyProvider
 from tracerag.agent import Agent
 from tracerag.agent.context import RunContext
 from tracerag.agent.loop import SearchReviewLoop
-from tracerag.agent.state import Judgement, SubQuestion
+from tracerag.agent.state import Judgement
 from tracerag.config import AgentSettings
 from tracerag.llm import StructuredLLM
-from tracerag.model import Filter
+from tracerag.model import Filter, RunStatus, SubQuestion, Verdict
 from tracerag.retrieval.search import Retriever, SearchRequest
-from tracerag.trail import MemoryListener, RunStatus, Trail, Verdict, read_trail
+from tracerag.trail import MemoryListener, Trail, read_trail
 
 QUESTION = "Gambetta discours Belleville"
 

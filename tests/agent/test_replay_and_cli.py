@@ -22,7 +22,8 @@ from tracerag.demo_data import DEMO_FILES
 from tracerag.errors import LLMError
 from tracerag.ingest import read_documents
 from tracerag.llm import Message, load_llm
-from tracerag.trail import RunStatus, read_trail
+from tracerag.model import RunStatus
+from tracerag.trail import read_trail
 
 runner = CliRunner()
 QUESTION = "Reichstag Sitzung"

@@ -13,9 +13,9 @@ from tracerag.agent.schemas import MAX_SEARCH_K, ArgumentContext, DateArgs, NoAr
 from tracerag.agent.tools import TOOLS, ActionAnswer, MalformedArguments, tool_list
 from tracerag.config import AgentSettings
 from tracerag.llm import StructuredLLM
-from tracerag.model import Filter
+from tracerag.model import Filter, RunStatus
 from tracerag.retrieval.search import Retriever, SearchRequest
-from tracerag.trail import MemoryListener, RunStatus, read_trail
+from tracerag.trail import MemoryListener, read_trail
 
 QUESTION = "Reichstag Sitzung"
 CONTEXT = ArgumentContext(frozenset({"newseye", "sonar", "sonar/vossischezeitung"}), ("newseye", "sonar"))

@@ -23,7 +23,8 @@ from tracerag.agent.schemas import MAX_DAYS, MAX_PHRASE_WORDS, MAX_QUERY_WORDS, 
 from tracerag.agent.tools import SEARCH_TOOLS, TOOLS
 from tracerag.config import AgentSettings
 from tracerag.llm import StructuredLLM
-from tracerag.trail import MemoryListener, RunStatus, read_trail
+from tracerag.model import RunStatus
+from tracerag.trail import MemoryListener, read_trail
 
 DEMO_PARENTS = {"newseye", "sonar", "topres19th"}  # the demo collection's datasets (full names hold a "/")
 ARGUMENT_NAMES = {name for tool in TOOLS.values() for name in tool.args.model_fields}

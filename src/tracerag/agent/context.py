@@ -6,7 +6,6 @@ messages, answer, tokens, latency and cost, including calls that gave nothing us
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -19,6 +18,7 @@ from tracerag.llm import Completion, Message, StructuredLLM
 from tracerag.model import Document
 from tracerag.retrieval.search import Retriever
 from tracerag.trail import Trail
+from tracerag.trail.events import LLMCallEvent, LLMPurpose
 
 
 @dataclass
@@ -47,7 +47,7 @@ class RunContext:
     _docs: dict[str, Document] = field(default_factory=dict)
 
     def call(
-        self, purpose: str, messages: Sequence[Message], schema: type[BaseModel] | None, sq: int | None = None
+        self, purpose: LLMPurpose, messages: Sequence[Message], schema: type[BaseModel] | None, sq: int | None = None
     ) -> Completion:
         assert self.llm is not None, "the agent's stages run only with a model"
         completion = self.llm.complete(messages, schema)
@@ -58,7 +58,7 @@ class RunContext:
         t.completion_tokens += completion.usage.completion_tokens
         t.cost_usd += completion.cost_usd
         t.llm_latency_s += completion.latency_s
-        self.trail.emit_llm_call(completion, messages, purpose, sq)
+        self.trail.emit(LLMCallEvent.of(completion, messages, purpose, sq))
         return completion
 
     def documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
@@ -72,39 +72,3 @@ class RunContext:
         chunk = self.collection.store.get_chunks([chunk_id])[chunk_id]
         doc = self.documents([chunk.doc_id])[chunk.doc_id]
         return doc.text[chunk.start : chunk.end], chunk.start
-
-
-_SPACE = re.compile(r"\s+")
-
-
-def locate(quote: str, text: str, offset: int) -> tuple[int, int] | None:
-    """The span of `quote` in `text` (+ offset): exact first, then ignoring case and runs of whitespace.
-
-    A quote the model did not copy from the text gives None: the trail then shows a reason with no evidence span
-    rather than a span that points at nothing.
-    """
-    quote = quote.strip().strip("\"“”«»'")
-    if len(quote) < 3:
-        return None
-    at = text.find(quote)
-    if at >= 0:
-        return offset + at, offset + at + len(quote)
-    pattern = r"\s+".join(re.escape(w) for w in _SPACE.split(quote) if w)
-    match = re.search(pattern, text, flags=re.IGNORECASE)
-    return (offset + match.start(), offset + match.end()) if match else None
-
-
-MAX_QUOTE_CHARS = 300
-
-
-def verify_accept(verdict: str, quote: str, span: tuple[int, int] | None) -> str | None:
-    """Why an `accept` cannot stand, or None. An accepted source must quote its evidence: a short passage found
-    in the document. A quote the model did not copy, or one that is the whole excerpt, is no evidence, and the
-    chunk is held instead (re-evaluation gets another look) with the reason in the trail."""
-    if verdict != "accept":
-        return None
-    if span is None:
-        return "accept without a quote found in the document: held"
-    if len(quote) > MAX_QUOTE_CHARS:
-        return f"accept quoting {len(quote)} characters, not a passage: held"
-    return None

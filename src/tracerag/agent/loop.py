@@ -19,34 +19,55 @@ unusable answer. Only validation problems are caught: any other exception is a b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from tracerag.agent import prompts
-from tracerag.agent.context import RunContext, locate, verify_accept
+from tracerag.agent.context import RunContext
 from tracerag.agent.planner import corpus_listing
-from tracerag.agent.schemas import ArgumentContext, NoArgs, ReviewAnswer, ToolArgs
-from tracerag.agent.state import Judgement, Memory, SubQuestion
+from tracerag.agent.schemas import ActionEnvelope, ArgumentContext, NoArgs, ReviewAnswer, ToolArgs
+from tracerag.agent.state import Judgement, Memory
 from tracerag.agent.tools import (
     TOOLS,
     ActionAnswer,
     MalformedArguments,
-    SearchTool,
+    Search,
     Tool,
     ToolCall,
     record_ranking,
     run_search,
     tool_list,
 )
+from tracerag.agent.verdicts import Review
 from tracerag.llm import Message
-from tracerag.model import Filter, Ranking
+from tracerag.model import Document, Filter, Ranking, SubQuestion, Verdict
 from tracerag.retrieval.search import SearchRequest
-from tracerag.trail.events import Verdict
+from tracerag.trail.events import (
+    Guard,
+    GuardEvent,
+    LLMPurpose,
+    MemoryEvent,
+    ReviewEvent,
+    SearchEvent,
+    SearchTool,
+    VerdictEvent,
+)
+
+
+class LoopEnd(StrEnum):
+    """How a sub-question's loop ended."""
+
+    FINISH = "finish"  # the model finished, something accepted
+    STEP_LIMIT = "step_limit"
+    REPEATS = "repeats"  # a second repeated search
+    ACTION_FAILURES = "action_failures"  # two unusable action answers in a row: the run is truncated
+    NOTHING_FOUND = "nothing_found"  # finish asked three times with nothing accepted
 
 
 @dataclass
 class LoopOutcome:
     warm_start: list[str]  # documents of the warm start, fused order
     steps: int
-    ended_by: str  # "finish", "step_limit", "repeats", "action_failures", "nothing_found"
+    ended_by: LoopEnd
     memory: str
     searches: list[str] = field(default_factory=list)
 
@@ -63,7 +84,7 @@ class Action:
 class StepFailure:
     """A step that yields no usable action: the guard that records it and what the model is told."""
 
-    guard: str  # "unusable_action" (no valid answer) or "bad_arguments" (its arguments still malformed)
+    guard: Guard  # UNUSABLE_ACTION (no valid answer) or BAD_ARGUMENTS (its arguments still malformed)
     message: str
 
 
@@ -93,11 +114,11 @@ class SearchReviewLoop:
         warm = self.warm_start()
         limit = min(self.cfg.max_steps, self.cfg.hard_step_cap)
         failures = refusals = 0
-        ended_by = "step_limit"
+        ended_by = LoopEnd.STEP_LIMIT
         while self.step < limit:
             self.step += 1
             if self.step == limit:
-                self._guard("step_limit", f"step {self.step} of {limit}: finish forced")
+                self._guard(Guard.STEP_LIMIT, f"step {self.step} of {limit}: finish forced")
                 break
             if self.step == 1 and self.queue:
                 # The loop opens by judging the warm start's best documents: the cheapest evidence there is, and
@@ -109,8 +130,8 @@ class SearchReviewLoop:
                 self._guard(action.guard, action.message)
                 failures += 1
                 if failures >= 2:
-                    self._guard("action_failures", "two unusable action answers in a row: loop ended")
-                    ended_by = "action_failures"
+                    self._guard(Guard.ACTION_FAILURES, "two unusable action answers in a row: loop ended")
+                    ended_by = LoopEnd.ACTION_FAILURES
                     break
                 if not self.queue:
                     continue
@@ -119,24 +140,24 @@ class SearchReviewLoop:
                 failures = 0
             if action.tool.name == "finish":
                 if self.ctx.ledger.accepted(self.sq):
-                    ended_by = "finish"
+                    ended_by = LoopEnd.FINISH
                     break
                 refusals += 1
                 if refusals >= 3:
                     # The model insists and the queue is all it has: stop paying for the same answer.
-                    self._guard("nothing_found", "finish asked three times with nothing accepted: loop ended")
-                    ended_by = "nothing_found"
+                    self._guard(Guard.NOTHING_FOUND, "finish asked three times with nothing accepted: loop ended")
+                    ended_by = LoopEnd.NOTHING_FOUND
                     break
-                self._guard("finish_refused", "finish refused: nothing accepted yet")
+                self._guard(Guard.FINISH_REFUSED, "finish refused: nothing accepted yet")
                 continue
             if action.tool.name == "review":
                 if not self.queue:
-                    self._guard("nothing_to_review", "review asked with no unreviewed document: search first")
+                    self._guard(Guard.NOTHING_TO_REVIEW, "review asked with no unreviewed document: search first")
                     continue
                 self.review()
                 continue
             if self.search(action) == "end":
-                ended_by = "repeats"
+                ended_by = LoopEnd.REPEATS
                 break
         return LoopOutcome(warm, self.step, ended_by, self.memory.render(), self.searches)
 
@@ -147,16 +168,17 @@ class SearchReviewLoop:
         )
         record_ranking(self.ctx, ranking, self.sub.question, self.sq, 0)
         self.ctx.trail.emit(
-            "search",
-            sq=self.sq,
-            step=0,
-            tool="warm_start",
-            args={"query": self.sub.question},
-            filter=self.base.to_dict(),
-            results=len(ranking.documents),
-            new=self._enqueue(ranking),
+            SearchEvent(
+                sq=self.sq,
+                step=0,
+                tool=SearchTool.WARM_START,
+                args={"query": self.sub.question},
+                filter=self.base.to_dict(),
+                results=len(ranking.documents),
+                new=self._enqueue(ranking),
+            )
         )
-        self.searched.add(("warm_start", " ".join(self.sub.question.lower().split()), self.base))
+        self.searched.add((SearchTool.WARM_START, " ".join(self.sub.question.lower().split()), self.base))
         return ranking.doc_ids()
 
     # -- steps ----------------------------------------------------------------------------------------
@@ -185,10 +207,10 @@ class SearchReviewLoop:
         problem: MalformedArguments | None = None
         rounds = self.ctx.llm.repair_rounds if self.ctx.llm is not None else 0
         for _ in range(rounds + 1):
-            completion = self.ctx.call("action", messages, ActionAnswer, sq=self.sq)
-            if not completion.ok:
-                return StepFailure("unusable_action", f"unusable action answer: {completion.error}")
-            answer: ActionAnswer = completion.parsed  # type: ignore[assignment]
+            completion = self.ctx.call(LLMPurpose.ACTION, messages, ActionAnswer, sq=self.sq)
+            answer = completion.parsed
+            if not isinstance(answer, ActionEnvelope):
+                return StepFailure(Guard.UNUSABLE_ACTION, f"unusable action answer: {completion.error}")
             tool = TOOLS[answer.tool]
             try:
                 args = tool.arguments(answer, self._argument_context())
@@ -202,17 +224,19 @@ class SearchReviewLoop:
                 continue
             if problem is not None:  # not a note to the model: the repair round already told it
                 self.ctx.trail.emit(
-                    "guard",
-                    sq=self.sq,
-                    step=self.step,
-                    guard="repaired_arguments",
-                    message=f"{problem}; sent back to the model, which answered anew",
+                    GuardEvent(
+                        sq=self.sq,
+                        step=self.step,
+                        guard=Guard.REPAIRED_ARGUMENTS,
+                        message=f"{problem}; sent back to the model, which answered anew",
+                    )
                 )
             return Action(tool, args)
-        return StepFailure("bad_arguments", f"{problem}; the search was not run")  # only searches take arguments
+        return StepFailure(Guard.BAD_ARGUMENTS, f"{problem}; the search was not run")  # only searches take arguments
 
     def search(self, action: Action) -> str | None:
-        tool: SearchTool = action.tool  # type: ignore[assignment]
+        tool = action.tool
+        assert isinstance(tool, Search), tool  # the loop hands only searches here
         corpus = getattr(action.args, "corpus", None)
         base = Filter(corpora=(corpus,)) if corpus else self.base
         call = tool.plan(action.args, self.sub.question, base, self.cfg.search_k)  # type: ignore[arg-type]
@@ -222,7 +246,7 @@ class SearchReviewLoop:
             self._emit_search(call, args, 0, 0, skipped="identical to an earlier search")
             self.note = "that search repeated an earlier one and was skipped; a second repeat ends the search"
             if self.repeats >= 2:
-                self._guard("repeats", "two repeated searches: loop ended")
+                self._guard(Guard.REPEATS, "two repeated searches: loop ended")
                 return "end"
             return None
         if "dense" in call.channels and call.channels == ("dense",) and not self.ctx.retriever.has_vectors:
@@ -236,56 +260,37 @@ class SearchReviewLoop:
         if not ranking.documents:
             self.empties += 1
             if self.empties == 3:
-                self._guard("empty_searches", "three searches found nothing: try other words, spellings or corpora")
+                self._guard(Guard.EMPTY_SEARCHES, "three searches found nothing: try other words, spellings or corpora")
         return None
 
     def review(self) -> None:
-        """Judge the next batch; every chunk shown gets a verdict, a held one when the model gave none."""
+        """Judge the next batch (the verdict stage: every chunk shown gets a checked verdict, a hold when the model
+        gave none), then update the memory from the answer."""
         batch, self.queue = self.queue[: self.cfg.review_batch], self.queue[self.cfg.review_batch :]
-        self.ctx.trail.emit("review", sq=self.sq, step=self.step, chunks=batch)
-        docs = self.ctx.documents([d for d, _ in batch])
-        shown, texts = [], {}
-        for i, (doc_id, chunk_id) in enumerate(batch, start=1):
-            text, start = self.ctx.chunk_text(chunk_id)
-            texts[f"D{i}"] = (doc_id, chunk_id, text, start)
-            shown.append(_shown(f"D{i}", docs.get(doc_id), text, self.cfg.excerpt_chars))
-        messages = prompts.review(self.ctx.question, self.sub.question, self.memory.render(), shown)
-        completion = self.ctx.call("review", messages, ReviewAnswer, sq=self.sq)
-        answer: ReviewAnswer | None = completion.parsed  # type: ignore[assignment]
-        given = {}
-        if answer is not None:
-            for v in answer.verdicts:
-                given.setdefault(v.id.strip(), v)
-        for label, (doc_id, chunk_id, text, start) in texts.items():
-            v = given.get(label)
-            if v is None:
-                failure = completion.error or "the model gave no verdict for this document"
-                self._judge(doc_id, chunk_id, Verdict.HOLD, "no usable verdict: held", None, failure)
-            else:
-                span = locate(v.quote, text, start) if v.quote else None
-                refused = verify_accept(v.verdict, v.quote, span)
-                verdict = Verdict.HOLD if refused else v.verdict
-                self._judge(doc_id, chunk_id, verdict, v.reason, span, refused)
-        if answer is not None:
+        self.ctx.trail.emit(ReviewEvent(sq=self.sq, step=self.step, chunks=batch))
+        stage = Review(self.ctx, self.sq, self.step, self.sub.question, self.memory.render())
+        answer = stage.run(Review.candidates(self.ctx, batch)).answer
+        if isinstance(answer, ReviewAnswer):
             delta = self.memory.update(answer.memory)
-            self.ctx.trail.emit("memory", sq=self.sq, step=self.step, memory=self.memory.render(), delta=delta)
+            self.ctx.trail.emit(MemoryEvent(sq=self.sq, step=self.step, memory=self.memory.render(), delta=delta))
 
     # -- helpers --------------------------------------------------------------------------------------
 
-    def _judge(self, doc_id, chunk_id, verdict, reason, span, failure, carried_from=None) -> None:
-        reason = " ".join(reason.split())[: self.cfg.reason_chars]
-        self.ctx.ledger.record(Judgement(doc_id, chunk_id, verdict, reason, self.sq, span))
+    def _carry(self, doc_id: str, chunk_id: str, earlier: Judgement) -> None:
+        """An earlier sub-question's accept of this same chunk counts for this one too: same question, same text,
+        no new model call; the trail says whose verdict it was."""
+        self.ctx.ledger.record(Judgement(doc_id, chunk_id, Verdict.ACCEPT, earlier.reason, self.sq, earlier.span))
         self.ctx.trail.emit(
-            "verdict",
-            sq=self.sq,
-            step=self.step,
-            doc_id=doc_id,
-            chunk_id=chunk_id,
-            verdict=verdict,
-            reason=reason,
-            span=span,
-            failure=failure,
-            carried_from=carried_from,
+            VerdictEvent(
+                sq=self.sq,
+                step=self.step,
+                doc_id=doc_id,
+                chunk_id=chunk_id,
+                verdict=Verdict.ACCEPT,
+                reason=earlier.reason,
+                span=earlier.span,
+                carried_from=earlier.sq,
+            )
         )
 
     def _enqueue(self, ranking: Ranking, front: bool = False) -> int:
@@ -312,7 +317,7 @@ class SearchReviewLoop:
                     queued_docs.add(doc.doc_id)
                     break
                 if earlier.sq != self.sq and earlier.verdict is Verdict.ACCEPT:
-                    self._judge(doc.doc_id, chunk_id, Verdict.ACCEPT, earlier.reason, earlier.span, None, earlier.sq)
+                    self._carry(doc.doc_id, chunk_id, earlier)
                     break
                 # judged in this sub-question, or rejected/held before: try the document's next chunk
         self.queue = fresh + self.queue if front else self.queue + fresh
@@ -320,19 +325,20 @@ class SearchReviewLoop:
 
     def _emit_search(self, call: ToolCall, args: dict, results: int, new: int, skipped: str | None = None) -> None:
         self.ctx.trail.emit(
-            "search",
-            sq=self.sq,
-            step=self.step,
-            tool=call.tool,
-            args={**args, "query": call.query},
-            filter=call.filter.to_dict(),
-            results=results,
-            new=new,
-            skipped=skipped,
+            SearchEvent(
+                sq=self.sq,
+                step=self.step,
+                tool=call.tool,
+                args={**args, "query": call.query},
+                filter=call.filter.to_dict(),
+                results=results,
+                new=new,
+                skipped=skipped,
+            )
         )
 
-    def _guard(self, guard: str, message: str) -> None:
-        self.ctx.trail.emit("guard", sq=self.sq, step=self.step, guard=guard, message=message)
+    def _guard(self, guard: Guard, message: str) -> None:
+        self.ctx.trail.emit(GuardEvent(sq=self.sq, step=self.step, guard=guard, message=message))
         self.note = message  # the model is told what its last step came to
 
     def _corpus_names(self) -> list[str]:
@@ -352,23 +358,11 @@ class SearchReviewLoop:
         known = {c.name for c in self.ctx.collection.store.corpora()}
         parents = {n.split("/")[0] for n in known}
         if corpus not in known | parents:
-            self._guard("unknown_corpus", f"corpus {corpus!r} is not in this collection: searching all")
+            self._guard(Guard.UNKNOWN_CORPUS, f"corpus {corpus!r} is not in this collection: searching all")
             return Filter()
         return Filter(corpora=(corpus,))
 
 
-def _label(doc, width: int) -> str:
+def _label(doc: Document, width: int) -> str:
     head = (doc.title or doc.text).strip().replace("\n", " ")
     return f"{doc.id}: {head[:width]}"
-
-
-def _shown(label: str, doc, text: str, limit: int) -> dict:
-    item = {"id": label}
-    if doc is not None:
-        if doc.title:
-            item["title"] = doc.title
-        if doc.date:
-            item["date"] = doc.date
-        item["corpus"] = doc.corpus
-    item["text"] = " ".join(text.split())[:limit]
-    return item

@@ -10,26 +10,27 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
 from tracerag import __version__
 from tracerag.agent.context import RunContext
-from tracerag.agent.loop import SearchReviewLoop
+from tracerag.agent.loop import LoopEnd, SearchReviewLoop
 from tracerag.agent.planner import plan
 from tracerag.agent.rank import accepted_rank, fill, final_rank
-from tracerag.agent.review_more import brief_and_replan, reevaluate
-from tracerag.agent.state import SubQuestion
+from tracerag.agent.replan import brief_and_replan
 from tracerag.agent.tools import record_ranking
+from tracerag.agent.verdicts import reevaluate
 from tracerag.collection import Collection
 from tracerag.config import AgentSettings
 from tracerag.errors import TraceError
 from tracerag.llm import StructuredLLM
-from tracerag.model import Filter
+from tracerag.model import Filter, RankedSource, RunStatus, SubQuestion
 from tracerag.retrieval.search import Retriever, SearchRequest
-from tracerag.trail import JsonlWriter, RunStatus, Trail
-from tracerag.trail.events import RankedSource
+from tracerag.trail import EventListener, JsonlWriter, Trail
+from tracerag.trail.events import ResultEvent, RunEvent
 
 NO_LLM_MESSAGE = (
     "No language model is configured, so the agent did not run: these are the hybrid search results. Configure "
@@ -65,7 +66,13 @@ class Agent:
         self.retriever = Retriever(collection)
 
     def run(
-        self, question: str, k: int = 10, *, run_id: str | None = None, listeners=(), replay_of: str | None = None
+        self,
+        question: str,
+        k: int = 10,
+        *,
+        run_id: str | None = None,
+        listeners: Sequence[EventListener] = (),
+        replay_of: str | None = None,
     ) -> AgentResult:
         if not question.strip():
             raise TraceError("empty question")
@@ -78,14 +85,15 @@ class Agent:
         bug: Exception | None = None
         try:
             trail.emit(
-                "run",
-                question=question,
-                collection=str(self.collection.path),
-                k=k,
-                config=self._config(),
-                llm={"provider": self.llm.name, "model": self.llm.model} if self.llm else None,
-                versions=_versions(),
-                replay_of=replay_of,
+                RunEvent(
+                    question=question,
+                    collection=str(self.collection.path),
+                    k=k,
+                    config=self._config(),
+                    llm={"provider": self.llm.name, "model": self.llm.model} if self.llm else None,
+                    versions=_versions(),
+                    replay_of=replay_of,
+                )
             )
             status, message, ranking = self._run(ctx, k)
         except Exception as exc:  # noqa: BLE001 - recorded as `failed` first; a bug is raised again below
@@ -99,14 +107,15 @@ class Agent:
             totals = {**ctx.totals.as_dict(), "wall_s": round(time.perf_counter() - started, 3)}
             ledger = ctx.ledger
             trail.emit(
-                "result",
-                status=status,
-                message=message,
-                ranking=ranking,
-                accepted=ledger.accepted(),
-                held=ledger.held_docs(),
-                rejected=ledger.rejected_docs(),
-                totals=totals,
+                ResultEvent(
+                    status=status,
+                    message=message,
+                    ranking=ranking,
+                    accepted=ledger.accepted(),
+                    held=ledger.held_docs(),
+                    rejected=ledger.rejected_docs(),
+                    totals=totals,
+                )
             )
         finally:
             if writer is not None:
@@ -133,7 +142,7 @@ class Agent:
             outcome = loop.run()
             warm_lists.append(outcome.warm_start)
             reevaluate(ctx, done)
-            if outcome.ended_by in {"action_failures"}:
+            if outcome.ended_by is LoopEnd.ACTION_FAILURES:  # the model stopped answering usably
                 status, message = RunStatus.TRUNCATED, f"sub-question {done}: {outcome.ended_by}"
             done += 1
             room = limit - done

@@ -7,21 +7,24 @@ plan is still unusable the run goes on with one sub-question, the question itsel
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracerag.agent import prompts
 from tracerag.agent.context import RunContext
 from tracerag.agent.schemas import PlanAnswer
-from tracerag.agent.state import SubQuestion
 from tracerag.llm import Message
+from tracerag.model import SubQuestion
+from tracerag.trail.events import LLMPurpose, PlanEvent
 
 MAX_LISTED = 12
 
 
-def corpus_listing(ctx: RunContext) -> list[dict]:
+def corpus_listing(ctx: RunContext) -> list[dict[str, Any]]:
     """The sub-corpora the planner may aim at, with sizes, date ranges and languages. A collection with many
     (HIPE has 51 newspapers) is shown by its top-level corpora, which filters accept too: the prompt stays short
     enough for a small local model."""
     corpora = ctx.collection.store.corpora()
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "name": c.name,
             "documents": c.documents,
@@ -33,7 +36,7 @@ def corpus_listing(ctx: RunContext) -> list[dict]:
     ]
     if len(rows) <= MAX_LISTED:
         return rows
-    parents: dict[str, dict] = {}
+    parents: dict[str, dict[str, Any]] = {}
     for row in rows:
         name = row["name"].split("/")[0]
         agg = parents.setdefault(
@@ -56,20 +59,15 @@ def plan(ctx: RunContext) -> list[SubQuestion]:
     messages = prompts.planner(ctx.question, corpora, limit)
     problem = None
     for attempt in range(2):
-        completion = ctx.call("plan", messages, PlanAnswer)
-        answer: PlanAnswer | None = completion.parsed  # type: ignore[assignment]
-        if answer is None:
+        completion = ctx.call(LLMPurpose.PLAN, messages, PlanAnswer)
+        answer = completion.parsed
+        if not isinstance(answer, PlanAnswer):
             problem = completion.error or "no usable plan"
             break
         problem = _check(answer, names, limit)
         if problem is None:
-            subs = [
-                SubQuestion(s.question.strip(), s.target_corpus or None, list(s.key_entities))
-                for s in answer.sub_questions
-            ]
-            ctx.trail.emit(
-                "plan", analysis=answer.analysis, sub_questions=[s.record() for s in subs], dates=answer.dates
-            )
+            subs = [s.to_sub_question() for s in answer.sub_questions]
+            ctx.trail.emit(PlanEvent(analysis=answer.analysis, sub_questions=subs, dates=answer.dates))
             return subs
         if attempt == 0:
             messages = [
@@ -78,7 +76,7 @@ def plan(ctx: RunContext) -> list[SubQuestion]:
                 Message("user", f"That plan cannot be used: {problem}. Answer again."),
             ]
     fallback = SubQuestion(ctx.question)
-    ctx.trail.emit("plan", analysis="", sub_questions=[fallback.record()], fallback=problem)
+    ctx.trail.emit(PlanEvent(analysis="", sub_questions=[fallback], fallback=problem))
     return [fallback]
 
 

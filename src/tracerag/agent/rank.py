@@ -14,7 +14,8 @@ from tracerag.agent import prompts
 from tracerag.agent.context import RunContext
 from tracerag.agent.schemas import OrderAnswer
 from tracerag.embed import load_embedder
-from tracerag.trail.events import RankedSource
+from tracerag.model import RankedSource
+from tracerag.trail.events import LLMPurpose, RerankEvent, RerankMethod
 
 
 def final_rank(ctx: RunContext, warm_start: Sequence[str], k: int) -> list[RankedSource]:
@@ -31,8 +32,9 @@ def accepted_rank(ctx: RunContext) -> list[RankedSource]:
     for count in sorted(groups, reverse=True):
         docs = groups[count]
         reasons = {d: [j.reason for _, j in sorted(ledger.accepted_by[d].items())] for d in docs}
-        method, scored = _order_group(ctx, docs, reasons)
-        ctx.trail.emit("rerank", count=count, method=method, order=[(d, round(s, 6)) for d, s in scored])
+        method, embedder, scored = _order_group(ctx, docs, reasons)
+        order = [(d, round(s, 6)) for d, s in scored]
+        ctx.trail.emit(RerankEvent(count=count, method=method, embedder=embedder, order=order))
         for doc_id, score in scored:
             judgements = [j for _, j in sorted(ledger.accepted_by[doc_id].items())]
             first = judgements[0]
@@ -42,8 +44,8 @@ def accepted_rank(ctx: RunContext) -> list[RankedSource]:
                     doc_id=doc_id,
                     chunk_id=first.chunk_id,
                     origin="agent",
-                    accepted_by=sorted(ledger.accepted_by[doc_id]),
-                    reasons=list(dict.fromkeys(j.reason for j in judgements)),
+                    accepted_by=tuple(sorted(ledger.accepted_by[doc_id])),
+                    reasons=tuple(dict.fromkeys(j.reason for j in judgements)),
                     span=first.span,
                     promoted_from_hold=any(j.promoted_from_hold for j in judgements),
                     score=score,
@@ -70,28 +72,29 @@ def fill(ctx: RunContext, accepted: list[RankedSource], warm_start: Sequence[str
 
 def _order_group(
     ctx: RunContext, docs: list[str], reasons: dict[str, list[str]]
-) -> tuple[str, list[tuple[str, float]]]:
+) -> tuple[RerankMethod, str | None, list[tuple[str, float]]]:
+    """The group's order, best first, with the method that made it (and the embedding model, if one did)."""
     if len(docs) == 1:
-        return "single", [(docs[0], 1.0)]
+        return RerankMethod.SINGLE, None, [(docs[0], 1.0)]
     if ctx.settings.rerank == "llm" and ctx.llm is not None:
         ordered = _llm_order(ctx, docs, reasons)
         if ordered is not None:
-            return "llm", [(d, float(len(ordered) - i)) for i, d in enumerate(ordered)]
+            return RerankMethod.LLM, None, [(d, float(len(ordered) - i)) for i, d in enumerate(ordered)]
     embedder = ctx.collection.embedder or load_embedder(ctx.collection.settings.embed)
     if embedder is None:
-        return "judged order", [(d, float(len(docs) - i)) for i, d in enumerate(docs)]
+        return RerankMethod.JUDGED_ORDER, None, [(d, float(len(docs) - i)) for i, d in enumerate(docs)]
     question = embedder.encode_queries([ctx.question])[0]
     vectors = embedder.encode_documents([" ".join(reasons[d]) or d for d in docs])
     sims = vectors @ question / (np.linalg.norm(vectors, axis=1) * np.linalg.norm(question) + 1e-12)
     order = sorted(range(len(docs)), key=lambda i: (-sims[i], i))
-    return f"embedding similarity ({embedder.name})", [(docs[i], float(sims[i])) for i in order]
+    return RerankMethod.EMBEDDING, embedder.name, [(docs[i], float(sims[i])) for i in order]
 
 
 def _llm_order(ctx: RunContext, docs: list[str], reasons: dict[str, list[str]]) -> list[str] | None:
     labels = {f"A{i}": d for i, d in enumerate(docs, start=1)}
     shown = [{"id": label, "reasons": reasons[d]} for label, d in labels.items()]
-    completion = ctx.call("rerank", prompts.order(ctx.question, shown), OrderAnswer)
-    if completion.parsed is None:
+    completion = ctx.call(LLMPurpose.RERANK, prompts.order(ctx.question, shown), OrderAnswer)
+    if not isinstance(completion.parsed, OrderAnswer):
         return None
-    seen = [labels[x] for x in dict.fromkeys(completion.parsed.order) if x in labels]  # type: ignore[attr-defined]
+    seen = [labels[x] for x in dict.fromkeys(completion.parsed.order) if x in labels]
     return seen + [d for d in docs if d not in seen]  # anything the model left out keeps its place after

@@ -18,6 +18,7 @@ from tracerag.errors import TrailError
 from tracerag.llm import StructuredLLM
 from tracerag.llm.replay import ReplayProvider
 from tracerag.trail import read_trail
+from tracerag.trail.events import LLMCallEvent, ResultEvent, RunEvent
 
 
 @dataclass
@@ -43,10 +44,11 @@ class ReplayReport:
 def replay(collection: Collection, trail_file: Path, trail_dir: Path | None = None) -> ReplayReport:
     events = read_trail(trail_file)
     run = events[0]
-    results = [e for e in events if e.kind == "result"]
+    assert isinstance(run, RunEvent)  # read_trail checks that a trail starts with its run
+    results = [e for e in events if isinstance(e, ResultEvent)]
     if not results:
         raise TrailError(f"{trail_file}: the run never finished (no result event): nothing to compare")
-    calls = [e.model_dump(mode="json") for e in events if e.kind == "llm_call"]
+    calls = [e.model_dump(mode="json") for e in events if isinstance(e, LLMCallEvent)]
     llm = None
     if run.llm is not None:
         provider = ReplayProvider.from_calls(calls, source=str(trail_file), model=run.llm["model"])

@@ -25,8 +25,8 @@ from pydantic import (
     model_validator,
 )
 
-from tracerag.ingest.dates import parse_partial_date
-from tracerag.trail.events import Verdict
+from tracerag.dates import parse_partial_date
+from tracerag.model import SubQuestion, Verdict
 
 
 class _Answer(BaseModel):
@@ -43,9 +43,15 @@ class _Answer(BaseModel):
 
 
 class PlannedSubQuestion(_Answer):
+    # A sub-question as the model writes it (plan and re-plan); `to_sub_question()` gives the domain's noun.
+    # (No docstring: it would become the schema's description, and every answer schema is part of the prompt.)
     question: str = Field(min_length=3, description="A self-contained sub-question, proper nouns as written.")
     target_corpus: str | None = Field(None, description="One sub-corpus name from the list, or null for all.")
     key_entities: list[str] = Field(default_factory=list, description="Names, places, organisations as written.")
+
+    def to_sub_question(self) -> SubQuestion:
+        """Trimmed; a blank corpus is none."""
+        return SubQuestion(self.question.strip(), self.target_corpus or None, tuple(self.key_entities))
 
 
 class PlanAnswer(_Answer):
@@ -219,11 +225,11 @@ class DateArgs(SearchArgs):
             return self
         if self.date_from is None and self.date_to is None:
             raise ValueError("give date_from and/or date_to, or centre (with days)")
-        start = date_range(self.date_from)[0] if self.date_from is not None else None
-        end = date_range(self.date_to)[1] if self.date_to is not None else None
-        if start is not None and end is not None and start > end:
+        first = date_range(self.date_from)[0] if self.date_from is not None else None
+        last = date_range(self.date_to)[1] if self.date_to is not None else None
+        if first is not None and last is not None and first > last:
             raise ValueError(f"date_from {self.date_from!r} is after date_to {self.date_to!r}")
-        self._window = (start.isoformat() if start else None, end.isoformat() if end else None)
+        self._window = (first.isoformat() if first else None, last.isoformat() if last else None)
         return self
 
     @property

@@ -1,27 +1,18 @@
-"""What the agent knows while it runs: the sub-questions, every chunk verdict, and a sub-question's memory."""
+"""What the agent knows while it runs: every chunk verdict (the ledger) and a sub-question's memory."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from tracerag.agent.schemas import MemoryDelta
-from tracerag.trail.events import SubQuestionRecord, Verdict
-
-
-@dataclass
-class SubQuestion:
-    question: str
-    target_corpus: str | None = None
-    key_entities: list[str] = field(default_factory=list)
-
-    def record(self) -> SubQuestionRecord:
-        return SubQuestionRecord(
-            question=self.question, target_corpus=self.target_corpus, key_entities=list(self.key_entities)
-        )
+from tracerag.model import Verdict
 
 
 @dataclass
 class Judgement:
+    """A chunk's verdict in this run: by which sub-question, with its evidence span, and whether re-evaluation
+    promoted it from a hold."""
+
     doc_id: str
     chunk_id: str
     verdict: Verdict

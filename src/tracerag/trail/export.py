@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracerag.errors import TrailError
-from tracerag.model import Document
+from tracerag.model import Document, SubQuestion
 from tracerag.text import csv_cell, json_dumps
+from tracerag.trail.events import Event, PlanEvent, ReplanEvent, ResultEvent, RunEvent
 
 FORMATS = ("csv", "ris", "csl-json")
 
@@ -30,23 +31,23 @@ SPAN_OUTSIDE = "evidence span lies outside the document text"
 # -- reading what a trail says --------------------------------------------------------------------------------
 
 
-def run_event(events: Sequence[Any]) -> Any:
+def run_event(events: Sequence[Event]) -> RunEvent:
     """The trail's `run` event (its first)."""
     for event in events:
-        if event.kind == "run":
+        if isinstance(event, RunEvent):
             return event
     raise TrailError("the trail has no 'run' event")
 
 
-def result_event(events: Sequence[Any]) -> Any | None:
+def result_event(events: Sequence[Event]) -> ResultEvent | None:
     """The trail's last `result` event, or None when the run did not finish."""
     for event in reversed(events):
-        if event.kind == "result":
+        if isinstance(event, ResultEvent):
             return event
     return None
 
 
-def replanned(current: Sequence[Any], event: Any) -> list[Any]:
+def replanned(current: Sequence[SubQuestion], event: ReplanEvent) -> list[SubQuestion]:
     """The sub-questions after a `replan` event. The agent re-plans after sub-question `sq` is done, and `before`
     and `after` are the sub-questions still to come: sub-questions 0..sq stay, `after` follows them."""
     if event.failure:
@@ -56,13 +57,13 @@ def replanned(current: Sequence[Any], event: Any) -> list[Any]:
     return list(current[: event.sq + 1]) + list(event.after)
 
 
-def sub_questions(events: Sequence[Any]) -> list[Any]:
-    """The sub-questions (`SubQuestionRecord`s) as they stood at the end of the run, indexed as events' `sq`."""
-    current: list[Any] = []
+def sub_questions(events: Sequence[Event]) -> list[SubQuestion]:
+    """The sub-questions as they stood at the end of the run, indexed as events' `sq`."""
+    current: list[SubQuestion] = []
     for event in events:
-        if event.kind == "plan":
+        if isinstance(event, PlanEvent):
             current = list(event.sub_questions)
-        elif event.kind == "replan":
+        elif isinstance(event, ReplanEvent):
             current = replanned(current, event)
     return current
 
@@ -128,7 +129,7 @@ def derived_title(text: str, words: int = TITLE_WORDS, chars: int = TITLE_CHARS)
     return title + "…" if cut and title else title
 
 
-def collect_sources(events: Sequence[Any], documents: Mapping[str, Document]) -> list[ExportedSource]:
+def collect_sources(events: Sequence[Event], documents: Mapping[str, Document]) -> list[ExportedSource]:
     """The final sources of the run, in rank order, joined with their documents."""
     run = run_event(events)
     result = result_event(events)
@@ -383,7 +384,7 @@ def to_csl_json(sources: Sequence[ExportedSource]) -> str:
 _WRITERS = {"csv": to_csv, "ris": to_ris, "csl-json": to_csl_json}
 
 
-def export_sources(events: Sequence[Any], documents: Mapping[str, Document], fmt: str) -> str:
+def export_sources(events: Sequence[Event], documents: Mapping[str, Document], fmt: str) -> str:
     """The final sources of the run in `events` (a trail as `read_trail` returns it) as `fmt`: csv, ris or
     csl-json. `documents` maps doc ids to the collection's documents; ids it lacks are exported flagged."""
     writer = _WRITERS.get(fmt.lower().strip())

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from tracerag.errors import TrailError
-from tracerag.trail.events import EVENT_ADAPTER
+from tracerag.trail.events import EVENT_ADAPTER, STAMPS, Event, RunEvent
 
 
-def read_trail(path: Path) -> list[Any]:
+def read_trail(path: Path) -> list[Event]:
+    """The typed events of a trail file, in order; the first is its `RunEvent`."""
     path = Path(path)
     if not path.is_file():
         raise TrailError(f"{path}: no such trail")
-    events = []
+    events: list[Event] = []
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
             try:
@@ -25,12 +25,16 @@ def read_trail(path: Path) -> list[Any]:
             if not line.strip():
                 continue
             try:
-                events.append(EVENT_ADAPTER.validate_json(line))
+                event = EVENT_ADAPTER.validate_json(line)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(map(str, first["loc"])) or "line"
                 raise TrailError(f"{path}:{n}: not a trail event ({where}: {first['msg']})") from None
-    if not events or events[0].kind != "run":
+            if not event.stamped:  # the stamps have defaults for emitters; a written line always has them
+                missing = next(name for name in STAMPS if name not in event.model_fields_set)
+                raise TrailError(f"{path}:{n}: not a trail event ({event.kind}.{missing}: Field required)")
+            events.append(event)
+    if not events or not isinstance(events[0], RunEvent):
         raise TrailError(f"{path}: a trail starts with a 'run' event")
     return events
 

@@ -24,12 +24,42 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from tracerag.model import Document
+from tracerag.model import Document, SubQuestion
 from tracerag.text import safe_block, safe_line
+from tracerag.trail.events import (
+    BriefingEvent,
+    CatalogCheckEvent,
+    CatalogFilterEvent,
+    CatalogOutcome,
+    CatalogParseEvent,
+    CatalogReplyEvent,
+    ChannelEvent,
+    Event,
+    FusionEvent,
+    GuardEvent,
+    LLMCallEvent,
+    MemoryEvent,
+    PlanEvent,
+    ReevalEvent,
+    ReplanEvent,
+    RerankEvent,
+    ResultEvent,
+    ReviewEvent,
+    SearchEvent,
+    VerdictEvent,
+)
 from tracerag.trail.export import derived_title, replanned, result_event, run_event
+
+CatalogEvent = CatalogParseEvent | CatalogFilterEvent | CatalogCheckEvent | CatalogReplyEvent
 
 VERDICT_STYLE = {"accept": "bold green", "hold": "bold yellow", "reject": "bold red"}
 STATUS_STYLE = {"complete": "bold green", "no_llm": "bold cyan", "truncated": "bold yellow", "failed": "bold red"}
+OUTCOME_STYLE = {
+    CatalogOutcome.ANSWER: "green",
+    CatalogOutcome.NONE_FOUND: "yellow",
+    CatalogOutcome.NO_MATCH: "yellow",
+    CatalogOutcome.CLARIFY: "cyan",
+}
 RESPONSE_CHARS = 240
 QUOTE_CHARS = 160
 
@@ -84,7 +114,9 @@ def _quote(documents: Mapping[str, Document] | None, doc_id: str, span: Sequence
     return _clip(text[start:end], QUOTE_CHARS)
 
 
-def _verdict_line(event: Any, documents: Mapping[str, Document] | None, prefix: str = "") -> Text:
+def _verdict_line(
+    event: VerdictEvent | ReevalEvent, documents: Mapping[str, Document] | None, prefix: str = ""
+) -> Text:
     verdict = str(event.verdict)
     parts: list[Part] = []
     if prefix:
@@ -94,8 +126,10 @@ def _verdict_line(event: Any, documents: Mapping[str, Document] | None, prefix: 
         " ",
         (_data(_chunk(event.doc_id, event.chunk_id)), "cyan"),
     ]
-    if getattr(event, "promoted_from_hold", False):
+    if isinstance(event, ReevalEvent) and event.promoted_from_hold:
         parts.append((" promoted from hold", "bold green"))
+    if isinstance(event, VerdictEvent) and event.carried_from is not None:
+        parts.append((f" (verdict of sub-question {event.carried_from})", "dim"))
     parts += [" — ", _data(event.reason)]
     if event.span is not None:
         parts.append((f" [{event.span[0]}:{event.span[1]}]", "dim"))
@@ -107,17 +141,17 @@ def _verdict_line(event: Any, documents: Mapping[str, Document] | None, prefix: 
     return _text(*parts)
 
 
-def _elapsed(events: Sequence[Any]) -> float | None:
+def _elapsed(events: Sequence[Event]) -> float | None:
     try:
         return (datetime.fromisoformat(events[-1].time) - datetime.fromisoformat(events[0].time)).total_seconds()
     except (ValueError, IndexError):
         return None
 
 
-def _header(events: Sequence[Any], verbose: bool) -> RenderableType:
+def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
     run = run_event(events)
     result = result_event(events)
-    calls = [e for e in events if e.kind == "llm_call"]
+    calls = [e for e in events if isinstance(e, LLMCallEvent)]
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
@@ -128,7 +162,7 @@ def _header(events: Sequence[Any], verbose: bool) -> RenderableType:
     grid.add_row("Run", _text(*run_line))
     grid.add_row("Collection", _text(_data(run.collection), (f"  k={run.k}", "dim")))
     llm = "/".join(_data(v) for v in run.llm.values()) if run.llm else None
-    replies = [e for e in events if e.kind == "catalog_reply"]
+    replies = [e for e in events if isinstance(e, CatalogReplyEvent)]
     catalog = any(e.kind.startswith("catalog_") for e in events)
     without = "none: rule-based parsing, templated replies" if catalog else "none: hybrid warm start only"
     grid.add_row("LLM", _text(llm) if llm else _text((without, "dim")))
@@ -183,7 +217,7 @@ def _header(events: Sequence[Any], verbose: bool) -> RenderableType:
     return Panel(grid, title=_text(("TRACE trail", "bold")), title_align="left", border_style="blue")
 
 
-def _plan(event: Any) -> RenderableType:
+def _plan(event: PlanEvent) -> RenderableType:
     table = Table(title=None, show_header=True, header_style="bold", expand=False, box=None, padding=(0, 1))
     table.add_column("#", justify="right", style="dim")
     table.add_column("sub-question")
@@ -207,7 +241,7 @@ def _plan(event: Any) -> RenderableType:
     return Group(*parts)
 
 
-def _search_line(event: Any) -> Text:
+def _search_line(event: SearchEvent) -> Text:
     args = ", ".join(f"{_data(k)}={_json(v, 80)}" for k, v in event.args.items())
     parts: list[Part] = [
         (f"step {event.step} ", "dim"),
@@ -225,47 +259,46 @@ def _search_line(event: Any) -> Text:
     return _text(*parts)
 
 
-def _event_line(event: Any, documents: Mapping[str, Document] | None, verbose: bool) -> Text | None:
+def _event_line(event: Event, documents: Mapping[str, Document] | None, verbose: bool) -> Text | None:
     """One line of a sub-question's tree, or None when the event is shown only in verbose mode."""
-    kind = event.kind
     step = getattr(event, "step", None)
     prefix = f"step {step} " if step is not None else ""
-    if kind == "search":
+    if isinstance(event, SearchEvent):
         return _search_line(event)
-    if kind == "verdict":
+    if isinstance(event, VerdictEvent):
         return _verdict_line(event, documents, prefix)
-    if kind == "guard":
+    if isinstance(event, GuardEvent):
         return _text(
             (prefix, "dim"), ("guard ", "bold yellow"), (_data(event.guard), "yellow"), ": ", _data(event.message)
         )
-    if kind == "review":
+    if isinstance(event, ReviewEvent):
         return _text((prefix, "dim"), ("review ", "bold"), f"{len(event.chunks)} chunks shown to the model")
-    if kind == "memory":
+    if isinstance(event, MemoryEvent):
         return _text(
             (prefix, "dim"), ("memory ", "bold magenta"), _data(event.memory), " ", (_json(event.delta), "dim")
         )
     if not verbose:
         return None
-    if kind == "channel":
+    if isinstance(event, ChannelEvent):
         top = ", ".join(_data(doc) for doc, _chunk_id, _score in event.ranking[:5])
+        fields = f" (merged from {', '.join(_data(f) for f in event.fields)})" if event.fields else ""
         return _text(
             (prefix, "dim"),
             ("channel ", "bold"),
             _data(event.channel),
             " ",
             ("“" + _data(_clip(event.query, 80)) + "”", "italic"),
-            f" → {len(event.ranking)}: ",
+            f" → {len(event.ranking)}{fields}: ",
             (top, "dim"),
         )
-    if kind == "fusion":
+    if isinstance(event, FusionEvent):
         top = ", ".join(_data(item.get("doc_id", "?")) for item in event.ranking[:5])
-        return _text(
-            (prefix, "dim"), ("fusion ", "bold"), _data(event.method), f" → {len(event.ranking)}: ", (top, "dim")
-        )
+        method = f"{event.method}(k={event.rrf_k})"
+        return _text((prefix, "dim"), ("fusion ", "bold"), method, f" → {len(event.ranking)}: ", (top, "dim"))
     return None
 
 
-def _reevals(events: Sequence[Any], documents: Mapping[str, Document] | None) -> RenderableType:
+def _reevals(events: Sequence[ReevalEvent], documents: Mapping[str, Document] | None) -> RenderableType:
     promoted = sum(1 for e in events if e.promoted_from_hold)
     title = _text(("Re-evaluation of held chunks", "bold"), f"  {_n(len(events), 'chunk')}, {promoted} promoted")
     lines: list[RenderableType] = [Rule(title, align="left")]
@@ -275,7 +308,7 @@ def _reevals(events: Sequence[Any], documents: Mapping[str, Document] | None) ->
     return Group(*lines)
 
 
-def _briefing(event: Any) -> RenderableType:
+def _briefing(event: BriefingEvent) -> RenderableType:
     title = "Briefing" if event.sq is None else f"Briefing after sub-question {event.sq}"
     tree = Tree(_text((title, "bold")))
     tree.add(_text(_data(event.summary)))
@@ -295,7 +328,7 @@ def _briefing(event: Any) -> RenderableType:
     return tree
 
 
-def _replan(event: Any) -> RenderableType:
+def _replan(event: ReplanEvent) -> RenderableType:
     """The sub-questions still to come, before and after; numbered as the sub-questions they will be."""
     first = 0 if event.sq is None else event.sq + 1
     title = "Re-plan" if event.sq is None else f"Re-plan after sub-question {event.sq}: the sub-questions to come"
@@ -317,7 +350,7 @@ def _replan(event: Any) -> RenderableType:
     return tree
 
 
-def _reranks(events: Sequence[Any]) -> RenderableType:
+def _reranks(events: Sequence[RerankEvent]) -> RenderableType:
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
     table.add_column("accepted by", justify="right")
     table.add_column("method")
@@ -326,7 +359,8 @@ def _reranks(events: Sequence[Any]) -> RenderableType:
         order = ", ".join(f"{_data(doc)} {score:.3g}" for doc, score in event.order[:8])
         if len(event.order) > 8:
             order += f", … ({len(event.order)} in all)"
-        table.add_row(_n(event.count, "sub-question"), _text(_data(event.method)), _text(order))
+        method = f"{event.method} ({event.embedder})" if event.embedder else str(event.method)
+        table.add_row(_n(event.count, "sub-question"), _text(_data(method)), _text(order))
     return Group(Rule(_text(("Re-rank", "bold")), align="left"), table)
 
 
@@ -336,7 +370,7 @@ def _source_line(doc: Document) -> Text:
     return _text((" · ".join(_data(_clip(b, 60)) for b in bits), "dim"))
 
 
-def _ranking(result: Any, documents: Mapping[str, Document] | None) -> RenderableType:
+def _ranking(result: ResultEvent, documents: Mapping[str, Document] | None) -> RenderableType:
     table = Table(title=_text(("Final ranking", "bold")), title_justify="left", header_style="bold", expand=False)
     table.add_column("rank", justify="right")
     table.add_column("document", overflow="fold")
@@ -365,7 +399,7 @@ def _ranking(result: Any, documents: Mapping[str, Document] | None) -> Renderabl
     return table
 
 
-def _llm_calls(calls: Sequence[Any]) -> RenderableType:
+def _llm_calls(calls: Sequence[LLMCallEvent]) -> RenderableType:
     table = Table(title=_text(("LLM calls", "bold")), title_justify="left", header_style="bold")
     table.add_column("#", justify="right", style="dim")
     table.add_column("purpose")
@@ -398,17 +432,17 @@ _TREE_KINDS = {"search", "channel", "fusion", "review", "verdict", "memory", "gu
 
 
 def render_trail(
-    events: Sequence[Any], documents: Mapping[str, Document] | None = None, verbose: bool = False
+    events: Sequence[Event], documents: Mapping[str, Document] | None = None, verbose: bool = False
 ) -> list[RenderableType]:
     """The trail as rich renderables, in the order things happened: header, plan, each sub-question's searches
     and verdicts, guards, re-evaluations, briefing, re-plan, re-rank, the final ranking, and with `verbose` the
     channels, fusions and LLM calls. `documents` (doc id → Document) adds titles and quoted evidence."""
     out: list[RenderableType] = [_header(events, verbose)]
-    questions: list[Any] = []
+    questions: list[SubQuestion] = []
     tree: Tree | None = None
     tree_sq: int | None = None
-    pending_reevals: list[Any] = []
-    pending_reranks: list[Any] = []
+    pending_reevals: list[ReevalEvent] = []
+    pending_reranks: list[RerankEvent] = []
 
     def flush() -> None:
         nonlocal tree, tree_sq
@@ -426,12 +460,12 @@ def render_trail(
         kind = event.kind
         if kind in ("run", "result", "llm_call"):
             continue
-        if kind == "reeval":
+        if isinstance(event, ReevalEvent):
             if pending_reranks or tree is not None:
                 flush()
             pending_reevals.append(event)
             continue
-        if kind == "rerank":
+        if isinstance(event, RerankEvent):
             if pending_reevals or tree is not None:
                 flush()
             pending_reranks.append(event)
@@ -456,17 +490,17 @@ def render_trail(
             tree.add(line)
             continue
         flush()
-        if kind == "plan":
+        if isinstance(event, PlanEvent):
             questions = list(event.sub_questions)
             out.append(_plan(event))
-        elif kind == "guard":
+        elif isinstance(event, GuardEvent):
             out.append(_text(("guard ", "bold yellow"), (_data(event.guard), "yellow"), ": ", _data(event.message)))
-        elif kind == "briefing":
+        elif isinstance(event, BriefingEvent):
             out.append(_briefing(event))
-        elif kind == "replan":
+        elif isinstance(event, ReplanEvent):
             questions = replanned(questions, event)
             out.append(_replan(event))
-        elif kind.startswith("catalog_"):
+        elif isinstance(event, CatalogEvent):
             out.append(_catalog_line(event))
     flush()
 
@@ -474,38 +508,38 @@ def render_trail(
     if result is not None:
         out.append(_ranking(result, documents))
     if verbose:
-        calls = [e for e in events if e.kind == "llm_call"]
+        calls = [e for e in events if isinstance(e, LLMCallEvent)]
         if calls:
             out.append(_llm_calls(calls))
     return out
 
 
-def _catalog_line(event: Any) -> Text:
+def _catalog_line(event: CatalogEvent) -> Text:
     """One line per catalog dialogue event; request and reply text are data, shown literally."""
     turn = f"turn {event.turn} "
-    if event.kind == "catalog_parse":
+    if isinstance(event, CatalogParseEvent):
         state = event.state
         parts = [f"{c['kind']}={'|'.join(c['values'])}" for c in state["structural"]]
         parts += [("not " if c["negated"] else "") + c["text"] for c in state["semantic"]]
         return _text((turn, "bold"), _data(event.request), (" → ", "dim"), _data("; ".join(parts) or "nothing"))
-    if event.kind == "catalog_filter":
+    if isinstance(event, CatalogFilterEvent):
         return _text(
             (turn, "bold"),
             f"variant {event.variant}, pre-filter on {', '.join(event.sql_kinds) or 'nothing'}: "
             f"{event.allowed} records, {len(event.ranked)} candidates ranked",
         )
-    if event.kind == "catalog_check":
+    if isinstance(event, CatalogCheckEvent):
         mark = ("✓ ", "green") if event.selected else ("✗ ", "red")
         why = "; ".join(event.violations) or "; ".join(str(s.get("reason", "")) for s in event.semantic)
         return _text((turn, "bold"), mark, _data(event.record_id), " ", (_data(why), "dim"))
-    outcome = {"answer": "green", "none_found": "yellow", "clarify": "cyan"}.get(event.outcome, "")
+    outcome = OUTCOME_STYLE.get(event.outcome, "")
     removed = f" ({len(event.removed)} removed from the generated reply)" if event.removed else ""
     # The reply is a paragraph: kept with its line breaks, made safe by `_text`.
     return _text((turn, "bold"), (event.outcome, outcome), removed, "\n", event.text)
 
 
 def print_trail(
-    events: Sequence[Any],
+    events: Sequence[Event],
     console: Console,
     documents: Mapping[str, Document] | None = None,
     verbose: bool = False,

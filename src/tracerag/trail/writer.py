@@ -1,5 +1,6 @@
-"""`Trail`: the one `emit()` every stage calls. Listeners get each validated event: the JSONL writer is one,
-tests and the CLI's live view are others.
+"""`Trail`: the one `emit()` every stage calls. An emitter builds its event (`VerdictEvent(...)`); the trail stamps
+it with the run id, the next sequence number and the time, and gives it to every listener: the JSONL writer is
+one, tests and the CLI's live view are others.
 """
 
 from __future__ import annotations
@@ -9,11 +10,12 @@ import secrets
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, overload
 
-from tracerag.trail.events import KINDS, _Event
+from tracerag.trail.events import STAMPS, TrailEvent
 
-EventListener = Callable[[_Event], None]
+EventListener = Callable[[TrailEvent], None]
+E = TypeVar("E", bound=TrailEvent)
 
 
 def new_run_id() -> str:
@@ -27,37 +29,19 @@ class Trail:
         self.listeners: list[EventListener] = list(listeners)
         self.seq = 0
 
-    def emit(self, kind: str, **fields: Any) -> _Event:
-        """Build, validate and send one event; a wrong field is a bug here, not a bad trail later."""
-        cls = KINDS.get(kind)
-        if cls is None:
-            raise ValueError(f"unknown trail event kind {kind!r}; expected one of {', '.join(KINDS)}")
-        event = cls(
-            run_id=self.run_id, seq=self.seq, time=datetime.now(UTC).isoformat(timespec="milliseconds"), **fields
-        )
+    def emit(self, event: E) -> E:
+        """Stamp `event` with the run id, the next sequence number and the time, and send it to every listener;
+        returns the stamped event. The event was validated when its emitter built it, so a wrong field is a bug
+        at the emitter, not a bad trail later."""
+        given = [name for name in STAMPS if name in event.model_fields_set]
+        if given:
+            raise ValueError(f"{type(event).__name__}: {', '.join(given)} are the trail's to stamp, not the emitter's")
+        now = datetime.now(UTC).isoformat(timespec="milliseconds")
+        stamped = event.model_copy(update={"run_id": self.run_id, "seq": self.seq, "time": now})
         self.seq += 1
         for listener in self.listeners:
-            listener(event)
-        return event
-
-    def emit_llm_call(self, completion: Any, messages: Sequence[Any], purpose: str, sq: int | None = None) -> _Event:
-        """The `llm_call` event of one `tracerag.llm.Completion`: what was asked, answered, and what it cost."""
-        return self.emit(
-            "llm_call",
-            sq=sq,
-            purpose=purpose,
-            provider=completion.provider,
-            model=completion.model,
-            messages=[m.to_dict() for m in messages],
-            response=completion.text,
-            parsed=completion.parsed.model_dump(mode="json") if completion.parsed is not None else None,
-            attempts=completion.attempts,
-            prompt_tokens=completion.usage.prompt_tokens,
-            completion_tokens=completion.usage.completion_tokens,
-            latency_s=round(completion.latency_s, 4),
-            cost_usd=completion.cost_usd,
-            error=completion.error,
-        )
+            listener(stamped)
+        return stamped
 
 
 class JsonlWriter:
@@ -70,7 +54,7 @@ class JsonlWriter:
         # so the trail reads back exactly instead of the run crashing on it.
         self._fh = self.path.open("a", encoding="utf-8", errors="backslashreplace")
 
-    def __call__(self, event: _Event) -> None:
+    def __call__(self, event: TrailEvent) -> None:
         self._fh.write(json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n")
         self._fh.flush()
 
@@ -78,11 +62,19 @@ class JsonlWriter:
         self._fh.close()
 
 
-class MemoryListener(list):
+class MemoryListener(list[TrailEvent]):
     """Collects events in memory (tests, the eval harness)."""
 
-    def __call__(self, event: _Event) -> None:
+    def __call__(self, event: TrailEvent) -> None:
         self.append(event)
 
-    def of(self, kind: str) -> list[Any]:
-        return [e for e in self if e.kind == kind]
+    @overload
+    def of(self, kind: type[E]) -> list[E]: ...
+    @overload
+    def of(self, kind: str) -> list[Any]: ...
+
+    def of(self, kind: type[TrailEvent] | str) -> list[Any]:
+        """The events of one kind, in order: by class (typed) or by kind name."""
+        if isinstance(kind, str):
+            return [e for e in self if getattr(e, "kind", None) == kind]
+        return [e for e in self if isinstance(e, kind)]
