@@ -342,7 +342,7 @@ def test_ask_1_when_the_run_failed_with_its_fallback_ranking(collection):
         (
             ["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1"],  # with a model, a run would start
             {"TRACERAG_RETRIEVAL__CHANNELS": '["bm25", "magic"]'},
-            "unknown channels ['magic']",
+            "retrieval.channels[1] = 'magic': Input should be 'bm25', 'dense', 'date' or 'phrase'",
         ),
         (["--llm", "bogus:x"], {}, "bogus"),
     ],

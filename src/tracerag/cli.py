@@ -29,9 +29,9 @@ from rich.text import Text
 from tracerag import __version__
 from tracerag.collection import MANIFEST, Collection, IngestReport
 from tracerag.config import load_settings
+from tracerag.dates import parse_partial_date
 from tracerag.errors import CollectionBusyError, ConfigError, TraceError
 from tracerag.ingest import detect_format, read_documents
-from tracerag.ingest.dates import parse_partial_date
 from tracerag.model import Document, Filter
 from tracerag.text import json_dumps, safe_block, safe_line
 
@@ -512,6 +512,8 @@ def render(result: dict, explain_: bool, console: Console) -> None:
                         (f"{safe_line(c['channel']):<7}", "green"),
                         f" rank {c['rank']:>3}  score {c['score']:.4f}  ",
                         safe_line(f"{c['chunk_id']} [{c['span'][0]}–{c['span'][1]}]"),
+                        # a lexical channel: the language index that ranked it, whose scores are its own scale
+                        safe_line(f"  ({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
                     )
                 )
             shown = {k: v for k, v in r["source"].items() if k in ("file", "publication", "dataset", "page_id")}

@@ -32,7 +32,7 @@ from tracerag.cli import (
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError, TrailError
-from tracerag.trail.events import RunStatus
+from tracerag.model import RunStatus
 
 trail_app = typer.Typer(help="Show, export and inspect the audit trails of agent runs.", no_args_is_help=True)
 app.add_typer(trail_app, name="trail")
@@ -110,7 +110,7 @@ def _print_result(result, json_out: bool) -> None:
                 "message": result.message,
                 "trail": str(result.trail_path) if result.trail_path else None,
                 "totals": result.totals,
-                "ranking": [r.model_dump(mode="json") for r in result.ranking],
+                "ranking": [r.to_dict() for r in result.ranking],
             }
         )
         return

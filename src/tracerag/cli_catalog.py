@@ -28,28 +28,50 @@ CatalogOpt = Annotated[Path, typer.Option("--catalog", help="Catalog directory (
 @catalog_app.command("ingest")
 @_friendly
 def catalog_ingest(
-    source: Annotated[Path, typer.Argument(help="An HSDS CSV datapackage folder, or a CSV/JSONL file with --mapping.")],
+    source: Annotated[
+        Path, typer.Argument(help="An HSDS datapackage folder, a 211 export CSV, or a CSV/JSONL file with --mapping.")
+    ],
     catalog: CatalogOpt,
+    fmt: Annotated[
+        str, typer.Option("--format", help="auto (by the source's shape), hsds, 211-export or mapped.")
+    ] = "auto",
     mapping: Annotated[
-        Path | None, typer.Option(help="TOML mapping of ServiceRecord fields to the file's columns (non-HSDS data).")
+        Path | None,
+        typer.Option(help="TOML mapping: which column fills which field, row filters, null markers, aliases."),
     ] = None,
+    language: Annotated[
+        str | None, typer.Option(help="ISO 639-1 language of the texts (default: the profile's, else en).")
+    ] = None,
+    help_line: Annotated[
+        str | None, typer.Option("--help-line", help="What to call when nothing fits (e.g. 211); never guessed.")
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="The directory's name as shown to people.")] = None,
     dense: Annotated[bool, typer.Option("--dense/--no-dense", help="Also embed the service texts (slow).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     config: ConfigOpt = None,
 ) -> ExitCode:
-    """Read a directory's services into a catalog: exact fields in SQLite, free text in the hybrid index. Exit 1
-    when records were skipped."""
+    """Read a directory's services into a catalog: exact fields in SQLite, free text in the hybrid index, and its
+    profile (profile.toml: country, region, postal codes, language; editable). Exit 1 when records were skipped."""
     from tracerag.catalog.ingest import build_catalog
 
     settings = load_settings(config)
-    fmt, table = "hsds", None
+    table = None
     if mapping is not None:
         try:
             table = tomllib.loads(mapping.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{mapping}: cannot read the mapping: {exc}") from None
-        fmt = "mapped"
-    report = build_catalog(source, catalog, settings, fmt=fmt, mapping=table, dense=dense)
+    report = build_catalog(
+        source,
+        catalog,
+        settings,
+        fmt=fmt,
+        mapping=table,
+        dense=dense,
+        language=language,
+        help_line=help_line,
+        name=name,
+    )
     summary = report.to_dict() if hasattr(report, "to_dict") else dataclasses.asdict(report)
     outcome = ExitCode.PARTIAL if report.skipped else ExitCode.OK
     if json_out:
@@ -60,6 +82,10 @@ def catalog_ingest(
             out.print(data_text(f"{key}: {len(value)}"))
             for item in value[:20]:
                 out.print(Text.assemble("  ", (data_text(item, "yellow"))))
+        elif isinstance(value, dict):
+            out.print(data_text(f"{key}: {sum(value.values()) if key == 'filtered' else len(value)}"))
+            for item, detail in value.items():
+                out.print(Text.assemble("  ", data_text(f"{item}: {detail}")))
         else:
             out.print(data_text(f"{key}: {value}"))
     return outcome
@@ -152,6 +178,7 @@ def catalog_eval(
     settings = load_settings(config, **({"llm": overrides} if overrides else {}))
     store = CatalogStore.open(catalog / "catalog.sqlite")
     generated = catalog_bench.generate(store, queries, seed)
+    skipped = catalog_bench.unsupported_categories(store)  # the categories this catalog cannot support, and why
     # --limit takes evenly spaced requests, so a quick check still covers every category
     selected = generated[:: max(1, len(generated) // limit)][:limit] if limit else generated
     configs = [(v, None) for v in names]
@@ -180,6 +207,7 @@ def catalog_eval(
     store.close()
     counts = {c: sum(q.category == c for q in selected) for c in catalog_bench.CATEGORIES}
     summary = {"catalog": str(catalog), "queries": len(selected), "by_category": counts, "k": k, "results": results}
+    summary["skipped_categories"] = skipped
     summary["not_in_catalog_topics"] = topics
     (out_dir / "results.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     table = catalog_bench.markdown(summary)

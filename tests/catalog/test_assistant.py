@@ -30,7 +30,7 @@ def assistant(catalog: Path, tmp_path: Path):
 
 def test_no_location_gets_a_clarifying_question_then_the_answer_keeps_the_topic(assistant):
     first = assistant.ask("I need a food pantry")
-    assert first.outcome == "clarify" and "city or zip code" in first.reply and not first.recommendations
+    assert first.outcome == "clarify" and "city or postal code" in first.reply and not first.recommendations
     second = assistant.ask("in Hialeah")
     assert second.outcome == "answer" and second.recommendations
     for rec in second.recommendations:
@@ -132,7 +132,10 @@ def test_trail_and_cli(catalog, tmp_path):
         ("piano tuning in Miami", "Nothing in this directory matches 'piano tuning' in Miami."),
         ("helicopter rental in Hialeah", "Nothing in this directory matches 'helicopter rental' in Hialeah."),
         ("helicopter rental in Hialeh", "Nothing in this directory matches 'helicopter rental' in Hialeah."),
-        ("where can I find a yacht charter near 33157?", "Nothing in this directory matches 'yacht charter' in ZIP"),
+        (
+            "where can I find a yacht charter near 33157?",
+            "Nothing in this directory matches 'yacht charter' in postal code",
+        ),
         ("tattoo removal in Homestead open on Monday", "Nothing in this directory matches 'tattoo removal' in Home"),
         ("I need a sushi restaurant", "Nothing in this directory matches 'sushi restaurant'."),  # no place asked
     ],
@@ -204,3 +207,21 @@ def test_a_topic_held_only_by_its_words_recommends_only_records_stating_them(ass
     assert turn.outcome == "answer" and turn.recommendations
     for rec in turn.recommendations:  # no unrelated service pads the list to k
         assert "shower" in rec.record.text().casefold(), rec.record.name
+
+
+def test_a_condition_no_record_states_is_never_passed_off_as_met(assistant):
+    # Arlington has one service stating it serves veterans (TAPS) and others that say nothing about veterans.
+    turn = assistant.ask("veterans in Arlington")
+    assert turn.outcome == "answer" and turn.recommendations
+    verdicts = [r.evidence[0].passed for r in turn.recommendations]
+    assert True in verdicts and None in verdicts and False not in verdicts
+    assert verdicts == sorted(verdicts, key=lambda v: v is not True)  # stated first, then the unstated
+    first_unstated = next(r for r in turn.recommendations if r.evidence[0].passed is None)
+    said_so = "the directory does not state whether they meet 'for veterans'"
+    assert said_so in turn.reply and turn.reply.index(said_so) < turn.reply.index(first_unstated.record.name)
+
+
+def test_a_transposed_city_is_the_catalogs_and_is_named_as_it_spells_it(assistant):
+    turn = assistant.ask("legal help in Bethseda")
+    assert turn.constraints.of(ConstraintKind.CITY).values == ("Bethesda",)
+    assert "Bethesda" in turn.reply and "Bethseda" not in turn.reply

@@ -10,14 +10,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.catalog.test_parse import MIAMI_PROFILE, WORDS
 from tests.conftest import datasets_path, require_datasets
 from tests.fakes.openai_server import FakeOpenAI, Reply, json_reply, last_user, scripted
-from tracerag.catalog.check import Evidence, age_ranges, check_llm, check_rules, locate, overall, sentences
-from tracerag.catalog.model import WEEKDAYS, Opening, Semantic, ServiceRecord
+from tracerag.catalog.condition_rules import RuleChecker, age_ranges
+from tracerag.catalog.evidence import Evidence, overall
+from tracerag.catalog.llm_check import check_llm
+from tracerag.catalog.model import Opening, Semantic, ServiceRecord
 from tracerag.llm import StructuredLLM
 from tracerag.llm.openai_compat import OpenAICompatProvider
+from tracerag.text import locate_quote as locate
 
 MIAMI = datasets_path() / "miami211"
+RULES = RuleChecker(WORDS, MIAMI_PROFILE)
+check_rules = RULES.check
+sentences = RULES.sentences
+WEEKDAYS = WORDS.weekday_names
 
 
 # ------------------------------------------------------------------------------------------------ real records

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import datasets_path, require_datasets
-from tracerag.catalog.hsds import HsdsStats, canonical_forms, clean_languages, clean_text, read_hsds, read_taxonomy
+from tracerag.catalog.clean import canonical_forms, clean_languages, clean_text
+from tracerag.catalog.hsds import HsdsStats, read_hsds, read_taxonomy
 from tracerag.catalog.mapping import read_mapped
 from tracerag.catalog.model import ServiceRecord
 from tracerag.errors import ConfigError, RecordError
@@ -298,6 +299,30 @@ def test_a_broken_package_is_read_around_its_errors(package: Path) -> None:
 def test_no_services_file_is_one_error(tmp_path: Path) -> None:
     items = list(read_hsds(tmp_path))
     assert len(items) == 1 and isinstance(items[0], RecordError) and "services.csv" in str(items[0])
+
+
+def test_html_status_and_linked_codes_in_a_datapackage(tmp_path: Path) -> None:
+    """What an unseen directory showed, in HSDS form: HTML in texts, inactive services, linked taxonomy codes."""
+    write_csv(
+        tmp_path / "services.csv",
+        ["id", "name", "description", "status", "fees"],
+        [
+            ["a", "Pantry", "<p>Food for <b>all</b></p><br />Bring a bag &amp; ID", "active", "None&nbsp;at all"],
+            ["b", "Old pantry", "Closed", "inactive", ""],
+            ["c", "Gone", "", "Defunct", ""],
+        ],
+    )
+    write_csv(
+        tmp_path / "services_taxonomy.csv",
+        ["id", "service_id", "taxonomy_id"],
+        [["1", "a", "BD-1800.2000 * B * D"], ["2", "a", "BD-1800.2000 * YB-8000"]],
+    )
+    stats = HsdsStats()
+    records = {r.id: r for r in read_hsds(tmp_path, stats) if isinstance(r, ServiceRecord)}
+    assert list(records) == ["a"] and stats.filtered == Counter({"status is 'inactive'": 1, "status is 'defunct'": 1})
+    pantry = records["a"]
+    assert pantry.description == "Food for all\nBring a bag & ID" and pantry.fees == "None at all"
+    assert [t for t, _ in pantry.taxonomy] == ["BD-1800.2000", "B", "D", "YB-8000"]
 
 
 # --------------------------------------------------------------------------------------------- mapped files

@@ -15,10 +15,47 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_datasets
+from tracerag.catalog import dialogue, llm_parse, parse
+from tracerag.catalog.gazetteer import GazetteerIndex
+from tracerag.catalog.llm_parse import ProposedParse
 from tracerag.catalog.model import ConstraintKind as K
 from tracerag.catalog.model import Constraints, Gazetteer, Semantic
-from tracerag.catalog.parse import ProposedParse, merge, normalise, parse_request, parse_with_llm
+from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.words import WordList
 from tracerag.llm import RawAnswer, StructuredLLM, Usage
+from tracerag.text import fold_key as normalise
+
+WORDS = WordList.load("en")
+# What `catalog ingest` infers for this directory (tests hold the place knowledge, library code none).
+MIAMI_PROFILE = CatalogProfile(
+    country="US",
+    region="Florida",
+    region_aliases=("FL",),
+    postal_code_pattern=r"\d{5}(?:-\d{4})?",
+    postal_code_prefix=5,
+)
+_INDEXES: dict[int, tuple[Gazetteer, GazetteerIndex]] = {}
+
+
+def index(gaz: Gazetteer, profile: CatalogProfile = MIAMI_PROFILE) -> GazetteerIndex:
+    """The gazetteer's index, built once per gazetteer object (as the assistant holds one per catalog)."""
+    key = id(gaz) ^ id(profile)
+    if key not in _INDEXES or _INDEXES[key][0] is not gaz:
+        _INDEXES[key] = (gaz, GazetteerIndex.build(gaz, WORDS, profile))
+    return _INDEXES[key][1]
+
+
+def parse_request(text: str, gaz: Gazetteer, **options) -> Constraints:
+    return parse.parse_request(text, index(gaz), **options)
+
+
+def parse_with_llm(text: str, gaz: Gazetteer, llm, **options):
+    return llm_parse.parse_with_llm(text, index(gaz), llm, **options)
+
+
+def merge(previous: Constraints, new: Constraints) -> Constraints:
+    return dialogue.merge(previous, new, WORDS)
+
 
 # ----------------------------------------------------------------------------------------------------- helpers
 
@@ -376,7 +413,7 @@ def test_model_proposals_are_validated_against_the_catalog(gaz: Gazetteer) -> No
     c, notes = parse_with_llm(text, gaz, llm_answering(proposal))
     assert values(c, K.CITY) == ("Hialeah",)
     assert "model proposed city 'Springfield': not in the catalog" in notes
-    assert "model proposed ZIP code '99999': not in the catalog" in notes
+    assert "model proposed postal code '99999': not in the catalog" in notes
     assert "model proposed language 'Klingon': not in the catalog" in notes
     assert values(c, K.WEEKDAY) == ("5",) and values(c, K.TIME) == ("1080",)
     assert "Emergency Food" in term_names(c, gaz)  # the rules found no service type in "something to eat"
@@ -417,3 +454,62 @@ def test_model_cannot_add_days_times_or_conditions_nobody_asked_for(gaz: Gazette
     assert "model proposed weekday 'today': not in the request" in notes
     assert "model proposed time 'morning': not in the request" in notes
     assert "model proposed condition 'for seniors': not in the request" in notes
+
+
+# ----------------------------------------------------------------------------- what an unseen directory showed
+
+
+def test_plural_filler_words_are_filler_too_so_the_service_type_is_found(gaz: Gazetteer) -> None:
+    # Filler was dropped before plurals were removed: "Programs" stayed in a term ("program" is filler) and
+    # "services" in a request, so no term matched all the words and nothing was filtered on.
+    variants = {
+        "RX-1": "Substance Abuse Treatment Programs",
+        "RX-1.1": "Residential Substance Abuse Treatment Programs",
+        "RX-1.2": "Outpatient Substance Abuse Treatment Programs",
+        "RX-1.3": "Youth Substance Abuse Treatment Programs",
+    }
+    small = Gazetteer(cities={"rivertown": "Rivertown"}, taxonomy=variants)
+    for text in ("substance abuse treatment services in Rivertown", "substance abuse treatment in Rivertown"):
+        assert values(parse_request(text, small), K.SERVICE_TYPE)[0] == "RX-1", text
+    # In the real directory the taxonomy says "Substance Use Disorder"; the everyday words still find it.
+    c = parse_request("substance abuse treatment programs in Miami", gaz)
+    assert term_names(c, gaz)[0] == "Substance Use Disorder Treatment Programs" and values(c, K.CITY) == ("Miami",)
+
+
+def test_a_transposed_place_name_is_recognised() -> None:
+    small = Gazetteer(cities={"hillcrest": "Hillcrest", "bethany": "Bethany", "rockport": "Rockport"})
+    c = parse_request("legal help in Hillcerst", small)  # two letters swapped: one edit, not two
+    assert values(c, K.CITY) == ("Hillcrest",) and said(c, K.CITY) == "Hillcerst"
+    assert values(parse_request("shelter in Rockprot", small), K.CITY) == ("Rockport",)
+    assert values(parse_request("shelter in Bethnay", small), K.CITY) == ("Bethany",)
+    far = parse_request("shelter in Bethlehem", small)  # a real other place: not taken for Bethany
+    assert values(far, K.CITY) == () and far.unknown == ["Bethlehem"]
+    short = parse_request("food in Rmoe", Gazetteer(cities={"rome": "Rome"}))  # too short to trust one edit
+    assert values(short, K.CITY) == ()
+
+
+def test_a_place_alias_of_the_profile_is_the_catalog_value() -> None:
+    small = Gazetteer(cities={"rivertown": "Rivertown"}, counties={"ridge valley": "Ridge-Valley"})
+    profile = MIAMI_PROFILE.model_copy(update={"place_aliases": {"Ridge": "Ridge-Valley"}})
+    idx = GazetteerIndex.build(small, WORDS, profile)
+    c = parse.parse_request("food pantry in Ridge", idx)
+    assert values(c, K.COUNTY) == ("Ridge-Valley",) and values(c, K.CITY) == ()
+    c = parse.parse_request("food pantry in Ridge-Valley", idx)  # a bare county name
+    assert values(c, K.COUNTY) == ("Ridge-Valley",)
+    c = parse.parse_request("food pantry in ridge valley county", idx)
+    assert values(c, K.COUNTY) == ("Ridge-Valley",) and c.unknown == []
+    # Without the alias "Ridge" is nothing the catalog holds.
+    assert not parse_request("food pantry in Ridge", small).has_location()
+
+
+def test_postal_codes_follow_the_profile() -> None:
+    small = Gazetteer(cities={"ottawa": "Ottawa"}, zips={"K1A 0B1", "K1A"})
+    canada = CatalogProfile(country="CA", postal_code_pattern=r"[A-Z]\d[A-Z] ?\d[A-Z]\d")
+    c = parse.parse_request("food bank near k1a 0b1", GazetteerIndex.build(small, WORDS, canada))
+    assert values(c, K.ZIP) == ("K1A 0B1",)
+    unknown = parse.parse_request("food bank near H0H 0H0", GazetteerIndex.build(small, WORDS, canada))
+    assert values(unknown, K.ZIP) == () and unknown.unknown == ["H0H 0H0"]
+    # Without a pattern only a code the catalog holds is taken; a number is left alone.
+    bare = GazetteerIndex.build(Gazetteer(zips={"33157"}), WORDS, CatalogProfile())
+    assert values(parse.parse_request("shelter 33157 open at 9am", bare), K.ZIP) == ("33157",)
+    assert parse.parse_request("shelter 99999", bare).unknown == []

@@ -4,24 +4,31 @@ from __future__ import annotations
 
 import json
 
-from tests.catalog.test_check import catalog_names, real_record
+from tests.catalog.test_check import catalog_names, check_rules, real_record
+from tests.catalog.test_parse import MIAMI_PROFILE, WORDS
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user, scripted
-from tracerag.catalog.check import Evidence, check_rules
+from tracerag.catalog import generated_reply as generated
+from tracerag.catalog import guard
+from tracerag.catalog.evidence import Evidence
+from tracerag.catalog.facts import FactFinder
 from tracerag.catalog.model import Opening, Semantic
-from tracerag.catalog.reply import (
-    NOT_STATED,
-    Recommendation,
-    find_addresses,
-    find_phones,
-    format_hours,
-    generated_reply,
-    guard_reply,
-    templated_reply,
-)
+from tracerag.catalog.reply import NOT_STATED, Recommendation, format_hours, templated_reply
 from tracerag.llm import StructuredLLM
 from tracerag.llm.openai_compat import OpenAICompatProvider
 
+FACTS = FactFinder(WORDS, MIAMI_PROFILE)
+find_phones, find_addresses = FACTS.phones, FACTS.addresses
 NO_ID = Semantic("ID required", negated=True)
+
+
+def guard_reply(text, selected, names=(), **options):
+    return guard.guard_reply(text, selected, FACTS, names, **options)
+
+
+def generated_reply(recs, request, llm, **options):
+    return generated.generated_reply(recs, request, llm, FACTS, MIAMI_PROFILE, **options)
+
+
 FREE = Semantic("free")
 
 
@@ -55,7 +62,7 @@ def test_find_phones_and_addresses():
         "Call (305) 253-4841, 305.253.4841 or 1-800-226-6667 ext. 12 (also 305-573-4200 x57471). "
         "Visit 11347 S.W. 160th St. or 2236 NW Miami Court; open 24 hours for 100 families."
     )
-    assert [d for _, d in find_phones(text)] == ["3052534841", "3052534841", "8002266667", "3055734200"]
+    assert [d for _, d in find_phones(text)] == ["+13052534841", "+13052534841", "+18002266667", "+13055734200"]
     assert [n for _, n in find_addresses(text)] == ["11347 sw 160 st", "2236 nw miami ct"]
 
 
@@ -65,7 +72,11 @@ def test_find_phones_and_addresses():
 def test_templated_reply_states_every_field_of_every_item():
     recs = _recommend("136", "163", "5723")
     text = templated_reply(recs, "no ID required, free")
-    assert text.startswith("Services in the directory matching no ID required, free:")
+    # No record states it is free: the reply says so first, and every record is listed as not stating it.
+    assert text.startswith(
+        "No service in the directory states that it meets 'no ID required' or 'free'. These meet the rest of "
+        "your request (no ID required, free), but the directory does not state whether they meet them:"
+    )
     for rec in recs:
         r = rec.record
         item = text.split(f". {r.name}", 1)[1].split("\n\n", 1)[0]  # this record's block
@@ -197,3 +208,20 @@ def test_generated_reply_falls_back_on_model_failure_and_skips_the_model_when_no
     with FakeOpenAI(scripted()) as fake:
         text, removed = generated_reply([], "girls club", _llm(fake), constraints_summary="girls club in Miami")
     assert fake.requests == [] and text.startswith("I found no services in the directory matching girls club in Miami")
+
+
+def test_records_stating_a_condition_come_first_and_the_others_are_said_not_to_state_it():
+    veterans = Semantic("for veterans")
+    stated = Recommendation(real_record("473"), [check_rules(real_record("473"), veterans)])  # "VETERANS"
+    silent = Recommendation(real_record("136"), [check_rules(real_record("136"), veterans)])
+    assert stated.evidence[0].passed is True and silent.evidence[0].passed is None
+    text = templated_reply([silent, stated], "city: Miami; for veterans")
+    first, rest = text.split("\n\nThese also meet the rest of your request", 1)
+    assert first.startswith("Services in the directory matching city: Miami; for veterans:")
+    assert stated.record.name in first and silent.record.name not in first
+    assert rest.startswith(", but the directory does not state whether they meet 'for veterans':")
+    assert f"2. {silent.record.name}" in rest and f"for veterans: {NOT_STATED}" in rest
+    # None states it: said before anything is listed, never "matching".
+    alone = templated_reply([silent], "city: Miami; for veterans")
+    assert alone.startswith("No service in the directory states that it meets 'for veterans'.")
+    assert "matching" not in alone.split("\n", 1)[0]

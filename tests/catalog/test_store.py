@@ -14,15 +14,17 @@ import pytest
 
 from tests.catalog.test_hsds import MIAMI, real_read, real_records
 from tests.conftest import require_datasets
-from tracerag.catalog.filters import normalise_key, satisfies, term_ancestors, violations, zip5
+from tracerag.catalog.filters import postal_head, satisfies, term_ancestors, violations
 from tracerag.catalog.hsds import read_taxonomy
 from tracerag.catalog.ingest import build_catalog
 from tracerag.catalog.model import ConstraintKind, Opening, ServiceRecord, Structural
 from tracerag.catalog.store import CatalogStore
+from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.errors import CollectionError
 from tracerag.retrieval.search import Retriever, SearchRequest
+from tracerag.text import fold_key
 
 K = ConstraintKind
 
@@ -143,7 +145,9 @@ def test_hours_semantics(tmp_path: Path) -> None:
         for structural, expected in cases:
             assert s.filter(structural) == expected, structural
             assert sorted(r for r in ("l", "n", "x") if satisfies(s.get([r])[r], structural)) == expected
-    assert violations(none, [c(K.WEEKDAY, "0")]) == ["hours: not open on Monday (no parsed hours)"]
+    days = WordList.load("en").weekday_names
+    assert violations(none, [c(K.WEEKDAY, "0")], day_names=days) == ["hours: not open on Monday (no parsed hours)"]
+    assert violations(none, [c(K.WEEKDAY, "0")]) == ["hours: not open on day 0 (no parsed hours)"]
     assert violations(night, [c(K.CITY, "Miami")]) == ["city: (none) is not Miami"]
 
 
@@ -192,7 +196,7 @@ def constraint_sets() -> list[list[Structural]]:
         if r.city:
             pool.append(c(K.CITY, r.city))
         if r.zip:
-            pool.append(c(K.ZIP, rng.choice([r.zip, zip5(r.zip)])))
+            pool.append(c(K.ZIP, rng.choice([r.zip, postal_head(r.zip)])))
         if r.languages:
             pool.append(c(K.LANGUAGE, rng.choice(r.languages)))
         if r.accessibility:
@@ -239,8 +243,15 @@ def test_gazetteer(store: CatalogStore) -> None:
     assert len(gaz.languages) == 32
     assert gaz.accessibility == {"handicap accessible": "Handicap accessible"}
     assert len(gaz.taxonomy) == 1991 and gaz.taxonomy["BD-1800"] == "Emergency Food"
-    assert normalise_key("  Opa-Locka ") == "opa locka" and normalise_key("Hialeah Gardens") == "hialeah gardens"
-    assert normalise_key("Española") == "espanola"
+    # Keys are tracerag.text.fold_key's, the form every lookup uses: an apostrophe joins, it does not split.
+    assert all(fold_key(value) == key for key, value in gaz.cities.items())
+    assert fold_key("Women's") == "womens"
+
+
+def test_postal_head_is_the_code_before_its_first_separator() -> None:
+    assert postal_head("33128-1966") == "33128" and postal_head(" 33157 ") == "33157"
+    assert postal_head("SW1A 1AA") == "SW1A" and postal_head("K1A 0B1") == "K1A"
+    assert postal_head("331281966", prefix=5) == "33128" and postal_head("3312", prefix=5) == "3312"
 
 
 # ------------------------------------------------------------------------------------------ build_catalog

@@ -10,6 +10,7 @@ import pytest
 from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.topic_match import COMMON_SHARE, PASSAGE_SPAN, CatalogVocabulary
+from tracerag.catalog.words import WordList
 
 
 def _record(i: int, name: str, description: str = "", terms: tuple[str, ...] = ()) -> ServiceRecord:
@@ -38,7 +39,7 @@ def small() -> CatalogVocabulary:
         _record(6, "SPECTRUM CENTER", "Autism therapy, and help to pay for medication."),
         *_filler(20),
     ]
-    return CatalogVocabulary.build(records, "en")
+    return CatalogVocabulary.build(records, WordList.load("en"))
 
 
 def test_words_stated_together_hold_the_topic_by_stem(small):
@@ -92,8 +93,8 @@ def test_a_parsed_service_type_holds_only_if_some_record_carries_it(small):
 
 def test_the_passage_span_is_a_window_of_words():
     gap = " ".join(["word"] * (PASSAGE_SPAN - 1))
-    near = CatalogVocabulary.build([_record(1, "A", f"piano {gap} tuning")], "en")
-    far = CatalogVocabulary.build([_record(1, "A", f"piano {gap} more tuning")], "en")
+    near = CatalogVocabulary.build([_record(1, "A", f"piano {gap} tuning")], WordList.load("en"))
+    far = CatalogVocabulary.build([_record(1, "A", f"piano {gap} more tuning")], WordList.load("en"))
     assert near.judge("piano tuning").held and not far.judge("piano tuning").held
 
 
@@ -103,7 +104,7 @@ def test_the_passage_span_is_a_window_of_words():
 @pytest.fixture(scope="module")
 def miami(catalog: Path) -> CatalogVocabulary:
     with CatalogStore.open(catalog / "catalog.sqlite") as store:
-        return CatalogVocabulary.build(store.get(store.all_ids()).values(), "en")
+        return CatalogVocabulary.build(store.get(store.all_ids()).values(), WordList.load("en"))
 
 
 @pytest.mark.parametrize(

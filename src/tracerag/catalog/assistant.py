@@ -3,11 +3,14 @@
 Only records of the catalog are ever recommended, and each one satisfies every structural constraint: whatever
 the structured-index variant used to find candidates, `filters.satisfies` checks each candidate's own fields
 before it can be selected. Semantic constraints (eligibility) are checked against the record's own text, with
-the evidence span. Without a location the assistant asks which city or zip code first. State is kept across
-turns ("what about Sunday?" keeps the city). A topic the catalog holds nothing like (`topic_match`: no service
-type of its records, no record stating its words together) gets "Nothing in this directory matches 'piano tuning'
-in Miami" and no recommendation, before any location is asked for, and on every later turn until the topic
-changes. Every turn goes to the conversation's trail, the decision and its evidence included.
+the evidence span; a record whose text does not state a condition is not taken to meet it: such records come
+after those that state it, and the reply says which conditions their text leaves open (`catalog.reply`).
+Without a location the assistant asks which city or postal code first. What the assistant knows of the
+directory's place and language comes from the catalog's `profile.toml` and its language's word list. State is
+kept across turns ("what about Sunday?" keeps the city). A topic the catalog holds nothing like (`topic_match`:
+no service type of its records, no record stating its words together) gets "Nothing in this directory matches
+'piano tuning' in Lakeside" and no recommendation, before any location is asked for, and on every later turn
+until the topic changes. Every turn goes to the conversation's trail, the decision and its evidence included.
 """
 
 from __future__ import annotations
@@ -17,13 +20,21 @@ from datetime import date
 from pathlib import Path
 
 from tracerag.catalog import filters
-from tracerag.catalog.check import Evidence, check_llm, check_rules
-from tracerag.catalog.ingest import LANGUAGE
+from tracerag.catalog.condition_rules import RuleChecker
+from tracerag.catalog.dialogue import merge
+from tracerag.catalog.evidence import Evidence
+from tracerag.catalog.facts import FactFinder
+from tracerag.catalog.gazetteer import GazetteerIndex
+from tracerag.catalog.generated_reply import generated_reply
+from tracerag.catalog.llm_check import CheckAnswer, check_llm
+from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
-from tracerag.catalog.parse import merge, parse_request, parse_with_llm
-from tracerag.catalog.reply import Recommendation, generated_reply, no_match_reply, place_phrase, templated_reply
+from tracerag.catalog.parse import parse_request
+from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.reply import Recommendation, no_match_reply, place_phrase, templated_reply
 from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
+from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError
@@ -31,6 +42,18 @@ from tracerag.llm import StructuredLLM
 from tracerag.model import Filter
 from tracerag.retrieval.search import Retriever, SearchRequest
 from tracerag.trail import JsonlWriter, Trail
+from tracerag.trail.events import (
+    CatalogCheckEvent,
+    CatalogFilterEvent,
+    CatalogOutcome,
+    CatalogParseEvent,
+    CatalogParseMethod,
+    CatalogReplyEvent,
+    CatalogVariant,
+    LLMCallEvent,
+    LLMPurpose,
+    RunEvent,
+)
 
 LOCATION = {ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP}
 HOURS = {ConstraintKind.WEEKDAY, ConstraintKind.TIME}
@@ -44,7 +67,9 @@ VARIANTS: dict[str, set[ConstraintKind]] = {
     "location+hours": LOCATION | HOURS | OTHER,
 }
 
-_VOCABULARIES: dict[tuple[str, int, int], CatalogVocabulary] = {}
+# A model call's purpose by the answer it was asked for (no schema: the reply's text).
+_PURPOSES = {ProposedParse: LLMPurpose.CATALOG_PARSE, CheckAnswer: LLMPurpose.CATALOG_CHECK}
+_VOCABULARIES: dict[tuple[str, int, int, str], CatalogVocabulary] = {}
 
 
 @dataclass
@@ -121,6 +146,11 @@ class CatalogAssistant:
         self.collection = Collection.open(catalog_dir / "collection", settings, mode="read")
         self.retriever = Retriever(self.collection)
         self.gazetteer = self.store.gazetteer()
+        self.profile = CatalogProfile.load(catalog_dir)
+        self.words = WordList.load(self.profile.language, self.profile.words)
+        self.index = GazetteerIndex.build(self.gazetteer, self.words, self.profile)
+        self.rules = RuleChecker(self.words, self.profile)
+        self.facts = FactFinder(self.words, self.profile)
         self.llm = llm
         self.variant = variant
         self.k = k
@@ -142,13 +172,14 @@ class CatalogAssistant:
         if llm is not None:
             llm.listeners.append(self._record_call)
         self.trail.emit(
-            "run",
-            question="(catalog conversation)",
-            collection=str(catalog_dir),
-            k=k,
-            config={"variant": variant, "batch": batch, "today": self.today},
-            llm={"provider": llm.name, "model": llm.model} if llm else None,
-            versions={},
+            RunEvent(
+                question="(catalog conversation)",
+                collection=str(catalog_dir),
+                k=k,
+                config={"variant": variant, "batch": batch, "today": self.today},
+                llm={"provider": llm.name, "model": llm.model} if llm else None,
+                versions={},
+            )
         )
 
     def reset(self) -> None:
@@ -175,23 +206,24 @@ class CatalogAssistant:
     def ask(self, request: str) -> Turn:
         n = len(self.turns)
         if self.llm is not None:
-            parsed, notes = parse_with_llm(request, self.gazetteer, self.llm, today=self.today)
-            method = "llm+gazetteer"
+            parsed, notes = parse_with_llm(request, self.index, self.llm, today=self.today)
+            method = CatalogParseMethod.LLM_GAZETTEER
         else:
-            parsed, notes = parse_request(request, self.gazetteer, today=self.today), []
-            method = "rules"
-        self.state = merge(self.state, parsed)
+            parsed, notes = parse_request(request, self.index, today=self.today), []
+            method = CatalogParseMethod.RULES
+        self.state = merge(self.state, parsed, self.words)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
         match = self._topic_match()
         self.trail.emit(
-            "catalog_parse",
-            turn=n,
-            request=request,
-            method=method,
-            constraints=constraints_dict(parsed),
-            state=constraints_dict(self.state),
-            notes=notes,
-            topic_match=match.to_dict() if match else None,
+            CatalogParseEvent(
+                turn=n,
+                request=request,
+                method=method,
+                constraints=constraints_dict(parsed),
+                state=constraints_dict(self.state),
+                notes=notes,
+                topic_match=match.to_dict() if match else None,
+            )
         )
         if match is not None and not match.held:
             reply = no_match_reply(self.state.topic, place_phrase(self.state), match.explanation())
@@ -202,13 +234,14 @@ class CatalogAssistant:
             turn = self._answer(request, n, notes)
         turn.topic_match = match
         self.trail.emit(
-            "catalog_reply",
-            turn=n,
-            outcome=turn.outcome,
-            text=turn.reply,
-            recommended=[r.record.id for r in turn.recommendations],
-            removed=turn.removed,
-            generated=self.llm is not None and turn.outcome == "answer",
+            CatalogReplyEvent(
+                turn=n,
+                outcome=CatalogOutcome(turn.outcome),
+                text=turn.reply,
+                recommended=[r.record.id for r in turn.recommendations],
+                removed=turn.removed,
+                generated=self.llm is not None and turn.outcome == "answer",
+            )
         )
         self.turns.append(turn)
         return turn
@@ -239,10 +272,11 @@ class CatalogAssistant:
         one per variant)."""
         if self._vocabulary is None:
             info = self.store.path.stat()
-            key = (str(self.store.path.resolve()), info.st_mtime_ns, info.st_size)
+            key = (str(self.store.path.resolve()), info.st_mtime_ns, info.st_size, self.words.source)
             if key not in _VOCABULARIES:
                 _VOCABULARIES.clear()  # one catalog at a time is the common case; never a stale one
-                _VOCABULARIES[key] = CatalogVocabulary.build(self.store.get(self.store.all_ids()).values(), LANGUAGE)
+                records = self.store.get(self.store.all_ids()).values()
+                _VOCABULARIES[key] = CatalogVocabulary.build(records, self.words)
             self._vocabulary = _VOCABULARIES[key]
         return self._vocabulary
 
@@ -254,7 +288,7 @@ class CatalogAssistant:
 
     def _clarifying_question(self) -> str:
         what = self.state.topic or "services"
-        return f"Which city or zip code should I look in for {what}?"
+        return f"Which city or postal code should I look in for {what}?"
 
     def _answer(self, request: str, n: int, notes: list[str]) -> Turn:
         structural = self.state.structural
@@ -262,12 +296,13 @@ class CatalogAssistant:
         allowed = self.store.filter(structural, kinds=sql_kinds) if sql_kinds else None
         ranked = self._rank(allowed)
         self.trail.emit(
-            "catalog_filter",
-            turn=n,
-            variant=self.variant,
-            sql_kinds=sorted(str(k) for k in sql_kinds),
-            allowed=len(allowed) if allowed is not None else self.store.count(),
-            ranked=ranked[:200],
+            CatalogFilterEvent(
+                turn=n,
+                variant=CatalogVariant(self.variant),
+                sql_kinds=sorted(str(k) for k in sql_kinds),
+                allowed=len(allowed) if allowed is not None else self.store.count(),
+                ranked=ranked[:200],
+            )
         )
         selected: list[Recommendation] = []
         unstated: list[Recommendation] = []
@@ -302,12 +337,14 @@ class CatalogAssistant:
                 chosen,
                 request,
                 self.llm,
+                self.facts,
+                self.profile,
                 catalog_names=self._catalog_names(),
                 allowed=self.gazetteer.cities.values(),
                 constraints_summary=summary,
             )
         else:
-            text = templated_reply(chosen, summary)
+            text = templated_reply(chosen, summary, words=self.words)
         return Turn(request, "answer", text, chosen, self.state, notes, removed, checked)
 
     def _catalog_names(self) -> set[str]:
@@ -373,31 +410,39 @@ class CatalogAssistant:
         return found + rest  # every pre-filtered record stays a candidate, text-matching ones first
 
     def _check(self, record: ServiceRecord, n: int) -> tuple[Recommendation | None, bool]:
-        violations = filters.violations(record, self.state.structural)
+        violations = filters.violations(record, self.state.structural, day_names=self.words.weekday_names)
         evidence: list[Evidence] = []
         if not violations:
             for semantic in self.state.semantic:
-                ev = check_llm(record, semantic, self.llm) if self.llm is not None else check_rules(record, semantic)
+                ev = (
+                    check_llm(record, semantic, self.llm)
+                    if self.llm is not None
+                    else self.rules.check(record, semantic)
+                )
                 evidence.append(ev)
         failed = bool(violations) or any(e.passed is False for e in evidence)
         definite = all(e.passed is True for e in evidence)
+        semantic = [{"passed": e.passed, "reason": e.reason, "span": e.span, "method": e.method} for e in evidence]
         self.trail.emit(
-            "catalog_check",
-            turn=n,
-            record_id=record.id,
-            structural_ok=not violations,
-            violations=violations,
-            semantic=[{"passed": e.passed, "reason": e.reason, "span": e.span, "method": e.method} for e in evidence],
-            selected=not failed,
+            CatalogCheckEvent(
+                turn=n,
+                record_id=record.id,
+                structural_ok=not violations,
+                violations=violations,
+                semantic=semantic,
+                selected=not failed,
+            )
         )
         return (None if failed else Recommendation(record, evidence)), definite
 
     def _record_call(self, completion, messages, schema) -> None:
-        self.trail.emit_llm_call(completion, messages, f"catalog:{schema.__name__ if schema else 'text'}")
+        self.trail.emit(LLMCallEvent.of(completion, messages, _PURPOSES.get(schema, LLMPurpose.CATALOG_REPLY)))
 
 
 def describe(c: Constraints) -> str:
-    parts = [f"{s.kind}: {s.said or ', '.join(s.values)}" for s in c.structural]
+    """The constraints in words: places as the catalog spells them ("city: Hillcrest" for "Hillcerst"), the
+    other kinds as the person said them."""
+    parts = [f"{s.kind}: {', '.join(s.values) if s.kind in LOCATION or not s.said else s.said}" for s in c.structural]
     if c.topic and c.of(ConstraintKind.SERVICE_TYPE) is None:
         parts.insert(0, f"'{c.topic}'")  # no service type says what is asked for: the words do
     parts += [("not " if s.negated else "") + s.text for s in c.semantic]

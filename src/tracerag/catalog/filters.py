@@ -6,7 +6,8 @@ tests check that both implementations select the same records on the real catalo
 Semantics (strict AND over constraints; OR over the values of one constraint):
 
 - CITY, COUNTY: the record's value equals one of the values (catalog forms, exactly).
-- ZIP: the record's zip equals a value, or its 5-digit part does ("33128" matches "33128-1966").
+- ZIP (a postal code): the record's code equals a value, or its head does (`postal_head`: "33128" matches
+  "33128-1966", "SW1A" matches "SW1A 1AA").
 - LANGUAGE, ACCESSIBILITY: one of the record's values equals one of the values.
 - SERVICE_TYPE: one of the record's taxonomy terms is a value or lies under one (see `term_ancestors`).
 - WEEKDAY (values "0" = Monday … "6") and TIME (minutes after midnight): for every WEEKDAY constraint and every
@@ -20,31 +21,28 @@ A value that cannot be read (a weekday "x") matches nothing; a constraint withou
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Collection, Iterator, Sequence
 from functools import lru_cache
 
-from tracerag.catalog.model import WEEKDAYS, ConstraintKind, ServiceRecord, Structural
+from tracerag.catalog.model import ConstraintKind, ServiceRecord, Structural
 
 HOURS_KINDS = frozenset({ConstraintKind.WEEKDAY, ConstraintKind.TIME})
-_PUNCT = re.compile(r"[^\w\s]|_")
-_SPACES = re.compile(r"\s+")
 _AIRS_HEAD = re.compile(r"[A-Z]{2}")
+_POSTAL_SEPARATOR = re.compile(r"[\s\-–]")
 
 
-@lru_cache(maxsize=1 << 16)
-def normalise_key(text: str) -> str:
-    """Gazetteer key: casefolded, accents and punctuation stripped, spaces collapsed ("Opa-Locka" → "opa locka")."""
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    plain = "".join(c for c in decomposed if not unicodedata.combining(c))
-    return _SPACES.sub(" ", _PUNCT.sub(" ", plain)).strip()
+def postal_head(code: str, prefix: int | None = None) -> str:
+    """The part of a postal code that names a delivery area by itself: the first `prefix` characters when the
+    catalog's profile says so, else what comes before the first space or hyphen ("33128-1966" → "33128",
+    "SW1A 1AA" → "SW1A", "K1A 0B1" → "K1A"). A request's code is matched on it, so a five-digit request meets a
+    ZIP+4 record, with no rule of any one country."""
+    code = code.strip()
+    if prefix:
+        return code[:prefix] if len(code) > prefix else code
+    return _POSTAL_SEPARATOR.split(code, maxsplit=1)[0]
 
 
-def zip5(zip_code: str) -> str:
-    """The 5-digit part of a US zip ("33128-1966" → "33128"); other codes unchanged."""
-    z = zip_code.strip()
-    head = z.split("-", 1)[0]
-    return head if len(head) == 5 and head.isdigit() else z
+zip5 = postal_head  # the old name, until eval/catalog_bench.py imports postal_head (see wave1.md)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -79,27 +77,32 @@ def selected(structural: Sequence[Structural], kinds: Collection[ConstraintKind]
 
 
 def violations(
-    record: ServiceRecord, structural: Sequence[Structural], kinds: Collection[ConstraintKind] | None = None
+    record: ServiceRecord,
+    structural: Sequence[Structural],
+    kinds: Collection[ConstraintKind] | None = None,
+    *,
+    day_names: Sequence[str] = (),
 ) -> list[str]:
     """One line per constraint the record does not meet (empty: it meets them all). `kinds` limits the check to
-    those kinds (None: all), as `CatalogStore.filter` does."""
-    return list(_violations(record, selected(structural, kinds)))
+    those kinds (None: all), as `CatalogStore.filter` does. `day_names` (0 = Monday) name the days in the lines;
+    without them a day is its number."""
+    return list(_violations(record, selected(structural, kinds), day_names))
 
 
 def satisfies(
     record: ServiceRecord, structural: Sequence[Structural], kinds: Collection[ConstraintKind] | None = None
 ) -> bool:
     """Whether the record meets every structural constraint (of `kinds`, None: all)."""
-    return next(_violations(record, selected(structural, kinds)), None) is None
+    return next(_violations(record, selected(structural, kinds), ()), None) is None
 
 
-def _violations(record: ServiceRecord, constraints: list[Structural]) -> Iterator[str]:
+def _violations(record: ServiceRecord, constraints: list[Structural], day_names: Sequence[str]) -> Iterator[str]:
     for s in constraints:
         if s.kind is ConstraintKind.CITY and record.city not in s.values:
             yield f"city: {record.city or '(none)'} is not {_wanted(s)}"
         elif s.kind is ConstraintKind.COUNTY and record.county not in s.values:
             yield f"county: {record.county or '(none)'} is not {_wanted(s)}"
-        elif s.kind is ConstraintKind.ZIP and record.zip not in s.values and zip5(record.zip) not in s.values:
+        elif s.kind is ConstraintKind.ZIP and record.zip not in s.values and postal_head(record.zip) not in s.values:
             yield f"zip: {record.zip or '(none)'} is not {_wanted(s)}"
         elif s.kind is ConstraintKind.LANGUAGE and not any(v in s.values for v in record.languages):
             yield f"language: {', '.join(record.languages) or '(none stated)'} has no {_wanted(s)}"
@@ -113,7 +116,7 @@ def _violations(record: ServiceRecord, constraints: list[Structural]) -> Iterato
     times = [s for s in constraints if s.kind is ConstraintKind.TIME]
     for d, t in hour_pairs(days, times):
         if not _open(record, d, t):
-            yield f"hours: not open {_describe(d, t)}" + ("" if record.openings else " (no parsed hours)")
+            yield f"hours: not open {_describe(d, t, day_names)}" + ("" if record.openings else " (no parsed hours)")
 
 
 def _wanted(s: Structural) -> str:
@@ -132,10 +135,11 @@ def _open(record: ServiceRecord, day: Structural | None, time: Structural | None
     return any(o.covers(w, m) for o in record.openings for w in weekdays for m in minutes)
 
 
-def _describe(day: Structural | None, time: Structural | None) -> str:
+def _describe(day: Structural | None, time: Structural | None, day_names: Sequence[str]) -> str:
     parts = []
     if day is not None:
-        names = [WEEKDAYS[d] if 0 <= d < 7 else str(d) for d in sorted(int_values(day.values))]
+        days = sorted(int_values(day.values))
+        names = [day_names[d] if 0 <= d < len(day_names) else f"day {d}" for d in days]
         parts.append("on " + (" or ".join(names) or "(no day)"))
     if time is not None:
         parts.append(

@@ -6,21 +6,26 @@ A service with one location (or none) keeps the service id; one with several get
 
 What the exports get wrong, and what is done about it:
 
-- text fields write line breaks as the two characters backslash-n: they become real newlines;
+- text fields write line breaks as the two characters backslash-n: they become real newlines; HTML (`<br />`,
+  `<p>`, `&amp;`) is removed (`clean.clean_text`, as for every reader);
 - UTF-8 punctuation read as cp437 ("GÇÖ" for ’, "GÇô" for –): repaired, it is reversible. Letters damaged the
   same way lost a byte ("Mu+¦oz" for Muñoz) and are left as written;
-- cities in several casings ("MIAMI", "Miami") take the catalog's most common form; states are stripped;
-  zips stay strings as written (ZIP+4 included);
+- cities in several casings ("RIVERTON", "Riverton") take the catalog's most common form; states are stripped;
+  zips stay strings as written (ZIP+4 included); the addresses' countries are counted for the profile
+  (`HsdsStats.countries`);
+- a `taxonomy_id` may be a linked (compound) AIRS term ("BD-1800.2000 * YB-8000"): each part is a term;
 - languages are free text ("Spanish (limited)", "other languages available upon request"): kept are the language
   names (`clean_languages`), in the catalog's most common spelling ("Haitian-Creole" → "Haitian Creole"), dropped
   the notes about interpreters;
 - schedules: the rows' weekday/opens_at/closes_at are derived from `original_text` and lose days when the text has
   several clauses or lists ("..., Mon-Fri;\\n..., Sat" gives a single Saturday row). The text is read first
   (`schedule.parse_hours_text`); the rows are used when it gives nothing. The text itself is kept as `hours_text`;
-- descriptions end with service-area tags ("###MON###" Monroe, "###COL###" Collier): removed from the text (they
-  name the area served, not the location's county, so `county` stays empty when `region` is);
-- eligibility rows are tied to a service by their service_id; rows without one (all of Miami 211's) cannot be
-  tied to anything and are only counted (`HsdsStats.eligibility_unlinked`), never guessed by row order.
+- descriptions end with service-area tags ("###MON###", "###COL###": codes of the export): removed from the
+  text (they name the area served, not the location's county, so `county` stays empty when `region` is);
+- services whose `status` is inactive or defunct are left out, counted by status (`HsdsStats.filtered`);
+- eligibility rows are tied to a service by their service_id; rows without one (all of them, in one real
+  export) cannot be tied to anything and are only counted (`HsdsStats.eligibility_unlinked`), never guessed by
+  row order.
 
 A malformed row (wrong column count, a service without id or name, a duplicate service id, coordinates that are not
 numbers) is yielded as a `RecordError` with its file and line, and the read goes on. A bad coordinate only costs
@@ -29,140 +34,19 @@ the record its coordinates.
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracerag.catalog.filters import normalise_key
+from tracerag.catalog.clean import canonical, canonical_forms, clean_languages, clean_text, term_parts
 from tracerag.catalog.model import Opening, ServiceRecord
 from tracerag.catalog.schedule import openings_from_rows, parse_hours_text
 from tracerag.errors import RecordError
 from tracerag.ingest.table import iter_rows, rows_of_width
 
-# ----------------------------------------------------------------------------------------------- cleaning
-
-_MOJIBAKE = re.compile("G\u00c7(.)")  # "ΓÇ" + one more cp437 character: U+2000..U+203F read as cp437
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\ufeff]")
-_PAREN = re.compile(r"\([^()]*\)?")
-_MARKER = re.compile(r"[ \t]*#{2,}[A-Z]{0,4}#*")  # "###MON###", "###COL###": service-area tags of the export
-
-
-def _repair(m: re.Match[str]) -> str:
-    try:
-        return bytes([0xE2, 0x80, m.group(1).encode("cp437")[0]]).decode("utf-8")
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        return m.group(0)
-
-
-def clean_text(text: str | None) -> str:
-    """A directory's text as meant: literal "\\n" made newlines, cp437 punctuation mojibake repaired, the export's
-    "###MON###"-like tags removed, trimmed."""
-    if not text:
-        return ""
-    out = text.replace("\\r\\n", "\n").replace("\\n", "\n").replace("\\r", "\n").replace("\\t", " ")
-    if "G\u00c7" in out:
-        out = _MOJIBAKE.sub(_repair, out)
-    out = _MARKER.sub("", _ZERO_WIDTH.sub("", out))
-    return "\n".join(line.rstrip() for line in out.strip().splitlines()).strip()
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Words that end a language name in a cell ("Spanish available upon request", "Creole with translators ...").
-_LANGUAGE_NOISE = _words(
-    """other others language languages available availability upon request requested translation translations
-    translator translators translated interpreter interpreters interpretation interpreting services service line
-    via any all over telephone phone tele written materials material only is are with and or limited some basic
-    by as needed when sometimes may be used provided website publications appointment staff"""
-)
-# Language names a cell may give (English names, as US directories write them); anything else is a note.
-_KNOWN_LANGUAGES = _words(
-    """afrikaans albanian amharic arabic armenian assyrian bengali bosnian bulgarian burmese cantonese catalan
-    cebuano chinese chuukese creole croatian czech danish dari dutch english estonian farsi filipino finnish
-    french fulani garifuna georgian german greek gujarati haitian hakka hausa hawaiian hebrew hindi hmong
-    hungarian icelandic igbo ilocano indonesian italian japanese karen khmer kinyarwanda korean kurdish lao
-    latvian lithuanian macedonian malay malayalam mandarin marathi marshallese mixteco mongolian navajo nepali
-    norwegian oromo papiamento pashto patois persian polish portuguese punjabi quechua romanian russian samoan
-    serbian sindhi sinhala slovak slovenian somali spanish swahili swedish tagalog taiwanese tamil telugu thai
-    tibetan tigrinya toisanese tongan turkish twi ukrainian urdu uzbek vietnamese wolof yiddish yoruba zulu"""
-)
-_LANGUAGE_ALIASES = {
-    "espanol": "Spanish",
-    "espa ol": "Spanish",  # "Espa+¦ol": the ñ lost to mojibake
-    "ingles": "English",
-    "francais": "French",
-    "kreyol": "Creole",
-    "asl": "American Sign Language",
-}
-_LANGUAGE_SPLIT = re.compile(r"[\n,;/&]|\.\s|\.$|\band\b|\bor\b", re.IGNORECASE)
-_SIGN = re.compile(r"\b(?:american\s+)?sign\s+language\b", re.IGNORECASE)
-
-
-def clean_languages(values: Iterable[str]) -> list[str]:
-    """Language names from free-text cells, in order, without repeats: "Spanish (limited)" → Spanish,
-    "English and Spanish" → English, Spanish, "Creole with translators as needed" → Creole. Notes such as
-    "other languages available upon request" or "Language line available" give nothing: a name counts when it
-    (or its last word, "Haitian Creole") is a known language name, or a sign language."""
-    return list(dict.fromkeys(name for raw in values for name in _languages_in(raw)))
-
-
-@lru_cache(maxsize=1 << 14)
-def _languages_in(raw: str) -> tuple[str, ...]:
-    names = (_language(segment) for segment in _LANGUAGE_SPLIT.split(_PAREN.sub(" ", clean_text(raw))))
-    return tuple(n for n in names if n)
-
-
-def _language(segment: str) -> str:
-    segment = segment.rsplit(":", 1)[-1].strip(" .-*'\"")
-    if not segment:
-        return ""
-    alias = _LANGUAGE_ALIASES.get(normalise_key(segment))
-    if alias:
-        return alias
-    sign = _SIGN.search(segment)
-    if sign:
-        return " ".join(w.capitalize() for w in sign.group(0).split())
-    words: list[str] = []
-    for word in segment.split():
-        bare = word.strip(".'\"")
-        if not bare or not bare[0].isupper() or bare.casefold() in _LANGUAGE_NOISE:
-            break
-        words.append(bare)
-    if not words or len(words) > 3:
-        return ""
-    phrase = " ".join(words)
-    alias = _LANGUAGE_ALIASES.get(normalise_key(phrase))
-    if alias:
-        return alias
-    last = normalise_key(phrase).split(" ")[-1]
-    return phrase if last in _KNOWN_LANGUAGES else ""
-
-
-def canonical_forms(values: Iterable[str]) -> dict[str, str]:
-    """normalise_key → the most common written form (ties: a mixed-case form, then the first seen)."""
-    counts: dict[str, Counter[str]] = defaultdict(Counter)
-    first: dict[str, int] = {}
-    for i, value in enumerate(values):
-        v = " ".join(value.split())
-        if v:
-            counts[normalise_key(v)][v] += 1
-            first.setdefault(v, i)
-    return {
-        key: min(c, key=lambda v, c=c: (-c[v], v.isupper() or v.islower(), first[v]))
-        for key, c in counts.items()
-        if key
-    }
-
-
-def canonical(value: str, forms: dict[str, str]) -> str:
-    v = " ".join(value.split())
-    return forms.get(normalise_key(v), v) if v else ""
-
+# HSDS service statuses (the specification's: active, inactive, defunct, temporarily closed) that are not listed.
+_NOT_LISTED = frozenset({"inactive", "defunct"})
 
 # -------------------------------------------------------------------------------------------------- tables
 
@@ -211,6 +95,8 @@ class HsdsStats:
     rows_disagree: int = 0  # records whose complete rows say something else than their text
     eligibility_rows: int = 0
     eligibility_unlinked: int = 0
+    countries: Counter[str] = field(default_factory=Counter)  # the addresses' country cells, as written
+    filtered: Counter[str] = field(default_factory=Counter)  # services left out, by reason (their status)
 
 
 def read_taxonomy(folder: Path) -> dict[str, str]:
@@ -251,6 +137,7 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
     for r in table("physical_addresses.csv"):
         addresses.setdefault(r["location_id"], r)
     cities = canonical_forms(r["city"] for r in addresses.values())
+    stats.countries.update(c for c in (r["country"].strip() for r in addresses.values()) if c)
     at_location: dict[str, list[_Row]] = defaultdict(list)
     for r in table("services_at_location.csv"):
         if r["service_id"]:
@@ -269,7 +156,7 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
     terms: dict[str, list[str]] = defaultdict(list)
     for r in table("services_taxonomy.csv"):
         if r["service_id"] and r["taxonomy_id"]:
-            terms[r["service_id"]].append(r["taxonomy_id"])
+            terms[r["service_id"]].extend(term_parts(r["taxonomy_id"]))
     eligibility: dict[str, list[str]] = defaultdict(list)
     unlinked = 0
     for r in table("eligibility.csv"):
@@ -293,6 +180,10 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
             yield RecordError(f"duplicate service id {sid!r}", **where)
             continue
         seen.add(sid)
+        status = " ".join(row["status"].split()).casefold()
+        if status in _NOT_LISTED:
+            stats.filtered[f"status is {status!r}"] += 1
+            continue
         name = clean_text(row["name"])
         if not name:
             yield RecordError(f"service {sid} has no name", **where)

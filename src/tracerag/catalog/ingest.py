@@ -1,5 +1,6 @@
 """Build a catalog folder: `catalog.sqlite` (exact fields, `CatalogStore`) and `collection/` (a TRACE collection
-of the records' free text, for hybrid search). Both are keyed by the record id.
+of the records' free text, for hybrid search), both keyed by the record id, and beside them `profile.toml`: the
+catalog's locale and regional conventions, inferred from the records (`profile_inference`) and editable.
 
 The store is written to a temporary file and moved into place, so a failed build leaves the previous catalog as
 it was. The collection is updated in place (unchanged records are no-ops); records gone from the source are
@@ -10,32 +11,43 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pycountry
+
+from tracerag.catalog import export211
 from tracerag.catalog.hsds import HsdsStats, read_hsds, read_taxonomy
 from tracerag.catalog.mapping import read_mapped
 from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.profile_inference import infer, write_profile
+from tracerag.catalog.rows import ReadStats
 from tracerag.catalog.store import CatalogStore
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError, RecordError
+from tracerag.ingest import RecordWarning
 from tracerag.model import Document
 
 CORPUS = "services"
-# The language of the records' texts: the text index stems them, and so does `topic_match`, with its Snowball
-# stemmer. One value for every catalog until per-catalog profiles say otherwise.
+# The language of a catalog's texts when its profile names none (the text index stems them, and so does
+# `topic_match`): `CatalogProfile.language` is the catalog's own, set by `catalog ingest --language`.
 LANGUAGE = "en"
+FORMATS = ("auto", "hsds", export211.FORMAT, "mapped")
 
 
 @dataclass
 class CatalogReport:
-    """What `build_catalog` read and wrote. `skipped` holds every RecordError (file:line and why)."""
+    """What `build_catalog` read and wrote. `skipped` holds every RecordError (file:line and why), `warnings` what
+    a reader repaired in a record it kept, `filtered` the rows the row options left out, by reason."""
 
+    format: str = ""
     records: int = 0
     skipped: list[RecordError] = field(default_factory=list)
+    warnings: list[RecordWarning] = field(default_factory=list)
+    filtered: dict[str, int] = field(default_factory=dict)
     services: int = 0
     organizations: int = 0
     with_hours: int = 0  # records with any schedule (openings or text)
@@ -44,15 +56,22 @@ class CatalogReport:
     hours_rows_disagree: int = 0  # HSDS: schedule rows that contradict their own original_text (the text is used)
     cities: int = 0
     zips: int = 0
+    with_taxonomy: int = 0  # records tagged with at least one taxonomy term
     eligibility_rows: int = 0
     eligibility_unlinked: int = 0  # eligibility rows that name no known service
     documents: int = 0  # documents in the collection after the build
+    profile: str = ""  # the profile written beside the catalog
+    profile_inferred: dict[str, str] = field(default_factory=dict)  # field -> how it was inferred
+    profile_kept: list[str] = field(default_factory=list)  # fields a person had set, kept over the inference
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "format": self.format,
             "records": self.records,
             "skipped": [str(e) for e in self.skipped],
+            "warnings": [str(w) for w in self.warnings],
+            "filtered": dict(self.filtered),
             "services": self.services,
             "organizations": self.organizations,
             "with_hours": self.with_hours,
@@ -61,18 +80,54 @@ class CatalogReport:
             "hours_rows_disagree": self.hours_rows_disagree,
             "cities": self.cities,
             "zips": self.zips,
+            "with_taxonomy": self.with_taxonomy,
             "eligibility_rows": self.eligibility_rows,
             "eligibility_unlinked": self.eligibility_unlinked,
             "documents": self.documents,
+            "profile": self.profile,
+            "profile_inferred": dict(self.profile_inferred),
+            "profile_kept": list(self.profile_kept),
             "seconds": round(self.seconds, 2),
         }
 
 
-def record_document(record: ServiceRecord) -> Document:
+def record_document(record: ServiceRecord, language: str = LANGUAGE) -> Document:
     """The collection's view of a record: its free text, titled by its name, with city and zip as fields."""
     fields = {k: v for k, v in (("city", record.city), ("zip", record.zip)) if v}
     return Document(
-        id=record.id, text=record.text(), corpus=CORPUS, title=record.name, language=LANGUAGE, fields=fields
+        id=record.id, text=record.text(), corpus=CORPUS, title=record.name, language=language, fields=fields
+    )
+
+
+def check_language(language: str | None) -> None:
+    """A `--language` must be an ISO 639-1 code (the profile names word lists and stemmers by it)."""
+    if language is None:
+        return
+    found = pycountry.languages.get(alpha_2=language.strip().lower()) if len(language.strip()) == 2 else None
+    if found is None:
+        raise ConfigError(f"--language {language!r}: expected an ISO 639-1 code such as en, es, fr")
+
+
+def detect_format(source: Path, mapping: Mapping[str, Any] | None = None) -> str:
+    """The reader for `source`: a folder is an HSDS datapackage; a mapping that names the id column maps a file;
+    a CSV file with a 211 export's header is one (a mapping then only sets its row options); else the file needs
+    a mapping."""
+    source = Path(source)
+    if source.is_dir():
+        return "hsds"
+    if not source.is_file():
+        raise ConfigError(f"{source}: no such file or folder")
+    if mapping and ("id" in mapping or "id" in (mapping.get("columns") or {})):
+        return "mapped"
+    encoding = mapping.get("encoding") if mapping else None
+    if source.suffix.lower() not in (".jsonl", ".ndjson", ".json") and export211.sniff(source, encoding):
+        return export211.FORMAT
+    if mapping:
+        return "mapped"
+    raise ConfigError(
+        f"{source}: not an HSDS datapackage folder nor a 211 export (its header lacks "
+        f"{', '.join(export211.REQUIRED_COLUMNS)}): pass --mapping FILE naming which column fills which field "
+        "(see the README, 'Mapping a directory')"
     )
 
 
@@ -81,39 +136,59 @@ def build_catalog(
     target: Path,
     settings: Settings,
     *,
-    fmt: str = "hsds",
+    fmt: str = "auto",
     mapping: Mapping[str, Any] | None = None,
     dense: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    language: str | None = None,
+    help_line: str | None = None,
+    name: str | None = None,
 ) -> CatalogReport:
-    """Read `source` (an HSDS datapackage folder, or with fmt="mapped" one CSV/JSONL file and its `mapping`) into
-    `target/catalog.sqlite` and `target/collection`. `dense` also embeds the texts; `progress(read, chunks)` is
-    the collection ingest's."""
+    """Read `source` (an HSDS datapackage folder, a 211 export, or a CSV/JSONL file and its `mapping`) into
+    `target/catalog.sqlite` and `target/collection`, and write the catalog's profile (`profile.toml`, inferred
+    from the records and merged with what a person set; `language`, `help_line` and `name` win when given).
+    `dense` also embeds the texts; `progress(read, chunks)` is the collection ingest's."""
     start = time.perf_counter()
     source, target = Path(source), Path(target)
-    report = CatalogReport()
+    check_language(language)  # before anything is read or written
+    if fmt not in FORMATS:
+        raise ConfigError(f"catalog format {fmt!r}: expected one of {', '.join(FORMATS)}")
+    if fmt == "auto":
+        fmt = detect_format(source, mapping)
+    report = CatalogReport(format=fmt)
     stats = HsdsStats()
+    read_stats = ReadStats()
     terms: dict[str, str] = {}
     if fmt == "hsds":
         if not source.is_dir():
             raise ConfigError(f"{source}: an HSDS datapackage is a folder (services.csv, locations.csv, ...)")
-        items = read_hsds(source, stats)
+        items: Iterable[ServiceRecord | RecordError | RecordWarning] = read_hsds(source, stats)
         terms = read_taxonomy(source)
-    elif fmt == "mapped":
+    elif fmt == export211.FORMAT:
+        items = export211.read_211_export(source, mapping, read_stats)
+    else:
         if mapping is None:
             raise ConfigError("fmt='mapped' needs a mapping of ServiceRecord fields to columns")
-        items = read_mapped(source, mapping)
-    else:
-        raise ConfigError(f"catalog format {fmt!r}: expected 'hsds' or 'mapped'")
+        items = read_mapped(source, mapping, read_stats)
 
     records: dict[str, ServiceRecord] = {}
     for item in items:
         if isinstance(item, RecordError):
             report.skipped.append(item)
+        elif isinstance(item, RecordWarning):
+            report.warnings.append(item)
         elif item.id in records:
             report.skipped.append(RecordError(f"duplicate record id {item.id!r}", file=str(source)))
         else:
             records[item.id] = item
+    if fmt != "hsds":
+        for record in records.values():
+            terms.update((t, n) for t, n in record.taxonomy if n and t not in terms)
+    values = list(records.values())
+    given = {"language": language.strip().lower() if language else None, "help_line": help_line, "name": name}
+    # the profile is checked before anything is written: a bad --language leaves the catalog as it was
+    countries = stats.countries if fmt == "hsds" else read_stats.countries
+    inference = infer(values, countries)
 
     target.mkdir(parents=True, exist_ok=True)
     final = target / "catalog.sqlite"
@@ -127,16 +202,18 @@ def build_catalog(
     finally:
         store.close()
     os.replace(partial, final)
+    written = write_profile(target, inference, given)
+    text_language = written.profile.language
 
     with Collection.open(target / "collection", settings, mode="write", create=True) as col:
-        col.ingest((record_document(r) for r in records.values()), dense=dense, progress=progress)
+        col.ingest((record_document(r, text_language) for r in values), dense=dense, progress=progress)
         if col.store.count_documents() > len(records):
             stale = [d.id for d in col.store.iter_documents() if d.id not in records]
             col.engine.delete(stale)
             col.store.delete(stale)
         report.documents = col.store.count_documents()
 
-    values = list(records.values())
+    report.filtered = dict((stats.filtered if fmt == "hsds" else read_stats.filtered).most_common())
     report.records = len(values)
     report.services = stats.services if fmt == "hsds" else len({r.service_id for r in values})
     report.organizations = stats.organizations if fmt == "hsds" else len({r.organization for r in values} - {""})
@@ -146,7 +223,11 @@ def build_catalog(
     report.hours_rows_disagree = stats.rows_disagree
     report.cities = len({r.city for r in values} - {""})
     report.zips = len({r.zip for r in values} - {""})
+    report.with_taxonomy = sum(bool(r.taxonomy) for r in values)
     report.eligibility_rows = stats.eligibility_rows
     report.eligibility_unlinked = stats.eligibility_unlinked
+    report.profile = str(written.path)
+    report.profile_inferred = written.how
+    report.profile_kept = written.kept
     report.seconds = time.perf_counter() - start
     return report

@@ -28,20 +28,20 @@ class CatalogProfile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     version: int = Field(PROFILE_VERSION, description="Profile format version.")
-    name: str = Field("", description='The directory\'s name as shown to people ("Miami-Dade 211"); may be empty.')
+    name: str = Field("", description='The directory\'s name as shown to people ("Lakeside County 211"); may be empty.')
     language: str = Field("en", description="ISO 639-1 language of the records' texts: stemming and word lists.")
     country: str | None = Field(
         None, description="ISO 3166-1 alpha-2 country of the services (phone numbers, addresses); None: unknown."
     )
     region: str | None = Field(
-        None, description='The state, province or region the directory serves ("Florida"); None: unknown.'
+        None, description='The state, province or region the directory serves ("Ontario"); None: unknown.'
     )
     region_aliases: tuple[str, ...] = Field(
-        (), description='Other names of the region in requests and texts ("FL", "State of Florida").'
+        (), description='Other names of the region in requests and texts ("ON", "Province of Ontario").'
     )
     place_aliases: dict[str, str] = Field(
         default_factory=dict,
-        description='Names people use for a catalog place, to the catalog\'s own value ("Dade" → "Miami-Dade").',
+        description='Names people use for a catalog place, to the catalog\'s own value ("Ridge" → "Ridge-Valley").',
     )
     postal_code_pattern: str | None = Field(
         None, description='Regular expression of the directory\'s postal codes ("\\\\d{5}(?:-\\\\d{4})?"); None: none.'

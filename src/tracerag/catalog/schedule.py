@@ -9,34 +9,14 @@ never claims an opening the directory did not state.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
 from tracerag.catalog.model import Opening
+from tracerag.catalog.words import WordList
 
 DAY = 24 * 60
-
-_DAY_NAMES = {
-    "mon": 0,
-    "monday": 0,
-    "tue": 1,
-    "tues": 1,
-    "tuesday": 1,
-    "wed": 2,
-    "weds": 2,
-    "wednesday": 2,
-    "thu": 3,
-    "thur": 3,
-    "thurs": 3,
-    "thursday": 3,
-    "fri": 4,
-    "fr": 4,  # seen truncated: "..., Fr"
-    "friday": 4,
-    "sat": 5,
-    "saturday": 5,
-    "sun": 6,
-    "sunday": 6,
-}
 
 # A time: "9:00am", "9am", "9 a.m.", "9:00a", "830am", "17:30", "noon", "midnight"; "8:00m" (a typo) reads as bare.
 _TIME = r"(?:noon|midnight|\d{3,4}\s*[ap]\.?\s*m\.?|\d{1,2}(?::\d{1,2})?(?:\s*[ap]\.?\s*m\.?|\s*[ap]\b|m\b)?)"
@@ -46,25 +26,33 @@ _TIME_RE = re.compile(
     r"(?:(?P<ampm>[ap])\.?\s*(?:m\.?)?|m(?![a-z]))?",
     re.IGNORECASE,
 )
-_DAY = r"(?:" + "|".join(sorted(_DAY_NAMES, key=len, reverse=True)) + r")\b\.?"
-_TOKEN = re.compile(
-    r"(?P<allday>\b24\s*(?:hours|hrs|h\b|/\s*7)|\baround the clock\b)"
-    r"|(?P<alldays>\b(?:7|seven) days(?: a week| per week)?\b|\bdaily\b|\bevery ?day\b)"
-    r"|(?P<weekdays>\bweekdays\b|\bm\s*-\s*f\b)"
-    r"|(?P<weekends>\bweekends?\b)"
-    rf"|(?P<dayrange>\b{_DAY}(?:\s*(?:-+|–)\s*|\s+(?:to|through|thru)\s+){_DAY})"
-    rf"|(?P<day>\b{_DAY})"
-    rf"|(?P<range>(?<![\w:]){_TIME}(?:\s*(?:-\s*)+|\s+(?:to|until|till|thru|through)\s+|\s+){_TIME}(?![\w:]))"
-    rf"|(?P<point>(?<![\w:]){_TIME}(?![\w:]))",
-    re.IGNORECASE,
-)
-# Clauses that only hold on some days, or that list days a service is NOT open: no opening is read from them.
-_UNSURE = re.compile(
-    r"\b\d+(?:st|nd|rd|th)\b|\b(?:first|second|third|fourth|fifth|last|every other|alternate|alternating|"
-    r"bi-?weekly|monthly|of (?:the|each|every) month|clos(?:e|ed|es|ing))\b|\bexcept\b.*" + _DAY + "|"
-    r"\b(?:19|20)\d\d\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d",
-    re.IGNORECASE,
-)
+
+
+@functools.lru_cache(maxsize=8)
+def _patterns(words: WordList) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The schedule tokens and the clauses read as unsure, with the word list's day names (compiled once)."""
+    day = words.day_pattern + r"\b\.?"
+    token = re.compile(
+        r"(?P<allday>\b24\s*(?:hours|hrs|h\b|/\s*7)|\baround the clock\b)"
+        r"|(?P<alldays>\b(?:7|seven) days(?: a week| per week)?\b|\bdaily\b|\bevery ?day\b)"
+        r"|(?P<weekdays>\bweekdays\b|\bm\s*-\s*f\b)"
+        r"|(?P<weekends>\bweekends?\b)"
+        rf"|(?P<dayrange>\b{day}(?:\s*(?:-+|–)\s*|\s+(?:to|through|thru)\s+){day})"
+        rf"|(?P<day>\b{day})"
+        rf"|(?P<range>(?<![\w:]){_TIME}(?:\s*(?:-\s*)+|\s+(?:to|until|till|thru|through)\s+|\s+){_TIME}(?![\w:]))"
+        rf"|(?P<point>(?<![\w:]){_TIME}(?![\w:]))",
+        re.IGNORECASE,
+    )
+    # Clauses that only hold on some days, or that list days a service is NOT open: no opening is read from them.
+    unsure = re.compile(
+        r"\b\d+(?:st|nd|rd|th)\b|\b(?:first|second|third|fourth|fifth|last|every other|alternate|alternating|"
+        r"bi-?weekly|monthly|of (?:the|each|every) month|clos(?:e|ed|es|ing))\b|\bexcept\b.*" + day + "|"
+        r"\b(?:19|20)\d\d\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+\d",
+        re.IGNORECASE,
+    )
+    return token, unsure
+
+
 _PAREN = re.compile(r"\([^()]*\)")
 _DASHES = re.compile("[\u2010-\u2015\u2212]|GÇ[ôö]")
 
@@ -73,7 +61,7 @@ def parse_time(text: str) -> int:
     """Minutes after midnight: "9:00am" → 540, "12:00pm" → 720, "12am" → 0, "17:30" → 1050, "noon", "midnight".
 
     A bare hour ("9:00") is read on the 24-hour clock. Raises ValueError when `text` is not one time."""
-    parsed = _time(text.strip())
+    parsed = read_clock(text.strip())
     if parsed is None or parsed[2]:
         raise ValueError(f"not a time: {text!r}")
     return parsed[0]
@@ -85,22 +73,25 @@ def parse_range(opens: str, closes: str) -> tuple[int, int] | None:
     or for "9:30pm"-"5:00pm" (a typo, not 19 hours past midnight).
 
     Trailing words after a time are ignored ("5:00pm Mon", "12:00pm (dispensing)"). A close at midnight is 1440."""
-    a, b = _time(_PAREN.sub(" ", opens).strip()), _time(_PAREN.sub(" ", closes).strip())
+    a, b = read_clock(_PAREN.sub(" ", opens).strip()), read_clock(_PAREN.sub(" ", closes).strip())
     if a is None or b is None:
         return None
     return _infer(a[:2], b[:2])
 
 
-def parse_hours_text(text: str) -> list[Opening]:
+def parse_hours_text(text: str, words: WordList | None = None) -> list[Opening]:
     """The openings a free-text schedule states, sorted; [] when nothing can be read with confidence.
 
     Clauses are separated by newlines and ";". Within a clause, groups of days and groups of time ranges pair up
     in the order written (times first: "9am-5pm, Mon-Fri"; days first: "Mon-Fri 9am-5pm, Sat 9am-1pm"); several
     ranges with one day group apply to every day of it ("9am-12pm & 1pm-4pm, Mon-Fri"). A clause with only ranges
     or only days waits for the next clause ("9am-12pm; 1pm-4pm, Mon-Fri"). "24 hours" and "24/7" are the whole
-    day; "7 days a week", "daily", "weekdays" and "weekends" are day groups."""
+    day; "7 days a week", "daily", "weekdays" and "weekends" are day groups. Day names are the word list's
+    (`words`, English by default)."""
     if not text or not text.strip():
         return []
+    words = words or WordList.load()
+    token, unsure = _patterns(words)
     norm = _DASHES.sub("-", text.replace("\\r\\n", "\n").replace("\\n", "\n"))
     norm = _PAREN.sub(" ", norm)
     openings: set[Opening] = set()
@@ -108,10 +99,10 @@ def parse_hours_text(text: str) -> list[Opening]:
     for clause in re.split(r"[\n;]+", norm):
         if not clause.strip():
             continue
-        if _UNSURE.search(clause):
+        if unsure.search(clause):
             pending = None
             continue
-        tokens = _tokens(clause)
+        tokens = _tokens(clause, token, words)
         if tokens is None:  # a point in time ("7:00pm, Tue") or an unreadable range: meeting times, not hours
             pending = None
             continue
@@ -136,17 +127,19 @@ def parse_hours_text(text: str) -> list[Opening]:
     return sorted(openings, key=lambda o: (o.weekday, o.opens, o.closes))
 
 
-def weekday_index(name: str) -> int | None:
+def weekday_index(name: str, words: WordList | None = None) -> int | None:
     """0 = Monday for a weekday name or abbreviation ("Monday", "mon", "Thurs"); None otherwise."""
-    return _DAY_NAMES.get(name.strip().strip(".").casefold())
+    return (words or WordList.load()).weekday(name.strip().strip("."))
 
 
-def openings_from_rows(rows: Iterable[tuple[str, str, str]]) -> tuple[list[Opening], bool]:
+def openings_from_rows(
+    rows: Iterable[tuple[str, str, str]], words: WordList | None = None
+) -> tuple[list[Opening], bool]:
     """Openings from (weekday, opens_at, closes_at) rows, and whether every row could be read."""
     out: set[Opening] = set()
     complete = True
     for weekday, opens, closes in rows:
-        day = weekday_index(weekday)
+        day = weekday_index(weekday, words)
         span = parse_range(opens, closes) if opens.strip() and closes.strip() else None
         if day is None or span is None:
             complete = False
@@ -158,8 +151,9 @@ def openings_from_rows(rows: Iterable[tuple[str, str, str]]) -> tuple[list[Openi
 # ------------------------------------------------------------------------------------------------ helpers
 
 
-def _time(text: str) -> tuple[int, bool, str] | None:
-    """(minutes, whether am/pm or noon/midnight was written, what follows) for the time at the start of `text`."""
+def read_clock(text: str) -> tuple[int, bool, str] | None:
+    """(minutes, whether am/pm or noon/midnight was written, what follows) for the time at the start of `text`:
+    the catalog's one reader of a time of day, for schedules and requests alike. None when it is not one."""
     m = _TIME_RE.match(text)
     if m is None or m.end() == 0:
         return None
@@ -199,9 +193,9 @@ def _infer(a: tuple[int, bool], b: tuple[int, bool]) -> tuple[int, int] | None:
     return opens, closes
 
 
-def _tokens(clause: str) -> list[tuple[str, object]] | None:
+def _tokens(clause: str, token: re.Pattern[str], words: WordList) -> list[tuple[str, object]] | None:
     out: list[tuple[str, object]] = []
-    for m in _TOKEN.finditer(clause):
+    for m in token.finditer(clause):
         kind = m.lastgroup
         if kind == "allday":
             out.append(("T", (0, DAY)))
@@ -215,12 +209,12 @@ def _tokens(clause: str) -> list[tuple[str, object]] | None:
             out.append(("D", {5, 6}))
         elif kind == "dayrange":
             first, last = re.split(r"\s*(?:-+|–)\s*|\s+(?:to|through|thru)\s+", m.group(0).casefold(), maxsplit=1)
-            a, b = weekday_index(first), weekday_index(last)
+            a, b = weekday_index(first, words), weekday_index(last, words)
             if a is None or b is None:
                 return None
             out.append(("D", {(a + i) % 7 for i in range((b - a) % 7 + 1)}))
         elif kind == "day":
-            day = weekday_index(m.group(0))
+            day = weekday_index(m.group(0), words)
             if day is not None:
                 out.append(("D", {day}))
         elif kind == "range":
@@ -231,7 +225,7 @@ def _tokens(clause: str) -> list[tuple[str, object]] | None:
                 continue  # "2-5" (grades, ages): no am/pm, no colon
             out.append(("T", span))
         elif kind == "point":
-            parsed = _time(m.group(0))
+            parsed = read_clock(m.group(0))
             if parsed is not None and (parsed[1] or ":" in m.group(0)):
                 return None  # a meeting time without an end
     return out
@@ -242,7 +236,7 @@ def _range(text: str) -> tuple[int, int] | None:
     parts = [p for p in parts if p]
     if len(parts) != 2:
         return None
-    a, b = _time(parts[0]), _time(parts[1])
+    a, b = read_clock(parts[0]), read_clock(parts[1])
     if a is None or b is None:
         return None
     if not (a[1] or b[1] or ":" in parts[0] or ":" in parts[1]):

@@ -3,9 +3,9 @@
 `CatalogStore.filter` is strict AND in SQL with the semantics that `filters.violations` implements in Python
 (see `tracerag.catalog.filters`); the tests check that both select the same records on the real catalog.
 
-Tables: `records` (id, the record as JSON, city, county, zip, zip5), `record_values` (language, accessibility and
-taxonomy-term rows, each term with every term above it), `openings` (weekday, opens, closes) and `terms` (the
-taxonomy's id → name). One file, rollback journal: nothing beside it.
+Tables: `records` (id, the record as JSON, city, county, zip, zip_head: `filters.postal_head`), `record_values`
+(language, accessibility and taxonomy-term rows, each term with every term above it), `openings` (weekday,
+opens, closes) and `terms` (the taxonomy's id → name). One file, rollback journal: nothing beside it.
 """
 
 from __future__ import annotations
@@ -17,22 +17,23 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracerag.catalog.filters import hour_pairs, int_values, normalise_key, selected, term_ancestors, zip5
+from tracerag.catalog.filters import hour_pairs, int_values, postal_head, selected, term_ancestors
 from tracerag.catalog.model import ConstraintKind, Gazetteer, Opening, ServiceRecord, Structural
 from tracerag.errors import CollectionError
 from tracerag.store import connect_read_only
+from tracerag.text import fold_key
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: zip5 (a US rule) became zip_head (`postal_head`)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
   id TEXT PRIMARY KEY, data TEXT NOT NULL, city TEXT NOT NULL, county TEXT NOT NULL, zip TEXT NOT NULL,
-  zip5 TEXT NOT NULL
+  zip_head TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS records_city ON records(city);
 CREATE INDEX IF NOT EXISTS records_county ON records(county);
 CREATE INDEX IF NOT EXISTS records_zip ON records(zip);
-CREATE INDEX IF NOT EXISTS records_zip5 ON records(zip5);
+CREATE INDEX IF NOT EXISTS records_zip_head ON records(zip_head);
 CREATE TABLE IF NOT EXISTS record_values (record_id TEXT NOT NULL, kind TEXT NOT NULL, value TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS record_values_kind ON record_values(kind, value, record_id);
 CREATE INDEX IF NOT EXISTS record_values_record ON record_values(record_id);
@@ -152,7 +153,7 @@ class CatalogStore:
                         r.city,
                         r.county,
                         r.zip,
-                        zip5(r.zip),
+                        postal_head(r.zip),
                     ),
                 )
                 values = [("language", v) for v in dict.fromkeys(r.languages)]
@@ -217,9 +218,9 @@ class CatalogStore:
                 f"ORDER BY n DESC, {column}"
             )
             for value, _ in rows:
-                target.setdefault(normalise_key(value), value)
-        for z, z5 in self._db.execute("SELECT DISTINCT zip, zip5 FROM records WHERE zip != ''"):
-            gaz.zips.update({z, z5})
+                target.setdefault(fold_key(value), value)
+        for code, head in self._db.execute("SELECT DISTINCT zip, zip_head FROM records WHERE zip != ''"):
+            gaz.zips.update({code, head})
         for kind, target in (("language", gaz.languages), ("accessibility", gaz.accessibility)):
             counts = Counter(
                 dict(
@@ -229,7 +230,7 @@ class CatalogStore:
                 )
             )
             for value, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-                target.setdefault(normalise_key(value), value)
+                target.setdefault(fold_key(value), value)
         gaz.taxonomy = dict(self._db.execute("SELECT id, name FROM terms ORDER BY id").fetchall())
         return gaz
 
@@ -248,7 +249,7 @@ def _where(constraints: Sequence[Structural]) -> tuple[list[str], list[Any]]:
             where.append(f"r.{_COLUMNS[s.kind]} IN ({marks})")
             params += values
         elif s.kind is ConstraintKind.ZIP:
-            where.append(f"(r.zip IN ({marks}) OR r.zip5 IN ({marks}))")
+            where.append(f"(r.zip IN ({marks}) OR r.zip_head IN ({marks}))")
             params += values + values
         elif s.kind in _VALUE_KINDS:
             where.append(

@@ -1,7 +1,7 @@
 """Whether the catalog holds anything like what a request asks for, judged without labels or a model.
 
 A request's topic is what the parser left once it had taken the places, days, times, languages, access needs,
-conditions and filler words ("piano tuning" of "piano tuning in Miami open on Sunday"). The catalog holds it when
+conditions and filler words ("piano tuning" of "piano tuning in Lakeside open on Sunday"). The catalog holds it when
 
 1. a service type the parse matched (taxonomy term names, fuzzily and by lemma, or the synonym table) is carried
    by at least one record of the catalog, anywhere (a term of the taxonomy file that no record carries holds
@@ -16,7 +16,7 @@ conditions and filler words ("piano tuning" of "piano tuning in Miami open on Su
 
 Specific words are the topic's words that fewer than `COMMON_SHARE` of the records use: a word that a large part
 of the catalog uses ("services", "program", "help") says nothing about which service is wanted, and is neither
-required nor enough. A topic with no specific word ("services in Miami") is held: the catalog holds services.
+required nor enough. A topic with no specific word ("services in Lakeside") is held: the catalog holds services.
 Why together rather than anywhere in the record: a long description that mentions "dog" in one sentence and
 carries the term "Personal/Grooming Supplies" is not a dog-grooming service. Why not the text search's best
 score: BM25 rewards one rare word alone ("piano" of a youth symphony), which is exactly the unrelated hit a
@@ -41,10 +41,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import Stemmer
-
+from tracerag import text as shared_text
 from tracerag.catalog.model import ServiceRecord
-from tracerag.catalog.parse import content_words, normalise
+from tracerag.catalog.parse import content_words
+from tracerag.catalog.words import WordList
 
 __all__ = ["COMMON_SHARE", "PASSAGE_SPAN", "CatalogVocabulary", "TopicMatch", "WordEvidence"]
 
@@ -135,22 +135,19 @@ class _Field:
 class CatalogVocabulary:
     """The words of every record, by stem with their positions: built once per catalog (about 1 s for 4k records)."""
 
-    language: str
+    words: WordList
     records: int = 0
     postings: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # stem -> record id -> positions
     _fields: dict[str, list[tuple[int, _Field]]] = field(default_factory=dict)  # record id -> (first position, field)
-    _stemmer: Any = None
     _stems: dict[str, str] = field(default_factory=dict)
     _by_prefix: dict[str, list[str]] = field(default_factory=dict)  # first FAMILY_MIN letters -> stems
     _families: dict[str, tuple[tuple[str, ...], dict[str, list[int]]]] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, records: Iterable[ServiceRecord], language: str) -> CatalogVocabulary:
-        vocab = cls(language=language)
-        try:
-            vocab._stemmer = Stemmer.Stemmer(language)
-        except KeyError:
-            vocab._stemmer = None  # a language Snowball lacks: words compared as folded, like the index does
+    def build(cls, records: Iterable[ServiceRecord], words: WordList) -> CatalogVocabulary:
+        """The vocabulary of `records`, stemmed in the word list's language (a language Snowball lacks: words
+        compared as folded, like the index does)."""
+        vocab = cls(words=words)
         postings: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
         for record in records:
             vocab.records += 1
@@ -174,8 +171,7 @@ class CatalogVocabulary:
     def stem(self, word: str) -> str:
         stem = self._stems.get(word)
         if stem is None:
-            stem = self._stemmer.stemWord(word) if self._stemmer is not None else word
-            self._stems[word] = stem
+            stem = self._stems[word] = shared_text.stem(word, self.words.language)
         return stem
 
     def records_using(self, stem: str) -> int:
@@ -206,7 +202,7 @@ class CatalogVocabulary:
         topic = topic.strip()
         if any(t.get("records", 0) > 0 for t in service_types):
             return TopicMatch(topic, True, "service_type", service_types=tuple(service_types))
-        words = content_words(topic)
+        words = content_words(topic, self.words)
         if not words:
             return TopicMatch(topic, True, "no_topic", service_types=tuple(service_types))
         evidence = tuple(self._evidence(w) for w in dict.fromkeys(words))
@@ -311,4 +307,4 @@ def _words_with_offsets(text: str) -> tuple[list[tuple[int, int]], list[str]]:
 def _alpha_parts(token: str) -> tuple[str, ...]:
     """The normalised alphabetic words of one token (cached: a catalog repeats its words, and this is the cost of
     building the vocabulary)."""
-    return tuple(part for part in normalise(token).split() if part.isalpha())
+    return tuple(part for part in shared_text.fold_key(token).split() if part.isalpha())

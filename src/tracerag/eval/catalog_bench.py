@@ -2,6 +2,8 @@
 computed by strict filtering of the catalog on the constraints the template put in (not on what the assistant
 parses: a misread city then shows as unsatisfied constraints and lost recall).
 
+The requests come from what the catalog holds: a catalog without taxonomy, opening hours or languages gets the
+categories it can support, and `unsupported_categories` says which were skipped and why (the report prints it).
 Five categories as in the issue — location only, eligibility, hours, a named service, combinations — plus
 requests without any location, on which the assistant should ask a clarifying question, and requests for services
 the catalog does not hold (`not_in_catalog`): topics from `NOT_HELD_TOPICS`, each kept only if the catalog's
@@ -23,15 +25,19 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from statistics import mean
 
+import pycountry
 import Stemmer
 
 from tracerag.catalog import filters
-from tracerag.catalog.ingest import LANGUAGE
 from tracerag.catalog.model import WEEKDAYS, ConstraintKind, Semantic, Structural
-from tracerag.catalog.parse import content_words, normalise
+from tracerag.catalog.parse import content_words
+from tracerag.catalog.profile import CatalogProfile
 from tracerag.catalog.store import CatalogStore
+from tracerag.catalog.words import WordList
+from tracerag.text import fold_key
 
 CATEGORIES = ("location", "eligibility", "hours", "named", "combination", "no_location", "not_in_catalog")
 IN_CATALOG = CATEGORIES[:-1]
@@ -103,13 +109,56 @@ def _topic_terms(store: CatalogStore, min_services: int = 5) -> list[tuple[str, 
     terms = [
         (t, gaz.taxonomy[t])
         for t, n in counts.items()
-        if n >= min_services and t in gaz.taxonomy and not t.startswith("Y")
+        if n >= min_services and t in gaz.taxonomy and not is_population_term(t)
     ]
     return sorted(terms)
 
 
 def _service_terms(record) -> list[tuple[str, str]]:
-    return [(t, name) for t, name in record.taxonomy if not t.startswith("Y")]
+    return [(t, name) for t, name in record.taxonomy if not is_population_term(t)]
+
+
+# AIRS/211 LA codes of the target-population facet ("Y", "YB-8000", "YF-3000.1400"): who a service is for, which is
+# eligibility, not a kind of service. Ids that are not AIRS codes ("Youth Workforce Development") are services.
+_POPULATION = re.compile(r"Y(?:[A-Z](?:-[\d.-]+)?)?")
+
+
+def is_population_term(term_id: str) -> bool:
+    return bool(_POPULATION.fullmatch(term_id.strip()))
+
+
+def profile_of(store: CatalogStore) -> CatalogProfile:
+    """The profile beside the store's catalog (defaults when there is none)."""
+    return CatalogProfile.load(Path(store.path).parent)
+
+
+def text_language_name(language: str) -> str:
+    """The English name of the catalog's text language ("en" → "English"): a request for services in the
+    language the whole directory is written in constrains nothing worth generating."""
+    found = pycountry.languages.get(alpha_2=language)
+    return found.name if found is not None else language
+
+
+def unsupported_categories(store: CatalogStore) -> dict[str, str]:
+    """Categories the catalog cannot support, with why: the templates ask for a service type (taxonomy), a
+    weekday (opening hours) or a language the catalog must hold for a request to have a gold set."""
+    records = store.get(store.all_ids()).values()
+    skipped: dict[str, str] = {}
+    if not any(r.city for r in records):
+        return {c: "no record states a city" for c in CATEGORIES if c != "not_in_catalog"}
+    if not any(r.city and _service_terms(r) for r in records):
+        why = "no taxonomy: the template names a service type, and no record has one"
+        skipped.update(dict.fromkeys(("location", "eligibility", "hours", "combination", "no_location"), why))
+    if not any(r.openings for r in records):
+        skipped["hours"] = skipped.get("hours") or "no opening hours: no record has a schedule that could be read"
+        other = text_language_name(profile_of(store).language)
+        if not any(lang != other for r in records for lang in r.languages):
+            skipped.setdefault(
+                "combination", "no opening hours and no language besides the texts': nothing to combine with"
+            )
+    if not verify_topics(store).kept:
+        skipped["not_in_catalog"] = "every candidate topic is held by some record or term"
+    return skipped
 
 
 def _phrase(term_name: str) -> str:
@@ -138,13 +187,17 @@ def verify_topics(store: CatalogStore, topics: Sequence[str] = NOT_HELD_TOPICS) 
     key = (str(store.path), store.count())
     if key in _CHECKS and topics is NOT_HELD_TOPICS:
         return _CHECKS[key]
-    stemmer = Stemmer.Stemmer(LANGUAGE)
+    profile = profile_of(store)
+    stemmer = Stemmer.Stemmer(profile.language)
+    words = WordList.load(profile.language, profile.words)
 
     def stems(text: str) -> set[str]:
-        return set(stemmer.stemWords(normalise(text).split()))
+        return set(stemmer.stemWords(fold_key(text).split()))
 
     gazetteer = store.gazetteer()
-    terms = [(name, stems(name), set(stemmer.stemWords(content_words(name)))) for name in gazetteer.taxonomy.values()]
+    terms = [
+        (name, stems(name), set(stemmer.stemWords(content_words(name, words)))) for name in gazetteer.taxonomy.values()
+    ]
     records = [
         (r.name, stems(" ".join([r.text(), r.organization, *(n for _, n in r.taxonomy)])))
         for r in store.get(store.all_ids()).values()
@@ -152,7 +205,7 @@ def verify_topics(store: CatalogStore, topics: Sequence[str] = NOT_HELD_TOPICS) 
     kept: list[str] = []
     dropped: list[tuple[str, str]] = []
     for topic in topics:
-        wanted = set(stemmer.stemWords(content_words(topic)))
+        wanted = set(stemmer.stemWords(content_words(topic, words)))
         # a term that holds the topic's words, or that the topic names ("bowling alley" names the term "Bowling")
         holder = next((f"taxonomy term '{n}'" for n, t, c in terms if wanted <= t or (c and c <= wanted)), None)
         holder = holder or next((f"record '{n}'" for n, t in records if wanted <= t), None)
@@ -169,7 +222,7 @@ def verify_topics(store: CatalogStore, topics: Sequence[str] = NOT_HELD_TOPICS) 
 
 
 def _typo(city: str, rng: random.Random, known: set[str]) -> str | None:
-    """The city with one inner letter of its longest word dropped ("Hialeah" → "Hialah"), when that word has six
+    """The city with one inner letter of its longest word dropped ("Riverton" → "Rivrton"), when that word has six
     letters or more and the result is no other city of the catalog."""
     words = city.split()
     longest = max(range(len(words)), key=lambda i: len(words[i]))
@@ -178,15 +231,21 @@ def _typo(city: str, rng: random.Random, known: set[str]) -> str | None:
         return None
     cut = rng.randrange(1, len(word) - 1)
     typo = " ".join([*words[:longest], word[:cut] + word[cut + 1 :], *words[longest + 1 :]])
-    return None if normalise(typo) in known else typo
+    return None if fold_key(typo) in known else typo
 
 
 def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQuery]:
-    """`n` requests spread over the categories (no-location and not-in-catalog ones included), reproducible from
-    `seed`."""
+    """`n` requests spread over the categories the catalog supports (`unsupported_categories` says which it does
+    not, and why), no-location and not-in-catalog ones included, reproducible from `seed`."""
     rng = random.Random(seed)
+    skipped = unsupported_categories(store)
+    categories = [c for c in CATEGORIES if c not in skipped]
+    if not categories:
+        return []
+    with_hours = "hours" not in skipped
+    text_language = text_language_name(profile_of(store).language)
     not_held = verify_topics(store).kept
-    known_cities = {normalise(c) for c in store.gazetteer().cities.values()}
+    known_cities = {fold_key(c) for c in store.gazetteer().cities.values()}
     records = store.get(store.all_ids())
     by_city: dict[str, list] = defaultdict(list)
     for r in records.values():
@@ -194,7 +253,8 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
             by_city[r.city].append(r)
     terms = _topic_terms(store)
     queries: list[CatalogQuery] = []
-    per = max(1, n // len(CATEGORIES))
+    per = max(1, n // len(categories))
+    overflow = "combination" if "combination" in categories else categories[0]  # what n % len(categories) adds
 
     def add(category: str, text: str, structural: list[Structural], semantic: list[Semantic] | None = None) -> None:
         gold = store.filter(structural) if structural else []
@@ -205,14 +265,17 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
     def city_term() -> tuple[str, str, str]:
         # Service terms only: the Y facet names target populations ("Older Adults"), which are eligibility, not a
         # kind of service.
-        record = rng.choice([r for r in records.values() if r.city and _service_terms(r)])
+        typed = [r for r in records.values() if r.city and _service_terms(r)]
+        if not typed:  # a catalog without taxonomy: a place only (named and not-in-catalog requests)
+            return rng.choice([r for r in records.values() if r.city]).city, "", ""
+        record = rng.choice(typed)
         term_id, term_name = rng.choice(_service_terms(record))
         return record.city, term_id, term_name
 
     guard = 0
     while len(queries) < n and guard < n * 50:
         guard += 1
-        category = CATEGORIES[len(queries) // per] if len(queries) // per < len(CATEGORIES) else "combination"
+        category = categories[len(queries) // per] if len(queries) // per < len(categories) else overflow
         city, term_id, term_name = city_term()
         city_c = Structural(ConstraintKind.CITY, (city,), city)
         type_c = Structural(ConstraintKind.SERVICE_TYPE, (term_id,), term_name)
@@ -263,11 +326,13 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
                 CatalogQuery(f"named-{len(queries)}", "named", f"{name} in {city}", [city_c], [], sorted(gold_ids))
             )
         elif category == "combination":
-            day = rng.choice(range(5))
-            parts = [city_c, type_c, Structural(ConstraintKind.WEEKDAY, (str(day),), WEEKDAYS[day])]
-            text = f"{topic} in {city} open {WEEKDAYS[day]}"
-            langs = Counter(lang for r in by_city[city] for lang in r.languages if lang != "English")
-            if langs and rng.random() < 0.6:
+            parts, text = [city_c, type_c], f"{topic} in {city}"
+            if with_hours:
+                day = rng.choice(range(5))
+                parts.append(Structural(ConstraintKind.WEEKDAY, (str(day),), WEEKDAYS[day]))
+                text = f"{topic} in {city} open {WEEKDAYS[day]}"
+            langs = Counter(lang for r in by_city[city] for lang in r.languages if lang != text_language)
+            if langs and (rng.random() < 0.6 or not with_hours):
                 lang = rng.choice(sorted(langs))
                 parts.append(Structural(ConstraintKind.LANGUAGE, (lang,), lang))
                 text = f"{lang}-speaking {text}"
@@ -402,8 +467,14 @@ def markdown(summary: dict) -> str:
     lines = [
         f"# Catalog assistant: {summary['queries']} generated requests, k = {k}",
         "",
-        "Requests per category: " + ", ".join(f"{c} {n}" for c, n in summary["by_category"].items()),
+        "Requests per category: " + ", ".join(f"{c} {n}" for c, n in summary["by_category"].items() if n),
         "",
+    ]
+    for category, why in summary.get("skipped_categories", {}).items():
+        lines.append(f"Skipped category {category}: {why}.")
+    if summary.get("skipped_categories"):
+        lines.append("")
+    lines += [
         f"| variant | category | constraint satisfaction | out-of-catalog | R@{k} of gold | answered | clarify rate "
         "| not held: says nothing matches | false refusal |",
         "|---|---|---|---|---|---|---|---|---|",

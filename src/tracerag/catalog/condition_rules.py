@@ -1,0 +1,567 @@
+"""The rule-based check of a condition ("no ID required", "for seniors") against one record's own text.
+
+`RuleChecker.check` gives an `Evidence` (see `catalog.evidence` for what a verdict means) from patterns for the
+conditions people ask about most (ID, age groups, veterans, women, low income, residency, free, immigration
+status) and a word-overlap fallback for anything else. Deterministic and free. The patterns are English (the
+language of the directories measured here); for a catalog in another language only the fallback applies, with
+that language's stemmer and stop words. Sentences are split with the word list's abbreviations, and residency
+of the catalog's whole region comes from its profile, never from code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from tracerag.catalog.evidence import Evidence, field_spans, quote_span
+from tracerag.catalog.model import Semantic, ServiceRecord
+from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.words import WordList, fill_region
+from tracerag.text import fold_key, sentence_spans, stem
+
+__all__ = ["RULE_LANGUAGES", "RuleChecker", "age_ranges"]
+
+RULE_LANGUAGES = frozenset({"en"})  # languages the patterns below are written in
+
+
+Kind = Literal["affirm", "deny", "weak", "unclear"]  # weak: affirms only when no sentence affirms or denies
+# A step looks at one sentence (text, field name) and returns the (start, end) of what it found, or None.
+Step = Callable[[str, str], "tuple[int, int] | None"]
+
+
+def _rx(pattern: str, flags: int = re.I) -> Step:
+    compiled = re.compile(pattern, flags)
+
+    def step(sentence: str, field: str) -> tuple[int, int] | None:
+        m = compiled.search(sentence)
+        return m.span() if m else None
+
+    return step
+
+
+@dataclass(frozen=True)
+class _Rule:
+    topic: str  # as said in reasons: "ID", "seniors"
+    # Tried in order on each sentence; the first that finds something decides what the sentence says.
+    steps: Sequence[tuple[Kind, Step]]
+    # union: eligibility lists ("children and seniors") - one sentence that affirms is enough.
+    # strict: a text that affirms in one sentence and denies in another is unclear (None).
+    union: bool
+    affirm_says: str  # "requires ID"
+    deny_says: str  # "says ID is not required"
+
+
+# -- ID -----------------------------------------------------------------------------------------------------------
+
+_ID_MENTION = re.compile(
+    r"\b(?:ID(?:s|'s)?\b|I\.D\.)|\b(?i:identifications?|driver'?s'?\s+licen[cs]es?|passports?|ID\s+cards?)\b"
+)
+_ID_NEEDED = re.compile(
+    r"\b(?:must|required?|requires|requirements?|bring|provide|present|show|need(?:ed|s)?|take|mandatory|"
+    r"necessary|valid|current|proper|proof|documents?|documentation)\b",
+    re.I,
+)
+_ID_NOT_NEEDED = re.compile(
+    r"\bno\s+(?:photo\s+|picture\s+)?(?:ID|I\.D\.|identification|documents?|documentation|paperwork)\b"
+    r"|\bwithout\s+(?:an?\s+|any\s+)?(?:photo\s+|picture\s+)?(?:ID|I\.D\.|identification|documents?)\b"
+    r"|\b(?:ID|identification|documents?|documentation)\s+(?:is\s+|are\s+)?not\s+(?:required|needed|necessary)\b",
+    re.I,
+)
+_OPTIONAL = re.compile(
+    r"\bnot\s+(?:required|needed|necessary|mandatory)\b|\boptional\b|\bif\s+(?:you\s+have\s+(?:one|it)|available)\b",
+    re.I,
+)
+
+
+_OTHER_DOC = re.compile(
+    r"social\s+security|birth\s+certificates?|proof|lease|bills?\b|insurance|tax|income|stubs?\b|w-?2\b|medicare"
+    r"|medicaid|certificates?|letters?\b|statements?\b",
+    re.I,
+)
+_NEAR = 90  # characters between a document and the words that make it optional
+
+
+def _optional_near(sentence: str, span: tuple[int, int]) -> tuple[int, int] | None:
+    """The "not required" / "if available" that qualifies the document at `span`, with no other document between
+    ("a valid ID, social security card if available" leaves the ID required)."""
+    for opt in _OPTIONAL.finditer(sentence):
+        a, b = (span[1], opt.start()) if opt.start() >= span[1] else (opt.end(), span[0])
+        if b - a <= _NEAR and not _OTHER_DOC.search(sentence[a:b] if b > a else ""):
+            return min(span[0], opt.start()), max(span[1], opt.end())
+    return None
+
+
+def _id_not_needed(sentence: str, field: str) -> tuple[int, int] | None:
+    m = _ID_NOT_NEEDED.search(sentence)
+    if m:
+        return m.span()
+    for mention in _ID_MENTION.finditer(sentence):
+        found = _optional_near(sentence, mention.span())
+        if found:
+            return found
+    return None
+
+
+def _id_needed(sentence: str, field: str) -> tuple[int, int] | None:
+    mention = _ID_MENTION.search(sentence)
+    if mention is None:
+        return None
+    # An ID named where documents are asked for, or next to a word that asks for it ("must bring a photo ID");
+    # "obtain a free picture ID" in a description is a service, not a requirement.
+    if field in ("application_process", "eligibility", "fees") or _ID_NEEDED.search(sentence):
+        return mention.span()
+    return None
+
+
+_ID_RULE = _Rule(
+    "ID",
+    (("deny", _id_not_needed), ("affirm", _id_needed)),
+    union=False,
+    affirm_says="asks for ID",
+    deny_says="says ID is not required",
+)
+_ID_TRIGGER = re.compile(
+    r"\b(?:id|i\.d\.|ids|identification|driver'?s'?\s+licen[cs]e|passport|documents?|documentation|paperwork)\b", re.I
+)
+_SELF_NEGATED = re.compile(r"\b(?:no|not|without|never|none|don'?t|doesn'?t|dont|doesnt)\b|n't\b", re.I)
+
+# -- age groups -----------------------------------------------------------------------------------------------
+
+_SENIOR_WORDS = (
+    r"\bseniors?\b|\bsenior\s+citizens?\b|\belderly\b|\belders?\b|\bolder\s+(?:adults?|persons?|people|individuals)\b"
+    r"|\bgeriatric\b|\bretirees?\b|\bthe\s+aged\b"
+)
+_CHILD_WORDS = (
+    r"(?<!department of )(?<!Department of )(?<!DEPARTMENT OF )\bchild(?:ren|ren's)?\b(?!'?s?\s+trust)"
+    r"|\bkids?\b|\byouths?\b|\bminors?\b|\bjuveniles?\b|\bteens?\b|\bteenagers?\b"
+    r"|\badolescents?\b|\binfants?\b|\btoddlers?\b|\bbab(?:y|ies)\b|\bboys\b|\bgirls\b|\bpediatrics?\b"
+    r"|\bpre-?school(?:ers)?\b|\bK-12\b"
+)
+_ALL_AGES = r"\ball\s+ages\b|\bany\s+age\b|\bregardless\s+of\s+age\b|\bno\s+age\s+(?:limit|restriction|requirement)s?\b"
+_PERSON = (
+    r"(?:children|kids|youths?|adults?|persons?|people|individuals|students|seniors|members|girls|boys|men|women|"
+    r"those|anyone|minors|teens|participants|patients|clients|residents|veterans)"
+)
+_UNITS_AFTER = r"(?!\s*(?:%|percent|days?|months?|weeks?|hours?|minutes?|miles?|pounds?|lbs|dollars?)\b)"
+_AGE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), how)
+    for p, how in (
+        (
+            r"\bages?d?\s*(?:of\s+|from\s+|between\s+)?(\d{1,3})\s*(?:-|\u2013|to|through|thru|and)\s*(\d{1,3})\b",
+            "range",
+        ),
+        (r"\b(\d{1,3})\s*(?:-|\u2013|to|through|thru)\s*(\d{1,3})\s*(?:years?|yrs?|y/?o)\b", "range"),
+        (r"\bbetween\s+(\d{1,3})\s*(?:and|-|\u2013)\s*(\d{1,3})\s*(?:years?|yrs?)\b", "range"),
+        (r"\b(\d{1,3})\s*(?:years?|yrs?)?\s*(?:of\s+age\s*)?(?:and|or|&)\s*(?:older|over|up|above)\b", "min"),
+        (r"\bages?d?\s*(\d{1,3})\s*\+", "min"),
+        (r"\b(\d{1,3})\s*\+\s*(?:years?|yrs?)", "min"),
+        (r"\b(?:over|older\s+than|above)\s+(?:the\s+)?ages?\s+(?:of\s+)?(\d{1,3})\b", "over"),
+        (r"\b(?:over|older\s+than|above)\s+(\d{1,3})\s*(?:years?\s+old|years?\s+of\s+age|yrs?\s+old|y/?o)\b", "over"),
+        (rf"\b{_PERSON}\s+(?:over|older\s+than|above)\s+(\d{{1,3}})\b{_UNITS_AFTER}", "over"),
+        (r"\b(?:under|younger\s+than|below|less\s+than)\s+(?:the\s+)?ages?\s+(?:of\s+)?(\d{1,3})\b", "under"),
+        (
+            r"\b(?:under|younger\s+than|below)\s+(\d{1,3})\s*(?:years?\s+old|years?\s+of\s+age|yrs?\s+old|y/?o)\b",
+            "under",
+        ),
+        (rf"\b{_PERSON}\s+(?:under|younger\s+than|below)\s+(\d{{1,3}})\b{_UNITS_AFTER}", "under"),
+        (r"\bup\s+to\s+(?:the\s+)?ages?\s+(?:of\s+)?(\d{1,3})\b", "upto"),
+        (r"\b(?:age|aged)\s+(\d{1,3})\b(?!\s*(?:-|\u2013|to|and|\+))", "exact"),
+        (r"\b(\d{1,3})\s*(?:-\s*)?(?:years?|yrs?)(?:-|\s+)old\b", "exact"),
+    )
+)
+_MAX_AGE = 150
+
+
+def age_ranges(text: str) -> list[tuple[int, int, tuple[int, int]]]:
+    """(youngest, oldest, span) for each age or age range stated in `text` ("5-17 years old", "60 and over")."""
+    found: list[tuple[int, int, tuple[int, int]]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, how in _AGE_PATTERNS:
+        for m in pattern.finditer(text):
+            if any(m.start() < e and s < m.end() for s, e in taken):
+                continue
+            a = int(m.group(1))
+            if how == "range":
+                b = int(m.group(2))
+                lo, hi = min(a, b), max(a, b)
+            elif how == "min":
+                lo, hi = a, _MAX_AGE
+            elif how == "over":
+                lo, hi = a + 1, _MAX_AGE
+            elif how == "under":
+                lo, hi = 0, max(0, a - 1)
+            elif how == "upto":
+                lo, hi = 0, a
+            else:
+                lo = hi = a
+            if hi > 120 and hi != _MAX_AGE:
+                continue  # not an age
+            found.append((lo, hi, m.span()))
+            taken.append(m.span())
+    found.sort(key=lambda r: r[2])
+    return found
+
+
+def _age_rule(topic: str, lo: int, hi: int, words: str | None, *, numeric: bool = False) -> _Rule:
+    """An age group. For a group ("seniors") its words affirm like a fitting age range; for one age asked as a
+    number ("my 5-year-old") the stated ranges decide, and the group's words count only where no range is stated."""
+    words_rx = re.compile(words, re.I) if words else None
+    all_ages = re.compile(_ALL_AGES, re.I)
+
+    def fits(sentence: str, field: str) -> tuple[int, int] | None:
+        m = all_ages.search(sentence)
+        if m:
+            return m.span()
+        for a, b, span in age_ranges(sentence):
+            if a <= hi and lo <= b:
+                return span
+        m = words_rx.search(sentence) if words_rx and not numeric else None
+        return m.span() if m else None
+
+    def excludes(sentence: str, field: str) -> tuple[int, int] | None:
+        ranges = age_ranges(sentence)
+        return ranges[0][2] if ranges else None  # only reached when no stated age fits
+
+    def named(sentence: str, field: str) -> tuple[int, int] | None:
+        m = words_rx.search(sentence) if words_rx else None
+        return m.span() if m else None
+
+    return _Rule(
+        topic,
+        (("affirm", fits), ("deny", excludes), ("weak", named)),
+        union=True,
+        affirm_says=f"is for {topic}",
+        deny_says=f"states ages that leave out {topic}",
+    )
+
+
+# -- the other topics -------------------------------------------------------------------------------------------
+
+_VETERANS = _Rule(
+    "veterans",
+    (
+        (
+            "affirm",
+            _rx(
+                r"\bveterans?'?s?\b|\bvets\b|\bmilitary\b|\barmed\s+forces\b|\bservice\s+members?\b"
+                r"|\bDD[- ]?(?:Form\s*)?214\b"
+            ),
+        ),
+        ("affirm", _rx(r"\bVA\b", 0)),
+    ),
+    union=True,
+    affirm_says="is for veterans",
+    deny_says="",
+)
+_WOMEN = _Rule(
+    "women",
+    (
+        ("deny", _rx(r"\b(?:men|males?)\s+only\b|\bonly\s+(?:for\s+)?(?:men|males?)\b")),
+        (
+            "affirm",
+            _rx(
+                r"\bwom[ae]n'?s?\b|\bfemales?\b|\bmothers?\b|\bmoms?\b|\bladies\b|\bgirls\b|\bpregnan(?:t|cy)\b"
+                r"|\bmaternity\b|\bexpectant\b|\bprenatal\b"
+            ),
+        ),
+    ),
+    union=True,
+    affirm_says="is for women",
+    deny_says="is for men only",
+)
+_LOW_INCOME = _Rule(
+    "low income",
+    (
+        (
+            "affirm",
+            _rx(
+                r"\blow[- ]income\b|\blimited\s+income\b|\bfixed\s+income\b|\bincome[- ](?:eligible|eligibility|based|"
+                r"guidelines?|limits?|requirements?|qualif\w*|levels?)\b|\bpoverty\b|\bFPL\b|\barea\s+median\s+income\b"
+                r"|\bproof\s+of\s+income\b|\bfinancial\s+(?:need|hardship)\b|\bindigent\b|\beconomically\s+disadvantaged\b"
+                r"|\bsliding[- ]scale\b|\bregardless\s+of\s+(?:income|ability\s+to\s+pay)\b|\bno\s+income\s+"
+                r"(?:requirements?|limits?|restrictions?|threshold)\b|\bunable\s+to\s+(?:pay|afford)\b|\buninsured\b"
+                r"|\bmedicaid\b|\bfood\s+stamps\b|\bSNAP\b|\bSSI\b|\bTANF\b|\bneedy\b"
+            ),
+        ),
+    ),
+    union=True,
+    affirm_says="is for people with low income",
+    deny_says="",
+)
+_FREE = _Rule(
+    "free",
+    (
+        (
+            "affirm",
+            _rx(
+                r"(?<![-\w])(?<!feel )(?<!toll )free\b(?![- ](?:standing|from)\b)|\bno\s+(?:fees?|costs?|charges?)\b"
+                r"|\bat\s+no\s+(?:cost|charge)\b|\bwithout\s+(?:cost|charge)\b|\bno-cost\b|\bcost-free\b|\bgratis\b"
+            ),
+        ),
+        (
+            "deny",
+            _rx(
+                r"\$\s?\d[\d,.]*\s*(?:per|a|an|/|each)\s*(?:visit|session|class|month|week|year|person|child|"
+                r"test|night|day|semester|course)\b"
+            ),
+        ),
+        (
+            "deny",
+            _rx(
+                r"\bfees?\b|\bco-?pays?\b|\bsliding[- ]scale\b|\bcosts?\s+(?:is|are|of|\$)|\bcharges?\s+"
+                r"(?:is|are|of|apply)\b|\btuition\b|\bdues\b|\bpaid\s+by\s+the\s+client\b"
+            ),
+        ),
+    ),
+    union=False,
+    affirm_says="says it is free",
+    deny_says="states a fee or cost",
+)
+
+
+def _required(pattern: str, *, asked: bool = False) -> Step:
+    """Like `_rx`, skipping a match made optional next to it ("social security card if available"); with `asked`,
+    only where documents are asked for (the application or eligibility text, or next to "must", "bring", ...)."""
+    compiled = re.compile(pattern, re.I)
+
+    def step(sentence: str, field: str) -> tuple[int, int] | None:
+        if asked and field not in ("application_process", "eligibility", "fees") and not _ID_NEEDED.search(sentence):
+            return None
+        for m in compiled.finditer(sentence):
+            if _optional_near(sentence, m.span()) is None:
+                return m.span()
+        return None
+
+    return step
+
+
+_IMMIGRATION = _Rule(
+    "immigration status",
+    (
+        (
+            "affirm",
+            _rx(
+                r"\bundocumented\b|\bregardless\s+of\s+(?:\w+\s+){0,2}status\b|\bno\s+(?:SSN|social\s+security)"
+                r"(?:\s+(?:number|card))?\s+(?:is\s+)?(?:required|needed)\b"
+            ),
+        ),
+        (
+            "deny",
+            _required(
+                r"\bcitizens?\s+only\b|\bmust\s+be\s+(?:a\s+)?(?:U\.?S\.?|American|United\s+States)\s+citizens?\b"
+                r"|\bproof\s+of\s+(?:U\.?S\.?\s+)?(?:citizenship|legal\s+(?:status|residency)|immigration\s+status"
+                r"|lawful\s+\w+)\b|\blegal(?:ly)?\s+(?:permanent\s+)?residen(?:t|ts|cy|ce)\b|\blawful(?:ly)?\s+"
+                r"(?:present|permanent)\b|\bqualified\s+(?:aliens?|immigrants?)\b|\bpermanent\s+resident\s+cards?\b"
+            ),
+        ),
+        (
+            "deny",
+            _required(r"\b(?:social\s+security|SS)\s+cards?\b|\bsocial\s+security\s+numbers?\b|\bSSN\b", asked=True),
+        ),
+        ("affirm", _rx(r"\bimmigrants?\b|\bimmigration\b|\brefugees?\b|\basylum\b|\basylees?\b|\bDACA\b|\bTPS\b")),
+    ),
+    union=False,
+    affirm_says="serves people whatever their immigration status",
+    deny_says="asks for proof of legal status or a social security number",
+)
+
+_RESIDENCY_PHRASE = re.compile(
+    r"\bresidents?\b|\bresidency\b|\bmust\s+(?:live|reside)\b|\b(?:who|that)\s+(?:live|reside)s?\s+in\b"
+    r"|\bliving\s+in\b|\blives\s+in\b|\bserv(?:es|ing|ice\s+area)\b",
+    re.I,
+)
+
+
+def _residency_rule(semantic_text: str, words: WordList, region: re.Pattern[str] | None) -> _Rule:
+    """Residents of a place: a sentence naming the place's words next to a residency phrase affirms; so does one
+    stating residents of the catalog's whole region (`region`, from the profile: the region's name and aliases
+    in the word list's region phrases), since every place of the catalog lies in it."""
+    place = [w for w in fold_key(semantic_text).split() if w not in words.residency_words]
+
+    def names_place(sentence: str, field: str) -> tuple[int, int] | None:
+        phrase = _RESIDENCY_PHRASE.search(sentence)
+        if phrase is None:
+            return None
+        if not place:  # "residents only": any stated residency condition
+            return phrase.span() if not phrase.group().lower().startswith("serv") else None
+        if " " + " ".join(place) + " " in " " + fold_key(sentence) + " ":
+            m = re.search(r"[\W_]+".join(re.escape(w) for w in place), sentence, re.I)
+            return m.span() if m else phrase.span()
+        m = region.search(sentence) if region is not None else None
+        return m.span() if m else None
+
+    def other_place(sentence: str, field: str) -> tuple[int, int] | None:
+        m = re.search(r"\bresiden(?:ts?|cy)\s+(?:of|in)\b|\bmust\s+(?:live|reside)\s+in\b", sentence, re.I)
+        return m.span() if m else None
+
+    where = " ".join(place) or "the area"
+    return _Rule(
+        "residency",
+        (("affirm", names_place), ("unclear", other_place)),
+        union=True,
+        affirm_says=f"serves residents of {where}" if place else "states a residency requirement",
+        deny_says="",
+    )
+
+
+_Maker = Callable[[str, WordList, "re.Pattern[str] | None"], _Rule]
+_TOPICS: tuple[tuple[re.Pattern[str], _Maker], ...] = tuple(
+    (re.compile(p, re.I), make)
+    for p, make in (
+        (
+            r"undocumented|immigra|citizen|legal\s+status|green\s+card|\bdaca\b|asylum|refugee|(?:no|without)\s+papers"
+            r"|\bssn\b|social\s+security",
+            lambda t, w, r: _IMMIGRATION,
+        ),
+        (_ID_TRIGGER.pattern, lambda t, w, r: _ID_RULE),
+        (r"\bveteran|\bvets?\b|military|armed\s+forces", lambda t, w, r: _VETERANS),
+        (r"\bwom[ae]n|female|mother|\bmoms?\b|ladies|pregnan|maternity", lambda t, w, r: _WOMEN),
+        (
+            r"\bsenior|\belder|older\s+(?:adult|people|person)|retire|geriatric",
+            lambda t, w, r: _age_rule("seniors", 60, _MAX_AGE, _SENIOR_WORDS),
+        ),
+        (
+            r"\bchild|\bkids?\b|youth|minors?\b|\bteen|adolescen|juvenile|infant|toddler|bab(?:y|ies)|\bboys?\b"
+            r"|\bgirls?\b|pediatric",
+            lambda t, w, r: _age_rule("children", 0, 17, _CHILD_WORDS),
+        ),
+        (
+            r"low[- ]income|\bincome\b|poverty|\bfpl\b|\bpoor\b|afford|financial\s+need|indigent",
+            lambda t, w, r: _LOW_INCOME,
+        ),
+        (r"\bfree\b|no\s+(?:fee|cost|charge)|\bfees?\b|\bcost\b|\bcharge\b|\bpay\b", lambda t, w, r: _FREE),
+        (r"resident|residency|\blives?\s+in\b|\bliving\s+in\b|\breside\b", _residency_rule),
+    )
+)
+
+
+_NEGATION_CUE = re.compile(r"\b(?:no|not|without|never|none|except|excluding|cannot)\b|n't\b", re.I)
+
+
+class RuleChecker:
+    """The rules for one catalog: its word list (sentence abbreviations, stop words, residency words) and its
+    profile (the region a residency condition may state). Rules are built once per condition text."""
+
+    def __init__(self, words: WordList, profile: CatalogProfile | None = None):
+        self.words = words
+        self.profile = profile or CatalogProfile(language=words.language)
+        names = [n for n in (self.profile.region, *self.profile.region_aliases) if n]
+        phrases = fill_region(words.region_phrases, sorted(names, key=len, reverse=True))
+        self.region = (
+            re.compile("|".join(rf"\b{_spaced(p)}\b" for p in phrases), re.I) if phrases else None
+        )  # residents of the catalog's whole region: any place of it is included
+        self._rules: dict[str, _Rule | None] = {}
+
+    def sentences(self, text: str) -> list[tuple[int, int]]:
+        return sentence_spans(text, self.words.abbreviations)
+
+    def rule_for(self, semantic_text: str) -> _Rule | None:
+        if semantic_text not in self._rules:
+            self._rules[semantic_text] = self._make(semantic_text)
+        return self._rules[semantic_text]
+
+    def _make(self, semantic_text: str) -> _Rule | None:
+        if self.words.language not in RULE_LANGUAGES:
+            return None
+        for trigger, make in _TOPICS:
+            if trigger.search(semantic_text):
+                return make(semantic_text, self.words, self.region)
+        ages = age_ranges(semantic_text)
+        if ages:
+            lo, hi, _ = ages[0]
+            group = _SENIOR_WORDS if lo >= 60 else _CHILD_WORDS if hi < 18 else None
+            topic = f"age {lo}" if lo == hi else f"ages {lo}-{hi}" if hi < _MAX_AGE else f"ages {lo}+"
+            return _age_rule(topic, lo, hi, group, numeric=True)
+        return None
+
+    def check(self, record: ServiceRecord, semantic: Semantic) -> Evidence:
+        """A rule-based verdict on `semantic` from the record's own text (see `catalog.evidence`).
+
+        A request phrased as a negation of ID ("no ID required", "without ID") asks for records that do not
+        require it; `semantic.negated` flips the request once more (Semantic("ID required", negated=True) asks
+        the same)."""
+        text = record.text()
+        rule = self.rule_for(semantic.text)
+        if rule is None:
+            return self._generic(text, semantic)
+        negated = semantic.negated
+        if rule is _ID_RULE and _SELF_NEGATED.search(semantic.text):
+            negated = not negated
+        fields = field_spans(record, text)
+        hits: dict[Kind, list[tuple[tuple[int, int], tuple[int, int]]]] = {
+            k: [] for k in ("affirm", "deny", "weak", "unclear")
+        }
+        for start, end in self.sentences(text):
+            field = next((name for name, a, b in fields if a <= start < b), "")
+            sentence = text[start:end]
+            for kind, step in rule.steps:
+                found = step(sentence, field)
+                if found is not None:
+                    hits[kind].append(((start, end), (start + found[0], start + found[1])))
+                    break
+
+        def evidence(passed: bool | None, reason: str, hit: tuple[tuple[int, int], tuple[int, int]]) -> Evidence:
+            span = quote_span(text, *hit)
+            matched = text[hit[1][0] : hit[1][1]]
+            return Evidence(passed, f'{reason} ("{matched}")', span, text[span[0] : span[1]], "rules", semantic)
+
+        affirm, deny = hits["affirm"], hits["deny"]
+        if affirm and (rule.union or not deny):
+            return evidence(not negated, f"the text {rule.affirm_says}", affirm[0])
+        if deny and not affirm:
+            return evidence(negated, f"the text {rule.deny_says}", deny[0])
+        if affirm and deny:
+            # Conflicting sentences: quote the one that would fail the request, and leave the verdict open.
+            first = affirm[0] if negated else deny[0]
+            other = deny[0] if negated else affirm[0]
+            said = text[other[1][0] : other[1][1]]
+            return evidence(None, f'the text says both ways (also "{said}"): unclear', first)
+        if hits["weak"]:
+            return evidence(not negated, f"the text {rule.affirm_says}", hits["weak"][0])
+        if hits["unclear"]:
+            return evidence(
+                None, f"the text has a {rule.topic} condition the rules cannot match to the request", hits["unclear"][0]
+            )
+        return Evidence(None, f"the text says nothing about {rule.topic}", None, "", "rules", semantic)
+
+    # -- the generic fallback: every content word of the condition, in one sentence -------------------------
+
+    def _stems(self, text: str) -> list[str]:
+        return [stem(w, self.words.language) for w in fold_key(text).split()]
+
+    def _content_stems(self, text: str) -> dict[str, str]:
+        """Stem → the word as written, for the words that carry meaning."""
+        out: dict[str, str] = {}
+        for word in fold_key(text).split():
+            if word in self.words.text_stop or (len(word) < 3 and not word.isdigit()):
+                continue
+            out.setdefault(stem(word, self.words.language), word)
+        return out
+
+    def _generic(self, text: str, semantic: Semantic) -> Evidence:
+        wanted = self._content_stems(semantic.text)
+        if not wanted:
+            return Evidence(None, "the constraint has no content words to look for", None, "", "rules", semantic)
+        everywhere = set(self._stems(text))
+        missing = [w for w in wanted if w not in everywhere]
+        best, best_count = None, 0
+        for start, end in self.sentences(text):
+            count = len(set(wanted) & set(self._stems(text[start:end])))
+            if count > best_count:
+                best, best_count = (start, end), count
+        if missing or best is None:
+            reason = f"the text does not mention {', '.join(wanted[w] for w in missing)}"
+            return Evidence(None, reason, None, "", "rules", semantic)
+        span = quote_span(text, best, best)
+        quote = text[span[0] : span[1]]
+        if semantic.negated or _NEGATION_CUE.search(quote):
+            reason = "the text mentions every word of it, but whether it applies or is excluded needs a reading"
+            return Evidence(None, reason, span, quote, "rules", semantic)
+        return Evidence(True, "the text mentions every word of it", span, quote, "rules", semantic)
+
+
+def _spaced(phrase: str) -> str:
+    """A phrase as a pattern: its words in order, any run of spaces between them."""
+    return r"\s+".join(re.escape(w) for w in phrase.split())

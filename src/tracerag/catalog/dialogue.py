@@ -1,0 +1,47 @@
+"""A conversation's constraints from one turn to the next ("what about Sunday?" keeps the city and the topic)."""
+
+from __future__ import annotations
+
+from tracerag.catalog.matchers import ACCESS, NOW
+from tracerag.catalog.model import ConstraintKind, Constraints
+from tracerag.catalog.words import WordList
+from tracerag.text import fold_key
+
+__all__ = ["LOCATION", "merge"]
+
+LOCATION = (ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP)
+
+
+def merge(previous: Constraints, new: Constraints, words: WordList) -> Constraints:
+    """The constraints after a follow-up turn.
+
+    A kind the new turn states replaces that kind (city, county and postal code replace one another: one place
+    at a time); kinds it does not state are kept. A new topic replaces the topic, and the service type with it.
+    Semantic conditions accumulate (a repeated one once; a repeated one with the opposite sense replaces it).
+    Earlier unknowns are kept, so the reply can still say what it could not filter on, unless the new turn
+    states that kind ("today" unresolved, then "what about Sunday?": the day is now known)."""
+    replaced = {s.kind for s in new.structural}
+    if replaced & set(LOCATION):
+        replaced |= set(LOCATION)
+    if new.topic:
+        replaced.add(ConstraintKind.SERVICE_TYPE)
+    structural = [s for s in previous.structural if s.kind not in replaced] + list(new.structural)
+    structural.sort(key=lambda s: list(ConstraintKind).index(s.kind))
+    fresh = {fold_key(s.text) for s in new.semantic}
+    semantic = [s for s in previous.semantic if fold_key(s.text) not in fresh] + list(new.semantic)
+    kept = [u for u in previous.unknown if not (_unknown_kinds(u, words) & replaced)]
+    unknown = list(dict.fromkeys([*kept, *new.unknown]))
+    return Constraints(structural=structural, semantic=semantic, topic=new.topic or previous.topic, unknown=unknown)
+
+
+def _unknown_kinds(said: str, words: WordList) -> set[ConstraintKind]:
+    """The kinds an unmatched phrase was about, by what the matchers put there: a day or time word, a language,
+    access, or else a place (a city, county or postal code the catalog lacks)."""
+    norm = fold_key(said)
+    if norm in ("today", "tomorrow", "open now") or NOW.search(said):
+        return {ConstraintKind.WEEKDAY, ConstraintKind.TIME}
+    if norm in words.language_names:
+        return {ConstraintKind.LANGUAGE}
+    if ACCESS.search(said):
+        return {ConstraintKind.ACCESSIBILITY}
+    return set(LOCATION)

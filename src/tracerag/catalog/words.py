@@ -1,0 +1,299 @@
+"""A language's words for the catalog assistant, read from a data file: `catalog/words/{language}.toml`.
+
+What a request's words mean (filler words, weekday names, parts of the day, condition phrases, language names,
+everyday words for services) and how directory texts are written (sentence abbreviations, street-type words)
+is language knowledge, not code: it lives in one TOML file per language, loaded once into a `WordList` that
+parsing, checks, schedules and replies receive. A catalog's profile may name its own file (`words = "..."`),
+in the same format. Words are compared folded (`tracerag.text.fold_key`) and, where plurals matter, by their
+Snowball stem (`tracerag.text.stem`), the stemmer the text index uses.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tracerag.catalog.model import Semantic
+from tracerag.errors import ConfigError
+from tracerag.text import fold_key, stem
+
+__all__ = ["WordList", "fill_region"]
+
+
+def _split(text: str | Iterable[str]) -> frozenset[str]:
+    words = text.split() if isinstance(text, str) else [w for part in text for w in part.split()]
+    return frozenset(fold_key(w) or w for w in words)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+Words = str | list[str]  # "a b c" (whitespace-separated) or ["a", "b", "c"]
+
+
+class _Condition(_Strict):
+    text: str
+    negated: bool = False
+    patterns: list[str] = Field(min_length=1)
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"not a regular expression ({exc}): {p[:60]!r}") from None
+        return patterns
+
+
+class _Languages(_Strict):
+    names: Words = ""
+    aliases: dict[str, list[str]] = {}
+    remark: Words = ""
+    context: Words = ""
+
+
+class _Weekdays(_Strict):
+    names: list[str] = Field(min_length=7, max_length=7)
+    short: list[str] = Field(min_length=7, max_length=7)
+    written: list[list[str]] = Field(min_length=7, max_length=7)
+    ambiguous: Words = ""
+    context: Words = ""
+
+
+class _Times(_Strict):
+    periods: dict[str, int] = {}
+    after_bare_hour: Words = ""
+
+
+class _Requests(_Strict):
+    clause_markers: Words = ""
+    child_nouns: Words = ""
+    possessives: Words = ""
+    condition_stop: Words = ""
+    conditions: list[_Condition] = []
+
+
+class _Residency(_Strict):
+    words: Words = ""
+    region_phrases: list[str] = []
+
+    @field_validator("region_phrases")
+    @classmethod
+    def _names_the_region(cls, phrases: list[str]) -> list[str]:
+        for p in phrases:
+            if "{region}" not in p:
+                raise ValueError(f"a region phrase must contain {{region}}: {p!r}")
+        return phrases
+
+
+class _Texts(_Strict):
+    abbreviations: Words = ""
+    stop: Words = ""
+
+
+class _Addresses(_Strict):
+    street_types: dict[str, str] = {}
+    ordinal_suffixes: Words = ""
+    type_before_name: bool = False
+    directions: dict[str, str] = {}
+
+
+class _Replies(_Strict):
+    name_small_words: Words = ""
+    labels: Words = ""
+
+
+class _WordFile(_Strict):
+    """The file's format: every key is checked, an unknown one is refused (a typo would silently drop words)."""
+
+    language: str
+    filler: Words = ""
+    ordinary: Words = ""
+    place_context: Words = ""
+    term_filler: Words = ""
+    irregular_plurals: dict[str, str] = {}
+    county_words: Words = ""
+    county_of: str = ""
+    inflection_endings: Words = ""
+    service_synonyms: dict[str, list[str]] = {}
+    languages: _Languages = _Languages()
+    weekdays: _Weekdays
+    times: _Times = _Times()
+    requests: _Requests = _Requests()
+    residency: _Residency = _Residency()
+    texts: _Texts = _Texts()
+    addresses: _Addresses = _Addresses()
+    replies: _Replies = _Replies()
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, so a compiled pattern can be cached per list
+class WordList:
+    """One language's words, folded; built by `WordList.load`. Sets are frozen: a list is shared read-only."""
+
+    language: str
+    source: str  # the file it was read from (for messages)
+    filler: frozenset[str]
+    ordinary: frozenset[str]  # includes the filler words
+    place_context: frozenset[str]
+    term_filler: frozenset[str]
+    irregular_plurals: Mapping[str, str]
+    county_words: frozenset[str]
+    county_of: str
+    service_synonyms: Mapping[tuple[str, ...], tuple[str, ...]]  # stems of the everyday words -> term names
+    synonym_words: Mapping[str, frozenset[str]]  # a synonym key's stem -> its words as the list writes them
+    inflection_endings: frozenset[str]
+    language_names: frozenset[str]
+    language_aliases: Mapping[str, tuple[str, ...]]
+    language_remark: frozenset[str]
+    language_context: frozenset[str]
+    weekday_names: tuple[str, ...]  # 0 = Monday
+    weekday_short: tuple[str, ...]
+    weekday_written: Mapping[str, int]  # every written form (folded) -> 0..6
+    ambiguous_days: frozenset[str]
+    day_context: frozenset[str]
+    periods: Mapping[str, int]  # part of the day -> minutes after midnight
+    after_bare_hour: frozenset[str]
+    clause_markers: frozenset[str]
+    child_nouns: frozenset[str]
+    possessives: frozenset[str]
+    condition_stop: frozenset[str]
+    conditions: tuple[tuple[re.Pattern[str], Semantic], ...]
+    residency_words: frozenset[str]
+    region_phrases: tuple[str, ...]
+    abbreviations: frozenset[str]
+    text_stop: frozenset[str]
+    street_types: Mapping[str, str]
+    ordinal_suffixes: frozenset[str]
+    type_before_name: bool
+    directions: Mapping[str, str]
+    name_small_words: frozenset[str]
+    reply_labels: frozenset[str]
+
+    @classmethod
+    def load(cls, language: str = "en", path: Path | None = None) -> WordList:
+        """The packaged list of `language`, or the file at `path` (a profile's own). Read once per process."""
+        return _load(language, str(path) if path is not None else None)
+
+    def lemma(self, word: str) -> str:
+        """A folded word's plural-insensitive form: its Snowball stem, irregular plurals first made singular
+        ("children" → "child"). Compare lemmas with lemmas only."""
+        return stem(self.irregular_plurals.get(word, word), self.language)
+
+    def weekday(self, written: str) -> int | None:
+        """0 = Monday for any written form of a day ("Thurs", "saturdays", "Mon."), None otherwise."""
+        key = fold_key(written)
+        if key in self.weekday_written:
+            return self.weekday_written[key]
+        return self.weekday_written.get(key.removesuffix("s"))
+
+    @functools.cached_property
+    def day_pattern(self) -> str:
+        """A regular expression alternation of every written day, longest first (for building matchers)."""
+        return "(?:" + "|".join(re.escape(w) for w in sorted(self.weekday_written, key=len, reverse=True)) + ")"
+
+
+@functools.lru_cache(maxsize=8)
+def _load(language: str, path: str | None) -> WordList:
+    if path is None:
+        resource = resources.files("tracerag.catalog") / "words" / f"{language}.toml"
+        if not resource.is_file():
+            raise ConfigError(
+                f"no catalog word list for language {language!r} (tracerag/catalog/words/{language}.toml); "
+                "write one in the same format as en.toml and name it in the catalog's profile.toml (`words`)"
+            )
+        where, raw = f"tracerag/catalog/words/{language}.toml", resource.read_text(encoding="utf-8")
+    else:
+        where = path
+        try:
+            raw = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read the word list: {exc}") from exc
+    try:
+        data = _WordFile(**tomllib.loads(raw))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not TOML: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{where}: invalid word list: {problems}") from None
+    return _build(data, where)
+
+
+def _build(data: _WordFile, where: str) -> WordList:
+    lang = data.language
+    plurals = {fold_key(k): fold_key(v) for k, v in data.irregular_plurals.items()}
+
+    def lemma(word: str) -> str:
+        return stem(plurals.get(word, word), lang)
+
+    filler = _split(data.filler)
+    written: dict[str, int] = {}
+    for day, forms in enumerate(data.weekdays.written):
+        for form in [data.weekdays.names[day], data.weekdays.short[day], *forms]:
+            written.setdefault(fold_key(form), day)
+    synonyms = {
+        tuple(lemma(w) for w in fold_key(words).split()): tuple(names) for words, names in data.service_synonyms.items()
+    }
+    synonym_words: dict[str, set[str]] = {}
+    for words in data.service_synonyms:
+        for w in fold_key(words).split():
+            synonym_words.setdefault(lemma(w), set()).add(w)
+    conditions = tuple(
+        (re.compile("|".join(f"(?:{p})" for p in c.patterns), re.I), Semantic(c.text, c.negated))
+        for c in data.requests.conditions
+    )
+    day_words = {fold_key(w) for w in (*data.weekdays.names, *data.weekdays.short)}
+    return WordList(
+        language=lang,
+        source=where,
+        filler=filler,
+        ordinary=filler | _split(data.ordinary),
+        place_context=_split(data.place_context),
+        term_filler=_split(data.term_filler),
+        irregular_plurals=plurals,
+        county_words=_split(data.county_words),
+        county_of=data.county_of,
+        service_synonyms=synonyms,
+        synonym_words={k: frozenset(v) for k, v in synonym_words.items()},
+        inflection_endings=_split(data.inflection_endings),
+        language_names=_split(data.languages.names),
+        language_aliases={fold_key(k): tuple(fold_key(v) for v in vs) for k, vs in data.languages.aliases.items()},
+        language_remark=_split(data.languages.remark),
+        language_context=_split(data.languages.context),
+        weekday_names=tuple(data.weekdays.names),
+        weekday_short=tuple(data.weekdays.short),
+        weekday_written=written,
+        ambiguous_days=_split(data.weekdays.ambiguous),
+        day_context=_split(data.weekdays.context),
+        periods={fold_key(k): v for k, v in data.times.periods.items()},
+        after_bare_hour=_split(data.times.after_bare_hour),
+        clause_markers=_split(data.requests.clause_markers),
+        child_nouns=_split(data.requests.child_nouns),
+        possessives=_split(data.requests.possessives),
+        condition_stop=_split(data.requests.condition_stop),
+        conditions=conditions,
+        residency_words=_split(data.residency.words),
+        region_phrases=tuple(data.residency.region_phrases),
+        abbreviations=_split(data.texts.abbreviations),
+        text_stop=_split(data.texts.stop),
+        street_types={fold_key(k): v for k, v in data.addresses.street_types.items()},
+        ordinal_suffixes=_split(data.addresses.ordinal_suffixes),
+        type_before_name=data.addresses.type_before_name,
+        directions={fold_key(k): v for k, v in data.addresses.directions.items()},
+        name_small_words=_split(data.replies.name_small_words) | day_words,
+        reply_labels=_split(data.replies.labels),
+    )
+
+
+def fill_region(phrases: Iterable[str], names: Iterable[str]) -> list[str]:
+    """Each `{region}` phrase with each of the region's names (the profile's region and its aliases)."""
+    return [p.replace("{region}", name) for p in phrases for name in names if name.strip()]
