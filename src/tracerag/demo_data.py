@@ -35,8 +35,8 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from tracerag.errors import ConfigError, DataUnavailableError, RecordError
-from tracerag.ingest import read_documents
+from tracerag.errors import ConfigError, DataUnavailableError
+from tracerag.ingest import Item, read_documents
 from tracerag.model import Document
 
 COMMIT = "147f5bc3c7fb7e5c6b024a9ffd6503cd019fb9ea"
@@ -248,16 +248,16 @@ class DemoSource:
     location: Path
     licence: str
     queries: tuple[DemoQuery, ...]
-    read: Callable[[int | None], Iterator[Document | RecordError]]
+    read: Callable[[int | None], Iterator[Item]]
 
-    def documents(self, per_part: int | None = None) -> Iterator[Document | RecordError]:
+    def documents(self, per_part: int | None = None) -> Iterator[Item]:
         """The documents in a fixed order; `per_part` keeps the first N of each file (HIPE) or sub-corpus (sample)."""
         if per_part is not None and per_part < 1:
             raise ConfigError(f"--per-file must be at least 1, not {per_part}")
         return self.read(per_part)
 
 
-def _first(records: Iterable[Document | RecordError], limit: int | None) -> Iterator[Document | RecordError]:
+def _first(records: Iterable[Item], limit: int | None) -> Iterator[Item]:
     """The first `limit` documents of `records`, with every error met on the way (nothing is hidden)."""
     n = 0
     for r in records:
@@ -283,7 +283,7 @@ HIPE_LICENCE = "CC BY-NC-SA 4.0 (HIPE-2022 v2.1, hipe-eval/HIPE-2022-data): not 
 def hipe_source(folder: Path) -> DemoSource:
     """The three pinned HIPE-2022 files in `folder` (already verified by the caller)."""
 
-    def read(per_part: int | None) -> Iterator[Document | RecordError]:
+    def read(per_part: int | None) -> Iterator[Item]:
         for path in demo_files(folder):
             yield from _first(read_documents(path, "hipe"), 12 if per_part is None else per_part)
 
@@ -350,7 +350,7 @@ def load_manifest(folder: Path) -> SampleManifest:
         raise DataUnavailableError(f"{path}: damaged demo sample manifest: {problems}") from None
 
 
-def _sample_document(folder: Path, entry: SampleDocument) -> Iterator[Document | RecordError]:
+def _sample_document(folder: Path, entry: SampleDocument) -> Iterator[Item]:
     options = {"corpus": entry.corpus, "language": entry.language}
     if entry.format == "alto":
         options["date"] = entry.date
@@ -368,7 +368,7 @@ def sample_source(folder: Path | None = None) -> DemoSource:
     folder = folder or packaged_sample_dir()
     manifest = load_manifest(folder)
 
-    def read(per_part: int | None) -> Iterator[Document | RecordError]:
+    def read(per_part: int | None) -> Iterator[Item]:
         by_corpus: dict[str, list[SampleDocument]] = {}
         for entry in manifest.documents:
             by_corpus.setdefault(entry.corpus, []).append(entry)

@@ -1,5 +1,7 @@
 """The errors TRACE raises on purpose. The CLI turns them into messages and exit codes; nothing else catches them."""
 
+from typing import TypedDict
+
 
 class TraceError(Exception):
     """Base of every error that the user can act on."""
@@ -15,6 +17,14 @@ class CollectionError(TraceError):
 
 class ModelMismatchError(CollectionError):
     """The collection was built with another embedding model than the one asked for."""
+
+
+class Where(TypedDict):
+    """Where a record was read: the keyword arguments of `RecordError` (and of ingest's `RecordWarning`), built once
+    per record and passed as `**where` to each error about it."""
+
+    file: str
+    line: int | None
 
 
 class RecordError(TraceError):
@@ -52,3 +62,12 @@ class CollectionBusyError(CollectionError):
 
 class ReadOnlyError(CollectionError):
     """The command must write, and the collection cannot be written here (read-only storage, another user's files)."""
+
+
+class NothingIngestedError(ConfigError):
+    """A first ingest read no document: no collection was made. Carries the ingest's report (what was skipped, and
+    why), so that the CLI can print it before the error."""
+
+    def __init__(self, message: str, report: object):
+        super().__init__(message)
+        self.report = report

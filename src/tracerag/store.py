@@ -12,6 +12,7 @@ import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 
 import numpy as np
 
@@ -395,7 +396,9 @@ class _Transaction:
     def __enter__(self) -> None:
         self._db.execute("BEGIN IMMEDIATE")
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self._db.execute("ROLLBACK" if exc_type else "COMMIT")
 
 

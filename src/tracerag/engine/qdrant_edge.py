@@ -33,6 +33,7 @@ import json
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 from qdrant_edge import Bm25Params as _Bm25Params
@@ -75,6 +76,9 @@ from qdrant_edge import (
 from tracerag import model
 from tracerag.engine import EngineHit, FieldHits, IndexedChunk
 
+if TYPE_CHECKING:  # type aliases that exist only in qdrant_edge's .pyi
+    from qdrant_edge import NamedVector, ScoredPoint
+
 DENSE = "dense"
 SEAL = "seal"  # the one-entry sparse vector every point carries so that the optimizer can size its segment
 _SEAL_VECTOR = SparseVector([0], [1.0])
@@ -95,7 +99,15 @@ _SEGMENT_CHUNKS = 12_500
 SEAL_EVERY = 7_000  # points written since the last optimize after which a write seals the appendable segment
 
 
-def _optimizers(dense_dim: int | None) -> dict[str, int]:
+class _Optimizers(TypedDict):
+    """The `EdgeOptimizersConfig` arguments TRACE sets (also compared with what a shard has persisted)."""
+
+    indexing_threshold: int
+    max_segment_size: int
+    default_segment_number: int
+
+
+def _optimizers(dense_dim: int | None) -> _Optimizers:
     """The optimizer settings of a shard whose points carry a `dense_dim` vector (None: only their seal)."""
     dense_bytes = 4 * (dense_dim or 0)
     return {
@@ -274,7 +286,7 @@ class QdrantEdgeEngine:
             self._text_indexes.add(field)
         points = []
         for i, c in enumerate(chunks):
-            payload = {
+            payload: dict[str, Any] = {
                 "chunk_id": c.chunk_id,
                 "doc_id": c.doc_id,
                 "corpus": corpus_path(c.corpus),
@@ -286,7 +298,7 @@ class QdrantEdgeEngine:
                 payload["date_end"] = _day_end(c.date_end or c.date_start)
             if c.fields:
                 payload["fields"] = c.fields
-            vector = {SEAL: _SEAL_VECTOR}
+            vector: dict[str, NamedVector] = {SEAL: _SEAL_VECTOR}
             if vectors is not None and self.dim:
                 vector[DENSE] = vectors[i].tolist()
             points.append(Point(point_id(c.chunk_id), vector, payload))
@@ -360,7 +372,7 @@ class QdrantEdgeEngine:
         found: FieldHits = {}
         results = self._shard.query_batch(QueryBatchRequest(list(requests.values())))
         for field, points in zip(requests, results, strict=True):
-            hits = [EngineHit(p.payload["chunk_id"], p.payload["doc_id"], float(p.score)) for p in points]
+            hits = [_hit(p) for p in points]
             if hits:
                 found[field.removeprefix("text_")] = sorted(hits, key=lambda h: (-h.score, h.chunk_id))
         return found
@@ -391,9 +403,7 @@ class QdrantEdgeEngine:
             filter=self._filter(filter),
             with_payload=_PAYLOAD,
         )
-        return [
-            EngineHit(p.payload["chunk_id"], p.payload["doc_id"], float(p.score)) for p in self._shard.query(request)
-        ]
+        return [_hit(p) for p in self._shard.query(request)]
 
     def count(self, filter: model.Filter | None = None) -> int:
         return int(self._shard.count(CountRequest(exact=True, filter=self._filter(filter))))
@@ -415,3 +425,11 @@ class QdrantEdgeEngine:
             for key, value in flt.fields:
                 must.append(FieldCondition(f"fields.{key}", match=MatchValue(value)))
         return Filter(must=must) if must else None
+
+
+def _hit(point: ScoredPoint) -> EngineHit:
+    """A scored point as an engine hit; every query here asks for the ids in the payload (`_PAYLOAD`)."""
+    payload = point.payload
+    if payload is None:
+        raise RuntimeError(f"qdrant-edge returned point {point.id} without the payload it was asked for")
+    return EngineHit(payload["chunk_id"], payload["doc_id"], float(point.score))

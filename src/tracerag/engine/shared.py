@@ -388,9 +388,9 @@ class SharedEngine:
                 k = int(args["k"])
                 if op == "dense":
                     hits = self._local.dense(wire.decode_array(args["vector"]), k, flt)
-                else:
-                    hits = getattr(self._local, op)(str(args["text"]), k, flt)
-            return {"ok": wire.encode_hits(hits) if op == "dense" else wire.encode_field_hits(hits)}, False
+                    return {"ok": wire.encode_hits(hits)}, False
+                found = getattr(self._local, op)(str(args["text"]), k, flt)  # bm25 or phrase: per-field hits
+            return {"ok": wire.encode_field_hits(found)}, False
         except (KeyError, TypeError, ValueError) as exc:
             return {"error": {"kind": "bad_request", "message": f"{type(exc).__name__}: {exc}"}}, False
         except Exception as exc:  # the engine's own failure: the client reports it

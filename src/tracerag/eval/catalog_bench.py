@@ -27,17 +27,24 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
+from typing import Any
 
 import pycountry
 import Stemmer
 
 from tracerag.catalog import filters
-from tracerag.catalog.model import WEEKDAYS, ConstraintKind, Semantic, Structural
+from tracerag.catalog.assistant import CatalogAssistant
+from tracerag.catalog.model import ConstraintKind, Semantic, ServiceRecord, Structural
 from tracerag.catalog.parse import content_words
 from tracerag.catalog.profile import CatalogProfile
 from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.words import WordList
+from tracerag.config import Settings
+from tracerag.errors import ConfigError
+from tracerag.eval.report import trails_dir, write_reports
+from tracerag.llm import StructuredLLM
 from tracerag.text import fold_key
+from tracerag.trail.events import CatalogOutcome, CatalogVariant
 
 CATEGORIES = ("location", "eligibility", "hours", "named", "combination", "no_location", "not_in_catalog")
 IN_CATALOG = CATEGORIES[:-1]
@@ -114,7 +121,7 @@ def _topic_terms(store: CatalogStore, min_services: int = 5) -> list[tuple[str, 
     return sorted(terms)
 
 
-def _service_terms(record) -> list[tuple[str, str]]:
+def _service_terms(record: ServiceRecord) -> list[tuple[str, str]]:
     return [(t, name) for t, name in record.taxonomy if not is_population_term(t)]
 
 
@@ -243,7 +250,9 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
     if not categories:
         return []
     with_hours = "hours" not in skipped
-    text_language = text_language_name(profile_of(store).language)
+    profile = profile_of(store)
+    text_language = text_language_name(profile.language)
+    weekdays = WordList.load(profile.language, profile.words).weekday_names
     not_held = verify_topics(store).kept
     known_cities = {fold_key(c) for c in store.gazetteer().cities.values()}
     records = store.get(store.all_ids())
@@ -303,7 +312,7 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
             add(category, f"{topic} in {city} {condition[0]}", [city_c, type_c], [condition[1]])
         elif category == "hours":
             day = rng.choice(range(7)) if rng.random() < 0.3 else rng.choice(range(5))
-            day_c = Structural(ConstraintKind.WEEKDAY, (str(day),), WEEKDAYS[day])
+            day_c = Structural(ConstraintKind.WEEKDAY, (str(day),), weekdays[day])
             if rng.random() < 0.5:
                 hour = rng.choice([9, 10, 14, 16])
                 time_c = Structural(
@@ -311,11 +320,11 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
                 )
                 add(
                     category,
-                    f"{topic} in {city} open on {WEEKDAYS[day]} at {time_c.said}",
+                    f"{topic} in {city} open on {weekdays[day]} at {time_c.said}",
                     [city_c, type_c, day_c, time_c],
                 )
             else:
-                add(category, f"{topic} in {city} open on {WEEKDAYS[day]}", [city_c, type_c, day_c])
+                add(category, f"{topic} in {city} open on {weekdays[day]}", [city_c, type_c, day_c])
         elif category == "named":
             record = rng.choice(by_city[city])
             name = record.name.strip()
@@ -329,8 +338,8 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
             parts, text = [city_c, type_c], f"{topic} in {city}"
             if with_hours:
                 day = rng.choice(range(5))
-                parts.append(Structural(ConstraintKind.WEEKDAY, (str(day),), WEEKDAYS[day]))
-                text = f"{topic} in {city} open {WEEKDAYS[day]}"
+                parts.append(Structural(ConstraintKind.WEEKDAY, (str(day),), weekdays[day]))
+                text = f"{topic} in {city} open {weekdays[day]}"
             langs = Counter(lang for r in by_city[city] for lang in r.languages if lang != text_language)
             if langs and (rng.random() < 0.6 or not with_hours):
                 lang = rng.choice(sorted(langs))
@@ -353,7 +362,8 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
                 record = rng.choice(by_city[city])
                 if not record.zip:
                     continue
-                text, place = f"{absent} near {filters.zip5(record.zip)}", filters.zip5(record.zip)
+                place = filters.postal_head(record.zip, profile.postal_code_prefix)
+                text = f"{absent} near {place}"
             else:
                 said = _typo(city, rng, known_cities) if roll < 0.55 else city
                 if said is None:
@@ -367,7 +377,7 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
 @dataclass
 class QueryOutcome:
     query: CatalogQuery
-    outcome: str
+    outcome: CatalogOutcome
     recommended: list[str]
     satisfied: float  # share of recommendations meeting every intended structural constraint
     out_of_catalog: int
@@ -378,10 +388,10 @@ class QueryOutcome:
     says_nothing_matches: bool = False  # not_in_catalog: no recommendation, and the reply names topic and place
 
 
-def nothing_matches_reply(q: CatalogQuery, outcome: str, recommended: Sequence[str], reply: str) -> bool:
+def nothing_matches_reply(q: CatalogQuery, outcome: CatalogOutcome, recommended: Sequence[str], reply: str) -> bool:
     """The expected outcome of a not-in-catalog request: nothing recommended, the outcome says the catalog holds
     nothing like it, and the reply names the topic as asked and the place as the catalog spells it."""
-    if outcome != "no_match" or recommended or f"'{q.topic}'" not in reply:
+    if outcome != CatalogOutcome.NO_MATCH or recommended or f"'{q.topic}'" not in reply:
         return False
     return not q.place or q.place in reply
 
@@ -389,7 +399,7 @@ def nothing_matches_reply(q: CatalogQuery, outcome: str, recommended: Sequence[s
 def evaluate(
     queries: Sequence[CatalogQuery],
     store: CatalogStore,
-    answer: Callable[[str], tuple[str, list[str], str]],
+    answer: Callable[[str], tuple[CatalogOutcome, list[str], str]],
     k: int,
     progress: Callable[[], None] | None = None,
 ) -> list[QueryOutcome]:
@@ -445,13 +455,13 @@ def summarise(outcomes: Sequence[QueryOutcome]) -> dict[str, dict[str, float]]:
             "constraint_satisfaction": mean(o.satisfied for o in with_recs) if with_recs else 1.0,
             "out_of_catalog": float(sum(o.out_of_catalog for o in items)),
             "recall_at_k": mean(o.recall for o in located) if located else nan,
-            "answered": mean(o.outcome == "answer" for o in located) if located else nan,
-            "clarify_rate": mean(o.outcome == "clarify" for o in unlocated) if unlocated else nan,
+            "answered": mean(o.outcome == CatalogOutcome.ANSWER for o in located) if located else nan,
+            "clarify_rate": mean(o.outcome == CatalogOutcome.CLARIFY for o in unlocated) if unlocated else nan,
             # not_in_catalog: nothing recommended / and the reply says nothing matches, naming topic and place
             "not_held_unrecommended": mean(not o.recommended for o in not_held) if not_held else nan,
             "not_held_correct": mean(o.says_nothing_matches for o in not_held) if not_held else nan,
             # every other category: "nothing in this directory matches" said of what the catalog holds
-            "false_refusal": mean(o.outcome == "no_match" for o in held) if held else nan,
+            "false_refusal": mean(o.outcome == CatalogOutcome.NO_MATCH for o in held) if held else nan,
             "seconds": mean(o.seconds for o in items),
         }
         for kind in sorted({k for o in items for k in o.by_kind}):
@@ -511,3 +521,70 @@ def markdown(summary: dict) -> str:
 
 
 KINDS = ("city", "zip", "service_type", "weekday", "time", "language")
+
+
+def check_variants(variants: Sequence[str]) -> None:
+    """Refuse unknown structured-index variants before anything is loaded or run."""
+    unknown = [v for v in variants if v not in set(CatalogVariant)]
+    if unknown or not variants:
+        what = f"unknown variants {unknown}" if unknown else "no variant named"
+        raise ConfigError(f"{what}; expected some of {', '.join(CatalogVariant)}")
+
+
+def run_benchmark(
+    catalog_dir: Path,
+    settings: Settings,
+    variants: Sequence[str],
+    out_dir: Path,
+    *,
+    queries: int = 1000,
+    seed: int = 0,
+    k: int = 5,
+    limit: int | None = None,
+    llm: StructuredLLM | None = None,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+) -> dict[str, Any]:
+    """The whole benchmark of one catalog: `queries` requests generated with `seed` (with `limit`, N of them
+    evenly spaced, so that a quick check still covers every category), each answered afresh by the assistant with
+    every structured-index variant, rules only, then, when a model is given, each variant again with it (the one
+    model serves every variant: a local model loads once). Scores them, writes results.json, results.md and the
+    trails into `out_dir`, and returns the summary. `progress(label, total)` returns a callback advanced once per
+    request."""
+    check_variants(variants)
+    store = CatalogStore.of_catalog(catalog_dir)
+    try:
+        generated = generate(store, queries, seed)
+        skipped = unsupported_categories(store)  # the categories this catalog cannot support, and why
+        selected = generated[:: max(1, len(generated) // limit)][:limit] if limit else generated
+        configs: list[tuple[str, StructuredLLM | None]] = [(v, None) for v in variants]
+        if llm is not None:
+            configs += [(v, llm) for v in variants]
+        results = {}
+        for variant, model in configs:
+            label = variant + (f" + {model.model}" if model else "")
+            tick = progress(label, len(selected)) if progress else None
+            with CatalogAssistant(
+                catalog_dir, settings, llm=model, variant=variant, k=k, trail_dir=trails_dir(out_dir)
+            ) as assistant:
+
+                def answer(text: str, assistant: CatalogAssistant = assistant) -> tuple[CatalogOutcome, list[str], str]:
+                    assistant.reset()
+                    turn = assistant.ask(text)
+                    return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply
+
+                outcomes = evaluate(selected, store, answer, k, progress=tick)
+            results[label] = summarise(outcomes)
+        topics = verify_topics(store).to_dict()
+    finally:
+        store.close()
+    summary = {
+        "catalog": str(catalog_dir),
+        "queries": len(selected),
+        "by_category": {c: sum(q.category == c for q in selected) for c in CATEGORIES},
+        "k": k,
+        "results": results,
+        "skipped_categories": skipped,
+        "not_in_catalog_topics": topics,
+    }
+    write_reports(out_dir, summary, markdown(summary))
+    return summary

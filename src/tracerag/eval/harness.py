@@ -6,21 +6,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tracerag.collection import Collection
+from tracerag.config import Settings
+from tracerag.errors import ConfigError
 from tracerag.eval import plots
 from tracerag.eval.agent_run import agent_all
 from tracerag.eval.breakdown import groups_of, metrics_by_group
-from tracerag.eval.datasets import Benchmark
+from tracerag.eval.datasets import Benchmark, load_benchmark
 from tracerag.eval.diagnostics import decade_distribution, document_years, gold_recovery, pool_overlap
 from tracerag.eval.metrics import DEFAULT_METRICS, compare, evaluate
 from tracerag.eval.peers import bm25s_run
-from tracerag.eval.report import markdown_table, write_reports
-from tracerag.eval.runner import RunSpec, search_all
+from tracerag.eval.report import markdown_table, trails_dir, write_reports
+from tracerag.eval.runner import (
+    RunSpec,
+    build_collection,
+    load_run_config,
+    run_specs,
+    search_all,
+    select_queries,
+)
 from tracerag.eval.trec import write_run
-from tracerag.llm import StructuredLLM
+from tracerag.llm import StructuredLLM, load_llm
 
 Run = dict[str, list[tuple[str, float]]]
 PEERS: dict[str, Callable[[Benchmark, Sequence[str]], Run]] = {"bm25s": lambda b, q: bm25s_run(b, q)}
@@ -53,7 +63,7 @@ def evaluate_runs(
             runs[name] = PEERS[name](bench, query_ids)
         elif name == AGENT_RUN:
             tick = progress(f"run {name}", len(query_ids)) if progress else None
-            runs[name], agent_stats = agent_all(collection, bench, query_ids, llm, out_dir / "trails", progress=tick)
+            runs[name], agent_stats = agent_all(collection, bench, query_ids, llm, trails_dir(out_dir), progress=tick)
         else:
             tick = progress(f"run {name}", len(query_ids)) if progress else None
             runs[name] = search_all(collection, bench, query_ids, specs[name], progress=tick)
@@ -118,7 +128,14 @@ def _diagnostics(bench: Benchmark, qrels: dict, runs: dict[str, Run]) -> dict[st
     return out
 
 
-def _markdown(bench, n_queries, results, pvalues, by_group, diagnostics) -> str:
+def _markdown(
+    bench: Benchmark,
+    n_queries: int,
+    results: dict[str, dict[str, float]],
+    pvalues: dict[str, dict[str, float]],
+    by_group: dict[str, dict[str, dict[str, dict[str, float]]]],  # run -> metrics_by_group
+    diagnostics: dict[str, Any],
+) -> str:
     lines = [f"# {bench.name}: {n_queries} queries, {len(bench.documents)} documents", "", bench.description, ""]
     lines.append(markdown_table(results, pvalues, list(DEFAULT_METRICS)))
     first_run = next(iter(by_group))
@@ -165,3 +182,66 @@ def _agent_markdown(result: dict[str, float], llm: StructuredLLM | None) -> str:
         ("seconds per question", f"{result['agent_latency_s']:.1f}"),
     ]
     return "\n## Agent\n\n| | |\n|---|---|\n" + "\n".join(f"| {a} | {b} |" for a, b in rows) + "\n"
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What `run_evaluation` did: the summary written to results.json, the queries scored, and how many agent
+    runs ended failed or truncated (scored with their fallback ranking)."""
+
+    summary: dict[str, Any]
+    queries: int
+    agent_ended_early: int
+
+
+def run_evaluation(
+    benchmark: str | Path,
+    settings: Settings,
+    names: Sequence[str],
+    out_dir: Path,
+    *,
+    run_config: Path | None = None,
+    limit: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    dense: bool = True,
+    collections: Path | None = None,
+    ingest_progress: Callable[[str, int], Callable[[int], None]] | None = None,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+    notify: Callable[[str], None] | None = None,
+) -> Evaluation:
+    """`tracerag eval` as one call: the runs named (checked, with those of `run_config`, before anything runs),
+    the model of the agent run from `settings.llm` (loaded once; without one the agent run is its hybrid warm
+    start), the benchmark's collection built under `collections` (default: the cache) or reused, then
+    `evaluate_runs` into `out_dir`. `ingest_progress(label, documents)` returns a callback told the documents
+    ingested so far, and `progress(label, total)` one advanced once per query; `notify` is told of
+    what the user may not expect (no model for the agent run, dense runs without vectors)."""
+    say = notify or (lambda message: None)
+    names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
+    if not names:
+        raise ConfigError("--runs names no run")
+    configured = load_run_config(run_config) if run_config else {}
+    specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS and n != AGENT_RUN], configured)}
+    model = None
+    if AGENT_RUN in names:
+        model = load_llm(settings)
+        if model is None:
+            say("agent run without a model (--llm or llm.model): it is the hybrid warm start only")
+    bench = load_benchmark(benchmark, settings.datasets)
+    query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
+    if not query_ids:
+        raise ConfigError(f"{bench.name}: no judged query selected")
+    root = collections or settings.cache_dir / "eval"
+    built = ingest_progress(f"ingest {bench.name}", len(bench.documents)) if ingest_progress else None
+    col, report = build_collection(
+        bench, root, settings, dense=dense, progress=(lambda docs, chunks: built(docs)) if built else None
+    )
+    with col:
+        if any("dense" in s.channels for s in specs.values()) and col.store.count_chunks(without_vectors=True):
+            if dense:
+                raise ConfigError(f"{col.path} has chunks without vectors: run `tracerag embed -c {col.path}` first")
+            say("--no-dense: runs that name the dense channel run without it")
+        extra = {"ingest": report.to_dict() | {"errors": len(report.skipped)}}
+        summary = evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=progress, extra=extra, llm=model)
+    ended_early = round(summary["runs"].get(AGENT_RUN, {}).get("agent_ended_early", 0.0) * len(query_ids))
+    return Evaluation(summary, len(query_ids), ended_early)

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
+from typing import TypeVar
 
 import matplotlib
 
 matplotlib.use("Agg", force=True)  # before pyplot: never a window, whatever the environment says
 
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from tracerag.eval.metrics import QrelsLike, RunLike, per_query  # noqa: E402
@@ -78,8 +80,13 @@ def recall_curves(
         plt.close(fig)
 
 
+# Group and bar keys: anything hashable, shown with str() (a language code, a decade as 1850 or "1850s").
+G = TypeVar("G", bound=Hashable)
+B = TypeVar("B", bound=Hashable)
+
+
 def group_bars(
-    by_group: Mapping[object, Mapping[str, float]],
+    by_group: Mapping[G, Mapping[str, float]],
     metric: str,
     path: str | PathLike[str],
     title: str,
@@ -144,7 +151,9 @@ def decade_histogram(
         plt.close(fig)
 
 
-def _side_by_side(ax, groups: list, bars: list[str], value, labels: bool) -> None:
+def _side_by_side(
+    ax: Axes, groups: Sequence[G], bars: Sequence[B], value: Callable[[G, B], float | None], labels: bool
+) -> None:
     """Per group, one bar per name of `bars`, side by side; `value(group, bar)` may be None (a gap)."""
     width = 0.8 / len(bars)
     for i, bar in enumerate(bars):
@@ -165,7 +174,7 @@ def _side_by_side(ax, groups: list, bars: list[str], value, labels: bool) -> Non
         ax.margins(y=0.1)
 
 
-def _union(mappings: Iterable[Mapping]) -> list:
+def _union(mappings: Iterable[Mapping[G, object]]) -> list[G]:
     return list(dict.fromkeys(key for mapping in mappings for key in mapping))
 
 
@@ -185,7 +194,7 @@ def _check_ks(ks: Sequence[int]) -> list[int]:
     return sorted(ks)
 
 
-def _figure(figsize: tuple[float, float], dpi: int):
+def _figure(figsize: tuple[float, float], dpi: int) -> tuple[Figure, Axes]:
     fig, ax = plt.subplots(figsize=figsize, dpi=dpi, layout="constrained")
     return fig, ax
 

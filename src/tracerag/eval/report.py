@@ -34,9 +34,25 @@ def markdown_table(
     return "\n".join(lines) + "\n"
 
 
+RESULTS_JSON = "results.json"
+RESULTS_MD = "results.md"
+
+
 def write_reports(out: Path, summary: dict[str, Any], table: str) -> None:
+    """The report folder of an evaluation (the retrieval eval and the catalog benchmark alike): the summary as
+    JSON, the tables as Markdown."""
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / "results.json.tmp"
+    tmp = out / f"{RESULTS_JSON}.tmp"
     tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(out / "results.json")
-    (out / "results.md").write_text(table, encoding="utf-8")
+    tmp.replace(out / RESULTS_JSON)
+    (out / RESULTS_MD).write_text(table, encoding="utf-8")
+
+
+def read_markdown(out: Path) -> str:
+    """The Markdown tables `write_reports` wrote into `out`."""
+    return (out / RESULTS_MD).read_text(encoding="utf-8")
+
+
+def trails_dir(out: Path) -> Path:
+    """Where the runs of an evaluation that keep trails (the agent, the catalog assistant) write them."""
+    return out / "trails"

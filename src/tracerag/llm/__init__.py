@@ -15,6 +15,7 @@ from tracerag.llm.base import (
     Completion,
     Listener,
     Message,
+    Provider,
     RawAnswer,
     StructuredLLM,
     Usage,
@@ -50,6 +51,7 @@ def load_llm(
     if not spec:
         return None
     cfg = settings.llm
+    provider: Provider
     kind, _, rest = spec.partition(":")
     if kind in ("openai", "replay") and not rest.strip():
         raise ConfigError(f"llm.model {spec!r}: {kind}: needs a {'model name' if kind == 'openai' else 'folder'}")

@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypeVar, overload, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 
@@ -21,6 +21,8 @@ from tracerag.errors import LLMError
 
 Role = Literal["system", "user", "assistant"]
 T = TypeVar("T", bound=BaseModel)
+# The schema type of a completion; covariant so a Completion[PlanAnswer] is a Completion[BaseModel] to a listener.
+T_co = TypeVar("T_co", bound=BaseModel, covariant=True)
 
 
 @dataclass(frozen=True)
@@ -52,15 +54,18 @@ class RawAnswer:
 
 
 @dataclass
-class Completion:
+class Completion(Generic[T_co]):
     """One `complete()` call: the final text, the parsed object (when a schema was asked) and its whole cost.
 
-    `attempts` lists every request made (the first and any repair rounds), each with its messages and text, so the
-    trail can show exactly what was asked and answered. `error` is set when no attempt gave a valid object.
+    `parsed` is an instance of the schema asked for (`complete(messages, PlanAnswer)` gives a
+    `Completion[PlanAnswer]`), so callers read its fields without casts; a call without a schema gives a
+    `Completion[BaseModel]` whose `parsed` is always None. `attempts` lists every request made (the first and any
+    repair rounds), each with its messages and text, so the trail can show exactly what was asked and answered.
+    `error` is set when no attempt gave a valid object.
     """
 
     text: str
-    parsed: BaseModel | None
+    parsed: T_co | None
     usage: Usage
     latency_s: float
     cost_usd: float
@@ -90,17 +95,22 @@ class LLM(Protocol):
     name: str
     model: str
 
+    @overload
+    def complete(
+        self, messages: Sequence[Message], schema: type[T], *, temperature: float = 0.0, max_tokens: int | None = None
+    ) -> Completion[T]: ...
+    @overload
     def complete(
         self,
         messages: Sequence[Message],
-        schema: type[BaseModel] | None = None,
+        schema: None = None,
         *,
         temperature: float = 0.0,
         max_tokens: int | None = None,
-    ) -> Completion: ...
+    ) -> Completion[BaseModel]: ...
 
 
-Listener = Callable[[Completion, Sequence[Message], type[BaseModel] | None], None]
+Listener = Callable[[Completion[BaseModel], Sequence[Message], type[BaseModel] | None], None]
 
 
 def request_key(model: str, messages: Sequence[Message], schema: type[BaseModel] | dict | None) -> str:
@@ -228,21 +238,37 @@ class StructuredLLM:
         self.prices = dict(prices or {})
         self.listeners: list[Listener] = list(listeners)
 
+    @overload
+    def complete(
+        self, messages: Sequence[Message], schema: type[T], *, temperature: float = 0.0, max_tokens: int | None = None
+    ) -> Completion[T]: ...
+    @overload
     def complete(
         self,
         messages: Sequence[Message],
-        schema: type[BaseModel] | None = None,
+        schema: None = None,
         *,
         temperature: float = 0.0,
         max_tokens: int | None = None,
-    ) -> Completion:
+    ) -> Completion[BaseModel]: ...
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        schema: type[T] | None = None,
+        *,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+    ) -> Completion[T] | Completion[BaseModel]:
         limit = max_tokens or self.max_tokens
         convo = list(messages)
         if schema is not None:
             convo = _with_instruction(convo, schema_instruction(schema))
         json_schema = schema.model_json_schema() if schema is not None else None
         usage, latency, attempts = Usage(), 0.0, []
-        parsed, error, text = None, None, ""
+        parsed: T | None = None
+        error: str | None = None
+        text = ""
         for attempt in range(self.repair_rounds + 1 if schema is not None else 1):
             started = time.perf_counter()
             answer = self.provider.generate(convo, json_schema=json_schema, temperature=temperature, max_tokens=limit)
@@ -265,7 +291,7 @@ class StructuredLLM:
             except ValueError as exc:
                 error = f"attempt {attempt + 1}: {exc}"
                 convo = [*convo, Message("assistant", text), Message("user", f"Your answer was unusable: {exc}")]
-        completion = Completion(
+        completion: Completion[T] = Completion(
             text=text,
             parsed=parsed,
             usage=usage,
@@ -287,7 +313,7 @@ def _with_instruction(messages: list[Message], instruction: str) -> list[Message
     return [Message("system", instruction), *messages]
 
 
-def require(completion: Completion, what: str) -> BaseModel:
+def require(completion: Completion[T], what: str) -> T:
     """The parsed object, or LLMError naming the step: for callers that cannot go on without it."""
     if completion.parsed is None:
         raise LLMError(f"{what}: the model gave no usable answer ({completion.error})")

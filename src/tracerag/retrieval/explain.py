@@ -35,7 +35,7 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
     chunks = store.get_chunks(sorted(chunk_ids))
     best_spans = [(c.doc_id, c.start, c.end) for c in (chunks.get(d.best_chunk_id) for d in ranking.documents) if c]
     cited = store.text_spans(best_spans)
-    results = []
+    results: list[dict[str, Any]] = []
     dropped = 0
     for d in ranking.documents:
         doc = docs.get(d.doc_id)

@@ -1,9 +1,8 @@
 """`tracerag ask` and `tracerag trail`: the agent and its audit trail on the command line.
 
-Registered on the main app by `cli.py`. Parse, build settings, call the library, print; errors that the user
-can act on become one red line and exit code 2 (through `cli._friendly`). Options are checked before a run
-starts, so a bad one writes no trail; a run that ended failed or truncated exits 1. Questions, ids, reasons and
-model output are data: printed as `Text` through `cli.data_text`.
+Options are checked before a run starts, so a bad one writes no trail; a run that ended failed or truncated exits
+1. Questions, ids, reasons and model output are data: printed as `Text` through `app.data_text`. The trail group
+(`trail_app`) is added to the app in `tracerag.cli.__init__`.
 """
 
 from __future__ import annotations
@@ -11,31 +10,37 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
-from tracerag.cli import (
+from tracerag.cli.app import (
+    BaseUrlOpt,
     CollectionOpt,
     ConfigOpt,
     ExitCode,
-    _friendly,
     app,
     data_text,
     err,
+    friendly,
     out,
+    settings_with_llm,
     write_json,
     write_stdout,
 )
-from tracerag.collection import Collection
+from tracerag.collection import Collection, trail_roots
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError, TrailError
-from tracerag.model import RunStatus
+from tracerag.model import Document, RunStatus
+from tracerag.trail import Event, find_trail, list_trails, read_trail
+from tracerag.trail.events import ReevalEvent, ResultEvent, VerdictEvent
+
+if TYPE_CHECKING:
+    from tracerag.agent.pipeline import AgentResult
 
 trail_app = typer.Typer(help="Show, export and inspect the audit trails of agent runs.", no_args_is_help=True)
-app.add_typer(trail_app, name="trail")
 
 LlmOpt = Annotated[
     str | None,
@@ -44,13 +49,13 @@ LlmOpt = Annotated[
 
 
 @app.command()
-@_friendly
+@friendly
 def ask(
     question: Annotated[str | None, typer.Argument(help="The research question.")] = None,
     collection: CollectionOpt = Path("."),
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Number of sources.")] = 10,
     llm: LlmOpt = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
+    base_url: BaseUrlOpt = None,
     replay_run: Annotated[
         str | None, typer.Option("--replay", help="Re-run a recorded run (id or trail file) from its LLM answers.")
     ] = None,
@@ -73,14 +78,14 @@ def ask(
     # the model by load_llm, the channels by the Agent's retriever.
     if not replay_run and not (question and question.strip()):
         raise ConfigError("a question is required (or --replay RUN)")
-    overrides = {k_: v for k_, v in {"model": llm, "base_url": base_url}.items() if v}
-    settings = load_settings(config, **({"llm": overrides} if overrides else {}))
+    settings = settings_with_llm(config, llm, base_url)
     with Collection.open(collection, settings, mode="read") as col:
         trails = trail_dir or col.trails_dir
         if col.read_only and trail_dir is None:
             err.print(data_text(f"{col.path} is read-only here ({col.read_only}): the trail goes to {trails}"))
         if replay_run:
-            report = replay(col, _trail_file(col.path, replay_run, settings), trail_dir=trails)
+            recorded = find_trail(trail_roots(col.path, settings), replay_run)
+            report = replay(col, recorded, trail_dir=trails)
             _print_result(report.replayed, json_out)
             if report.same:
                 err.print(data_text(f"replay reproduced the recorded ranking of {replay_run}", "green"))
@@ -88,6 +93,7 @@ def ask(
             for line in report.differences():
                 err.print(data_text(line, "red"))
             return ExitCode.PARTIAL
+        assert question is not None  # checked above: without --replay there is a question
         model = load_llm(settings, record_to=record)
         if model is None:
             err.print("[yellow]no language model configured: running the hybrid warm start only[/yellow]")
@@ -101,7 +107,7 @@ def ask(
     return ExitCode.OK
 
 
-def _print_result(result, json_out: bool) -> None:
+def _print_result(result: AgentResult, json_out: bool) -> None:
     if json_out:
         write_json(
             {
@@ -140,17 +146,14 @@ def _print_result(result, json_out: bool) -> None:
 
 
 @trail_app.command("list")
-@_friendly
+@friendly
 def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     """The runs recorded in a collection, newest last (exit 1 when a trail file is damaged)."""
-    from tracerag.collection import private_root
-    from tracerag.trail import list_trails, read_trail
-
     table = Table("run", "status", "question")
     damaged = 0
     # With the runs made while it was read-only here (they went to a private folder).
-    private = list_trails(private_root(collection, load_settings()))
-    for path in sorted(list_trails(collection) + private, key=lambda p: p.name):
+    paths = [path for root in trail_roots(collection, load_settings()) for path in list_trails(root)]
+    for path in sorted(paths, key=lambda p: p.name):
         try:
             events = read_trail(path)
         except TrailError as exc:  # one damaged trail does not hide the others
@@ -165,7 +168,7 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
 
 
 @trail_app.command("show")
-@_friendly
+@friendly
 def trail_show(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix), or a trail .jsonl file.")],
     collection: CollectionOpt = Path("."),
@@ -173,17 +176,16 @@ def trail_show(
     config: ConfigOpt = None,
 ) -> None:
     """Render a run's trail: plan, searches, verdicts with reasons, guards, re-evaluation, re-plan, final rank."""
-    from tracerag.trail import read_trail
     from tracerag.trail.show import render_trail
 
-    events = read_trail(_trail_file(collection, run, load_settings(config)))
+    events = read_trail(find_trail(trail_roots(collection, load_settings(config)), run))
     documents = _documents(collection, events, config)
     for renderable in render_trail(events, documents, verbose=verbose):
         out.print(renderable)
 
 
 @trail_app.command("export")
-@_friendly
+@friendly
 def trail_export(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix), or a trail .jsonl file.")],
     collection: CollectionOpt = Path("."),
@@ -192,10 +194,9 @@ def trail_export(
     config: ConfigOpt = None,
 ) -> None:
     """Export the final sources with their reasons and exact evidence spans (RIS and CSL-JSON import into Zotero)."""
-    from tracerag.trail import read_trail
     from tracerag.trail.export import export_sources
 
-    events = read_trail(_trail_file(collection, run, load_settings(config)))
+    events = read_trail(find_trail(trail_roots(collection, load_settings(config)), run))
     text = export_sources(events, _documents(collection, events, config), fmt)
     if output is None:
         write_stdout(text)
@@ -212,25 +213,11 @@ def trail_schema() -> None:
     sys.stdout.write(json.dumps(event_schema(), indent=2) + "\n")
 
 
-def _documents(collection: Path, events: list, config: Path | None) -> dict:
-    ids = {r.doc_id for e in events if e.kind == "result" for r in e.ranking}
-    ids |= {e.doc_id for e in events if e.kind in ("verdict", "reeval")}
-    if not (collection / "collection.toml").is_file():
+def _documents(collection: Path, events: list[Event], config: Path | None) -> dict[str, Document]:
+    """The documents a trail names, to show their text (none when the collection is not at hand)."""
+    ids = {r.doc_id for e in events if isinstance(e, ResultEvent) for r in e.ranking}
+    ids |= {e.doc_id for e in events if isinstance(e, VerdictEvent | ReevalEvent)}
+    if not Collection.exists(collection):
         return {}
     with Collection.open(collection, load_settings(config), mode="read") as col:
         return col.store.get_documents(sorted(ids))
-
-
-def _trail_file(collection: Path, run: str, settings) -> Path:
-    """A run's trail: in the collection's trails/, else where runs on it went while it was read-only here."""
-    from tracerag.collection import private_root
-    from tracerag.trail import trail_path
-
-    if Path(run).suffix == ".jsonl":  # a file named as such (an absolute path cannot be globbed below)
-        return trail_path(collection, run)
-    folder = collection / "trails"
-    private = private_root(collection, settings)
-    mine = folder.is_dir() and any(folder.glob(f"{run}*.jsonl"))
-    if mine or not (private / "trails").is_dir():
-        return trail_path(collection, run)
-    return trail_path(private, run)

@@ -1,32 +1,47 @@
-"""`tracerag catalog ingest` and `tracerag chat`: the catalog assistant on the command line.
+"""`tracerag catalog ingest`, `catalog eval` and `tracerag chat`: the catalog assistant on the command line.
 
-Registered on the main app by `cli.py`. Parse, build settings, call the library, print. Catalog fields, replies
-and notes are data: printed as `Text` through `cli.data_text`. `catalog ingest` exits 1 when records were skipped.
+Catalog fields, replies and notes are data: printed as `Text` through `app.data_text`. `catalog ingest` exits 1
+when records were skipped. The catalog group (`catalog_app`) is added to the app in `tracerag.cli.__init__`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import tomllib
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
-from tracerag.cli import ConfigOpt, ExitCode, _friendly, app, data_text, err, out, write_json, write_stdout
+from tracerag.cli.app import (
+    BaseUrlOpt,
+    ConfigOpt,
+    ExitCode,
+    app,
+    data_text,
+    err,
+    friendly,
+    out,
+    progress_bar,
+    settings_with_llm,
+    step_tracker,
+    write_json,
+    write_stdout,
+)
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError
 
+if TYPE_CHECKING:
+    from tracerag.catalog.assistant import Turn
+
 catalog_app = typer.Typer(help="Build catalogs of public services for `tracerag chat`.", no_args_is_help=True)
-app.add_typer(catalog_app, name="catalog")
 
 CatalogOpt = Annotated[Path, typer.Option("--catalog", help="Catalog directory (made by `tracerag catalog ingest`).")]
 
 
 @catalog_app.command("ingest")
-@_friendly
+@friendly
 def catalog_ingest(
     source: Annotated[
         Path, typer.Argument(help="An HSDS datapackage folder, a 211 export CSV, or a CSV/JSONL file with --mapping.")
@@ -92,7 +107,7 @@ def catalog_ingest(
 
 
 @app.command()
-@_friendly
+@friendly
 def chat(
     catalog: CatalogOpt,
     once: Annotated[str | None, typer.Option("--once", help="Answer one request and exit.")] = None,
@@ -101,8 +116,10 @@ def chat(
         str, typer.Option(help="Structured index used to find candidates: none, location, hours, location+hours.")
     ] = "location+hours",
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Services to recommend.")] = 5,
-    llm: Annotated[str | None, typer.Option("--llm", help="openai:MODEL, local or replay:DIR (optional).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
+    llm: Annotated[
+        str | None, typer.Option("--llm", help="openai:MODEL, local or replay:DIR (default: settings llm.model).")
+    ] = None,
+    base_url: BaseUrlOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Ask a public-service directory where to get help; only real catalog services that meet every constraint."""
@@ -113,8 +130,7 @@ def chat(
         raise ConfigError("--json prints one turn: use it with --once TEXT")
     if once is not None and not once.strip():
         raise ConfigError("--once needs a request")
-    overrides = {key: v for key, v in {"model": llm, "base_url": base_url}.items() if v}
-    settings = load_settings(config, **({"llm": overrides} if overrides else {}))
+    settings = settings_with_llm(config, llm, base_url)
     with CatalogAssistant(catalog, settings, llm=load_llm(settings), variant=variant, k=k) as assistant:
         if once is not None:
             turn = assistant.ask(once)
@@ -135,7 +151,7 @@ def chat(
         err.print(data_text(f"trail: {assistant.trail_path}"))
 
 
-def _print_turn(turn) -> None:
+def _print_turn(turn: Turn) -> None:
     out.print(data_text(turn.reply, block=True))
     for note in turn.notes:
         err.print(data_text(note, "dim"))
@@ -144,7 +160,7 @@ def _print_turn(turn) -> None:
 
 
 @catalog_app.command("eval")
-@_friendly
+@friendly
 def catalog_eval(
     catalog: CatalogOpt,
     out_dir: Annotated[Path, typer.Option("--out", help="Report folder (results.json, results.md).")] = Path(
@@ -159,63 +175,33 @@ def catalog_eval(
     limit: Annotated[
         int | None, typer.Option(min=1, help="Evaluate N evenly spaced requests (all categories).")
     ] = None,
-    llm: Annotated[str | None, typer.Option("--llm", help="Also run with this model (openai:MODEL, local).")] = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
+    llm: Annotated[
+        str | None,
+        typer.Option("--llm", help="Also run with this model (openai:MODEL, local; default: settings llm.model)."),
+    ] = None,
+    base_url: BaseUrlOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Template requests with gold sets by strict filtering: constraint satisfaction, out-of-catalog rate, recall
     of the gold set in the top k and the clarifying-question rate, per category and structured-index variant."""
-    from tracerag.catalog.assistant import VARIANTS, CatalogAssistant
-    from tracerag.catalog.store import CatalogStore
-    from tracerag.eval import catalog_bench
+    from tracerag.eval.catalog_bench import check_variants, run_benchmark
+    from tracerag.eval.report import read_markdown
     from tracerag.llm import load_llm
 
+    settings = settings_with_llm(config, llm, base_url)
     names = [v.strip() for v in variants.split(",") if v.strip()]
-    unknown = [v for v in names if v not in VARIANTS]
-    if unknown:
-        raise ConfigError(f"unknown variants {unknown}; expected some of {', '.join(VARIANTS)}")
-    overrides = {key: v for key, v in {"model": llm, "base_url": base_url}.items() if v}
-    settings = load_settings(config, **({"llm": overrides} if overrides else {}))
-    store = CatalogStore.open(catalog / "catalog.sqlite")
-    generated = catalog_bench.generate(store, queries, seed)
-    skipped = catalog_bench.unsupported_categories(store)  # the categories this catalog cannot support, and why
-    # --limit takes evenly spaced requests, so a quick check still covers every category
-    selected = generated[:: max(1, len(generated) // limit)][:limit] if limit else generated
-    configs = [(v, None) for v in names]
-    if overrides:
-        configs += [(v, load_llm(settings)) for v in names]
-    results = {}
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with _progress_bar() as progress:
-        for variant, model in configs:
-            label = variant + (f" + {model.model}" if model else "")
-            task = progress.add_task(label, total=len(selected), extra="")
-            with CatalogAssistant(
-                catalog, settings, llm=model, variant=variant, k=k, trail_dir=out_dir / "trails"
-            ) as assistant:
-
-                def answer(text: str, assistant=assistant) -> tuple[str, list[str], str]:
-                    assistant.reset()
-                    turn = assistant.ask(text)
-                    return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply
-
-                outcomes = catalog_bench.evaluate(
-                    selected, store, answer, k, progress=lambda task=task: progress.advance(task)
-                )
-            results[label] = catalog_bench.summarise(outcomes)
-    topics = catalog_bench.verify_topics(store).to_dict()
-    store.close()
-    counts = {c: sum(q.category == c for q in selected) for c in catalog_bench.CATEGORIES}
-    summary = {"catalog": str(catalog), "queries": len(selected), "by_category": counts, "k": k, "results": results}
-    summary["skipped_categories"] = skipped
-    summary["not_in_catalog_topics"] = topics
-    (out_dir / "results.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
-    table = catalog_bench.markdown(summary)
-    (out_dir / "results.md").write_text(table, encoding="utf-8")
-    write_stdout(table + f"\nreports in {out_dir}\n")
-
-
-def _progress_bar():
-    from tracerag.cli import _progress
-
-    return _progress()
+    check_variants(names)
+    with progress_bar() as progress:
+        run_benchmark(
+            catalog,
+            settings,
+            names,
+            out_dir,
+            queries=queries,
+            seed=seed,
+            k=k,
+            limit=limit,
+            llm=load_llm(settings),
+            progress=step_tracker(progress),
+        )
+    write_stdout(read_markdown(out_dir) + f"\nreports in {out_dir}\n")

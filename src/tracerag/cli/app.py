@@ -1,0 +1,148 @@
+"""The app module of `tracerag`: the Typer app, the two consoles, the options shared by several commands, the one
+error edge (`friendly`: outcomes become exit codes, `ExitCode`) and the safe-output helpers. The command modules
+import this module and never each other; this module imports none of them (they are registered in
+`tracerag.cli.__init__`).
+
+Everything printed that comes from a document, a file, a model or a catalog is data: it reaches the terminal as
+a `rich.text.Text` made with `tracerag.text.safe_line`/`safe_block` (controls shown as escapes), never inside a
+markup string, and the consoles parse no emoji codes and highlight nothing.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from enum import IntEnum
+from functools import wraps
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from tracerag import __version__
+from tracerag.config import Settings, load_settings
+from tracerag.errors import CollectionBusyError, TraceError
+from tracerag.text import json_dumps, safe_block, safe_line
+
+app = typer.Typer(help="TRACE: accountable source discovery over noisy historical collections.", no_args_is_help=True)
+# No emoji codes (":smile:" stays text) and no highlighting of numbers or paths in data. Markup stays on for the
+# styles written in this code; data never goes into a markup string (see `data_text`).
+out = Console(emoji=False, highlight=False)
+err = Console(stderr=True, emoji=False, highlight=False)
+
+CollectionOpt = Annotated[Path, typer.Option("--collection", "-c", help="Collection directory.")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Settings TOML file (or TRACERAG_CONFIG).")]
+WaitOpt = Annotated[
+    bool,
+    typer.Option("--wait", help="When another process is writing the collection, wait for it (else exit 3 at once)."),
+]
+BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")]
+
+
+class ExitCode(IntEnum):
+    """What a script can rely on (README, "Exit codes"). A command returns PARTIAL; `friendly` maps the rest."""
+
+    OK = 0
+    PARTIAL = 1  # it ran, but not everything: records skipped, runs failed or truncated, a replay that differs
+    USAGE = 2  # bad usage or bad input: every TraceError (Typer's own usage errors are 2 as well)
+    BUSY = 3  # another process holds the collection (CollectionBusyError): retry, or pass --wait
+    INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT (Click would say 1, which means partial here)
+
+
+P = ParamSpec("P")
+
+
+def friendly(fn: Callable[P, ExitCode | None]) -> Callable[P, None]:
+    """The one place where outcomes become exit codes: a command's returned `ExitCode`, `CollectionBusyError`
+    (3), any other `TraceError` (2, one red line). Bugs still show their traceback."""
+
+    @wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            outcome = fn(*args, **kwargs)
+        except CollectionBusyError as exc:
+            _print_error(exc)
+            raise typer.Exit(ExitCode.BUSY) from None
+        except TraceError as exc:
+            _print_error(exc)
+            raise typer.Exit(ExitCode.USAGE) from None
+        except KeyboardInterrupt:
+            err.print("[red]interrupted[/red]")
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
+        if outcome:
+            raise typer.Exit(int(outcome))
+
+    return wrapper
+
+
+def _print_error(exc: TraceError) -> None:
+    # An error message may quote a file name or a field value: it is data.
+    err.print(Text.assemble(("error:", "red"), " ", safe_block(str(exc))))
+
+
+def settings_with_llm(config: Path | None, llm: str | None, base_url: str | None, **sections: Any) -> Settings:
+    """The settings of a command that can use a model: the file and environment, with `--llm` / `--base-url` only
+    when given, so that a model named in the settings (`llm.model`, TRACERAG_LLM__MODEL) is used without them."""
+    overrides = {key: value for key, value in {"model": llm, "base_url": base_url}.items() if value}
+    return load_settings(config, **sections, **({"llm": overrides} if overrides else {}))
+
+
+def data_text(value: object, style: str = "", *, block: bool = False) -> Text:
+    """Untrusted text as a literal, styled `Text` for a console: one line (a cell, a title) or, with `block`, a
+    paragraph. The only way data is printed by the CLI modules."""
+    return Text(safe_block(value) if block else safe_line(value), style=style)
+
+
+def write_stdout(text: str) -> None:
+    """Raw output (CSV, RIS, a Markdown report) to stdout, exact when it goes to a file or a pipe; on a terminal
+    with its controls shown as escapes, since it is printed, not stored."""
+    sys.stdout.write(safe_block(text) if sys.stdout.isatty() else text)
+
+
+def write_json(value: object, **options: Any) -> None:
+    """One JSON document on stdout: strings decode to the exact text, and nothing in it acts on a terminal."""
+    sys.stdout.write(json_dumps(value, indent=2, **options) + "\n")
+
+
+def progress_bar(console: Console = err) -> Progress:
+    """The progress display of long work: what, how far, a free `extra` field (throughput), time elapsed."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}", markup=False),  # descriptions name benchmarks and folders: data
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[extra]}", markup=False),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def step_tracker(progress: Progress) -> Callable[[str, int], Callable[[], None]]:
+    """A library's `progress(label, total)` hook: one bar per label, advanced once per step."""
+
+    def tracker(label: str, total: int) -> Callable[[], None]:
+        task = progress.add_task(label, total=total, extra="")
+        return lambda: progress.advance(task)
+
+    return tracker
+
+
+def count_tracker(progress: Progress) -> Callable[[str, int], Callable[[int], None]]:
+    """A library's `progress(label, total)` hook that returns a callback told how many are done so far."""
+
+    def tracker(label: str, total: int) -> Callable[[int], None]:
+        task = progress.add_task(label, total=total, extra="")
+        return lambda done: progress.update(task, completed=done)
+
+    return tracker
+
+
+@app.callback(invoke_without_command=True)
+def main(version: Annotated[bool, typer.Option("--version", help="Print the version.")] = False) -> None:
+    if version:
+        out.print(f"tracerag {__version__}")
+        raise typer.Exit()

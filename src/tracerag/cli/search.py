@@ -1,0 +1,95 @@
+"""`tracerag search`: one hybrid search, printed as a list, explained, or as JSON."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from tracerag.cli.app import CollectionOpt, ConfigOpt, app, friendly, out, write_json
+from tracerag.cli.views import render
+from tracerag.collection import Collection
+from tracerag.config import load_settings
+from tracerag.dates import parse_partial_date
+from tracerag.errors import TraceError
+from tracerag.model import Filter
+
+
+@app.command()
+@friendly
+def search(
+    query: Annotated[str, typer.Argument(help='What to look for. Quote phrases with "...".')],
+    collection: CollectionOpt,
+    k: Annotated[int, typer.Option("--k", "-k", help="Number of documents.")] = 10,
+    corpus: Annotated[list[str] | None, typer.Option("--corpus", help="Restrict to a sub-corpus (repeatable).")] = None,
+    date_from: Annotated[str | None, typer.Option("--from", help="Earliest date (1890, 1890-05, 1890-05-01).")] = None,
+    date_to: Annotated[
+        str | None, typer.Option("--to", help="Latest date (inclusive: --to 1900 is up to 1900-12-31).")
+    ] = None,
+    language: Annotated[
+        list[str] | None, typer.Option("--language", help="Restrict to a language (repeatable).")
+    ] = None,
+    field: Annotated[list[str] | None, typer.Option("--field", help="Structured field KEY=VALUE (repeatable).")] = None,
+    doc_id: Annotated[
+        list[str] | None, typer.Option("--doc-id", help="Allow-list of document ids (repeatable).")
+    ] = None,
+    channels: Annotated[str | None, typer.Option(help="Comma-separated channels (bm25,dense,date,phrase).")] = None,
+    windows: Annotated[str | None, typer.Option(help="Temporal windowing: equal share per window, e.g. 5y.")] = None,
+    explain_: Annotated[bool, typer.Option("--explain", help="Show channels, scores, spans and metadata.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (schema in README).")] = False,
+    config: ConfigOpt = None,
+) -> None:
+    """Hybrid search: each channel ranks chunks, RRF (k=60) fuses them, documents are scored by their best chunk."""
+    from tracerag.retrieval import Retriever, SearchRequest
+    from tracerag.retrieval.explain import explain
+
+    flt = _filter(corpus, date_from, date_to, language, field, doc_id)
+    request = SearchRequest(
+        query=query,
+        k=k,
+        filter=flt,
+        channels=tuple(c.strip() for c in channels.split(",")) if channels else None,
+        windows=windows,
+    )
+    with Collection.open(collection, load_settings(config), mode="read") as col:
+        start = time.perf_counter()
+        ranking = Retriever(col).search(request)
+        result = explain(ranking, col)
+        result["seconds"] = round(time.perf_counter() - start, 4)
+    if json_out:
+        write_json(result)
+        return
+    render(result, explain_, out)
+
+
+def _filter(
+    corpus: list[str] | None,
+    date_from: str | None,
+    date_to: str | None,
+    language: list[str] | None,
+    field: list[str] | None,
+    doc_id: list[str] | None,
+) -> Filter:
+    """The search's filter from its options, each checked (KEY=VALUE fields, partial dates in order)."""
+    fields = []
+    for item in field or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise TraceError(f"--field {item!r}: expected KEY=VALUE")
+        fields.append((key, value))
+    try:
+        start = parse_partial_date(date_from).start if date_from else None
+        end = parse_partial_date(date_to).end if date_to else None
+    except ValueError as exc:
+        raise TraceError(f"--from/--to: {exc}") from None
+    if start and end and start > end:
+        raise TraceError(f"--from {date_from} is after --to {date_to}")
+    return Filter(
+        corpora=tuple(corpus or ()),
+        date_from=start,
+        date_to=end,
+        languages=tuple(language or ()),
+        fields=tuple(fields),
+        doc_ids=tuple(doc_id or ()),
+    )

@@ -1,0 +1,153 @@
+"""What more than one command prints or shows progress for: an ingest (its progress and report), embedding
+missing vectors, a search result. `ingest`, `demo` and `search` all use them, and command modules do not import
+each other, so they live here, over the app module's consoles and progress bars."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+from rich.text import Text
+
+from tracerag.cli.app import data_text, err, out, progress_bar, write_json
+from tracerag.collection import Collection, IngestReport
+from tracerag.text import json_dumps, safe_line
+
+
+class IngestProgress:
+    """The progress of an ingest on a bar: documents and chunks, and how far into a document too large for one
+    sub-batch of chunks. `update` and `within` are `Collection.ingest`'s `progress` and `document_progress`; the
+    bar shows from `start`, once the collection is open (a refusal to open it is then one line on stderr)."""
+
+    def __init__(self, progress: Progress):
+        self._progress = progress
+        self._task = progress.add_task("ingest", total=None, extra="")
+        self._chunks = 0  # chunks indexed so far
+
+    def start(self) -> None:
+        self._progress.start()
+
+    def update(self, docs: int, chunks: int) -> None:
+        self._progress.update(self._task, completed=docs, extra=f"{chunks} chunks")
+        self._chunks = chunks
+
+    def within(self, doc_id: str, done: int, total: int) -> None:
+        if done < total:
+            self._progress.update(self._task, extra=f"{self._chunks} chunks · {safe_line(doc_id)} {done / total:.0%}")
+
+    def finish(self, report: IngestReport) -> None:
+        self._progress.update(self._task, completed=report.read, total=report.read)
+
+
+@contextmanager
+def ingest_progress() -> Iterator[IngestProgress]:
+    progress = progress_bar()
+    try:
+        yield IngestProgress(progress)
+    finally:
+        progress.stop()  # nothing to do when it never started
+
+
+def run_ingest(col: Collection, records: Iterable[Any], *, dense: bool) -> IngestReport:
+    """`col.ingest` on an open collection, with its progress shown."""
+    with ingest_progress() as hooks:
+        hooks.start()
+        report = col.ingest(records, dense=dense, progress=hooks.update, document_progress=hooks.within)
+        hooks.finish(report)
+    return report
+
+
+def print_ingest_report(report: IngestReport, json_out: bool) -> None:
+    summary = report.to_dict()
+    if json_out:
+        write_json(summary)
+        return
+    for e in report.skipped:  # a file name, a record's id or value: data
+        err.print(Text.assemble(("skipped", "yellow"), " ", safe_line(str(e))))
+    for w in report.warnings:  # kept, but repaired or guessed: the user may want to fix the source
+        err.print(Text.assemble(("warning", "yellow"), " ", safe_line(str(w))))
+    rate = f"{summary['chunks_per_second']} chunks/s" if summary["chunks_per_second"] else "-"
+    out.print(
+        f"read {report.read} · added {report.added} · updated {report.updated} · unchanged {report.unchanged} · "
+        f"resumed {report.resumed} · skipped {len(report.skipped)} · warnings {len(report.warnings)} · "
+        f"{report.chunks} chunks "
+        f"({report.embedded} embedded) in {report.seconds:.1f} s ({rate})"
+    )
+    if report.languages:
+        out.print(data_text("languages: " + ", ".join(f"{k} {v}" for k, v in sorted(report.languages.items()))))
+
+
+def embed_missing(col: Collection) -> None:
+    """Embed every chunk still without a vector, showing progress and throughput (nothing to do on a re-run)."""
+    total = col.store.count_chunks(without_vectors=True)
+    if not total:
+        out.print("every chunk already has its vector")
+        return
+    start = time.perf_counter()
+    with progress_bar() as progress:
+        task = progress.add_task("embed", total=total, extra="")
+
+        def update(done: int, of: int) -> None:
+            rate = done / max(time.perf_counter() - start, 1e-9)
+            progress.update(task, completed=done, total=of, extra=f"{rate:.1f} chunks/s")
+
+        done = col.embed_missing(progress=update)
+    print_embedded(done, time.perf_counter() - start)
+
+
+def print_embedded(done: int, seconds: float) -> None:
+    out.print(f"embedded {done} chunks in {seconds:.1f} s ({done / seconds if seconds else 0:.1f} chunks/s)")
+
+
+def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
+    """Results as a readable list; with `explain_`, each document's channels, span and metadata. Everything that
+    comes from the collection or the query is data: literal `Text`, controls shown as escapes."""
+    params = result["params"]
+    console.print(
+        Text.assemble(
+            (safe_line(params["query"]), "bold"),
+            f"  ·  {len(result['results'])} documents  ·  channels ",
+            safe_line(", ".join(params["active_channels"]) or "none"),
+            f"  ·  {result['seconds'] * 1000:.0f} ms",
+        )
+    )
+    if params.get("query_date"):
+        console.print(data_text(f"date in query: {params['query_date'][0]} … {params['query_date'][1]}"))
+    for r in result["results"]:
+        meta = " · ".join(
+            x for x in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}") if x
+        )
+        console.print(
+            Text.assemble(
+                "\n", (f"{r['rank']:>2}.", "bold cyan"), " ", (safe_line(r["doc_id"]), "bold"), "  ", safe_line(meta)
+            )
+        )
+        chunk = r["best_chunk"]
+        snippet = " ".join(chunk["text"].split())
+        cut = snippet[:300] + ("…" if len(snippet) > 300 else "")
+        console.print(Text("    " + safe_line(cut), style="" if explain_ else "dim"))
+        if explain_:
+            console.print(
+                Text.assemble(
+                    f"    RRF {r['rrf_score']:.5f} · best chunk ",
+                    safe_line(f"{chunk['chunk_id']} chars {chunk['start']}–{chunk['end']}"),
+                )
+            )
+            for c in r["channels"]:
+                console.print(
+                    Text.assemble(
+                        "    ",
+                        (f"{safe_line(c['channel']):<7}", "green"),
+                        f" rank {c['rank']:>3}  score {c['score']:.4f}  ",
+                        safe_line(f"{c['chunk_id']} [{c['span'][0]}–{c['span'][1]}]"),
+                        # a lexical channel: the language index that ranked it, whose scores are its own scale
+                        safe_line(f"  ({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
+                    )
+                )
+            shown = {k: v for k, v in r["source"].items() if k in ("file", "publication", "dataset", "page_id")}
+            if shown or r["fields"]:
+                console.print(Text.assemble("    metadata: ", safe_line(json_dumps(shown | r["fields"]))))
