@@ -379,3 +379,24 @@ def test_lexical_ingest_of_a_text_embedded_before_carries_its_vector(tmp_path):
         # the reprint's point has the vector too: dense search finds both documents
         vector = col.store.vectors_of(["a#0"])["a#0"]
         assert {h.doc_id for h in col.engine.dense(vector, 10)} == {"a", "b"}
+
+
+def test_corpora_sums_languages_and_date_ranges_in_one_read(tmp_path):
+    """`info`'s sub-corpus table is read in one statement (one snapshot: with two, a writer's commit between them
+    crashed a reader's `info` in tests/sharing/test_many_hands.py), so the languages and the date range of a corpus
+    are gathered from its per-language rows: counts summed, the widest range kept."""
+    from tracerag.store import DocumentStore
+
+    store = DocumentStore(tmp_path / "store.sqlite")
+    docs = [
+        (Document(id="a", corpus="news", text="x", language="fr"), "h1", ("1880-01-01", "1880-12-31")),
+        (Document(id="b", corpus="news", text="y", language="de"), "h2", ("1875-05-01", "1875-05-31")),
+        (Document(id="c", corpus="news", text="z", language="fr"), "h3", None),
+        (Document(id="d", corpus="debates", text="w"), "h4", ("1901-01-01", "1901-01-01")),
+    ]
+    store.put_pending(docs)
+    infos = {c.name: c for c in store.corpora()}
+    assert infos["news"].documents == 3 and infos["news"].languages == {"fr": 2, "de": 1}
+    assert (infos["news"].date_min, infos["news"].date_max) == ("1875-05-01", "1880-12-31")
+    assert infos["debates"].documents == 1 and infos["debates"].languages == {"?": 1}
+    assert [c.name for c in store.corpora()] == ["debates", "news"]

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tracerag.text import fence_json, fold_key, locate_quote, sentence_spans, stem
+from tracerag.ingest.chunk import chunk_text
+from tracerag.text import fence_json, fold_key, locate_quote, sentence_spans, stem, trimmed_span
 
 TEXT = "Le conseil fédéral a décidé hier de la\nconvocation des Chambres pour le 3 mars. Rien d'autre."
 
@@ -66,6 +67,22 @@ def test_sentence_spans_respect_abbreviations_line_breaks_and_initials() -> None
     assert spans == ["Call Dr. Smith at St. Mary.", "Open Mon-Fri.", "Bring ID.", "U.S. residents only.", "Free."]
     # Without the word list, "Dr." ends a sentence: abbreviations are a language's data, not this function's.
     assert [text[s:e] for s, e in sentence_spans(text)][0] == "Call Dr."
+
+
+def test_trimmed_span_narrows_the_offsets_and_is_none_when_nothing_is_left() -> None:
+    text = "  - Une ligne.  "
+    assert trimmed_span(text, 0, len(text)) == (2, 14)
+    assert trimmed_span(text, 0, len(text), also="-") == (4, 14)  # a bullet, as sentence_spans drops it
+    assert trimmed_span(text, 0, 2) is None and trimmed_span(text, 5, 5) is None
+
+
+def test_chunk_boundaries_are_looser_than_the_sentences_shown_as_evidence() -> None:
+    """As both docstrings say: a chunk may end after `;`, before a lowercase word and after "Dr."; a sentence
+    shown as evidence does not."""
+    text = "Le Dr. Martin arriva ; il parla. puis il partit."
+    chunks = [c.text for c in chunk_text("d", text, size=16, overlap=0)]
+    assert chunks == ["Le Dr.", "Martin arriva ;", "il parla.", "puis il partit."]
+    assert [text[s:e] for s, e in sentence_spans(text, frozenset({"dr"}))] == [text]
 
 
 def test_stem_uses_the_language_and_leaves_unknown_languages_alone() -> None:

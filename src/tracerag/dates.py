@@ -152,6 +152,19 @@ def normalise_date(value: str | None) -> str | None:
     return rng.start
 
 
+def date_parts(value: str | None) -> list[int] | None:
+    """`[y]`, `[y, m]` or `[y, m, d]`: a partial date as the numbers a citation format holds (CSL-JSON's
+    `date-parts`, RIS's `PY`/`DA`). None for no date, one that is not a date, or a year with unspecified digits
+    (`18XX` is a range, which no list of numbers says; a qualifier such as `1887?` keeps its digits)."""
+    try:
+        canonical = normalise_date(value)
+    except ValueError:
+        return None
+    if canonical is None or not _ISO.match(canonical):
+        return None
+    return [int(part) for part in canonical.split("-")]
+
+
 def find_query_date(query: str) -> tuple[DateRange, str] | None:
     """The most specific date written in a query, with the text that expressed it; None if there is none.
 

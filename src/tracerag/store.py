@@ -342,15 +342,21 @@ class DocumentStore:
         return out
 
     def corpora(self) -> list[CorpusInfo]:
+        # One statement, so one snapshot: two queries let a writer's commit in between add a corpus the first
+        # did not see (a reader's `info` during an ingest failed so).
         infos: dict[str, CorpusInfo] = {}
-        for name, n, dmin, dmax in self._db.execute(
-            "SELECT corpus, count(*), min(date_start), max(date_end) FROM documents GROUP BY corpus ORDER BY corpus"
+        for name, lang, n, dmin, dmax in self._db.execute(
+            "SELECT corpus, coalesce(language, '?'), count(*), min(date_start), max(date_end) FROM documents "
+            "GROUP BY corpus, language ORDER BY corpus"
         ):
-            infos[name] = CorpusInfo(name, n, dmin, dmax, {})
-        for name, lang, n in self._db.execute(
-            "SELECT corpus, coalesce(language, '?'), count(*) FROM documents GROUP BY corpus, language"
-        ):
-            infos[name].languages[lang] = n
+            info = infos.get(name)
+            if info is None:
+                infos[name] = CorpusInfo(name, n, dmin, dmax, {lang: n})
+                continue
+            info.languages[lang] = n
+            infos[name] = CorpusInfo(
+                name, info.documents + n, _least(info.date_min, dmin), _most(info.date_max, dmax), info.languages
+            )
         return list(infos.values())
 
     def iter_documents(self) -> Iterator[Document]:
@@ -405,3 +411,11 @@ class _Transaction:
 def _batches(items: list, size: int) -> Iterator[list]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def _least(a: str | None, b: str | None) -> str | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def _most(a: str | None, b: str | None) -> str | None:
+    return b if a is None else a if b is None else max(a, b)

@@ -163,11 +163,17 @@ _LAST_WORD = re.compile(r"(?:\b[A-Za-z]{1,4}|\b[A-Z](?:\.[A-Z])*)$")
 
 
 def sentence_spans(text: str, abbreviations: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
-    """Spans of the sentences and list items of `text`, trimmed of spaces and bullets.
+    """Spans of the sentences and list items of `text`, trimmed of spaces and bullets: the sentences a reader is
+    shown or quoted as evidence (a catalog record's conditions, a cited span).
 
     A line break (also written out as backslash-n, as exported directories often do) ends one; so does `.`, `!`
     or `?` before a capital or a digit, unless the word before it is one of `abbreviations` (lowercase, without
     the dot: a language's word list provides them, "st", "dr") or a single letter ("U.S.", "J. Smith").
+
+    Not the chunker's rule (`tracerag.ingest.chunk`), on purpose: a chunk boundary only has to be a place where a
+    chunk may end, in any language and without a word list, so it is looser (after `;`, `:`, `»` too, with no
+    capital needed, no abbreviation kept whole) and streams; a sentence shown as evidence must not be cut at
+    "Dr." or "U.S.". Both trim their spans with `trimmed_span`.
     """
     spans: list[tuple[int, int]] = []
     pos = 0
@@ -178,20 +184,26 @@ def sentence_spans(text: str, abbreviations: frozenset[str] = frozenset()) -> li
             word = _LAST_WORD.search(text, piece, m.start())
             if word and (word.group().lower() in abbreviations or len(word.group()) == 1):
                 continue
-            _trimmed(text, piece, m.end(), spans)
+            if span := trimmed_span(text, piece, m.end(), _BULLETS):
+                spans.append(span)
             piece = m.end()
-        _trimmed(text, piece, end, spans)
+        if span := trimmed_span(text, piece, end, _BULLETS):
+            spans.append(span)
         pos = brk.end() if brk else len(text)
     return spans
 
 
-def _trimmed(text: str, start: int, end: int, out: list[tuple[int, int]]) -> None:
-    while start < end and (text[start].isspace() or text[start] in "*-\u2022"):
+_BULLETS = "*-\u2022"
+
+
+def trimmed_span(text: str, start: int, end: int, also: str = "") -> tuple[int, int] | None:
+    """`(start, end)` narrowed past the spaces (and any of the characters `also`) at its start and the spaces at
+    its end, or None when nothing is left: offsets into `text` stay exact, no string is copied."""
+    while start < end and (text[start].isspace() or text[start] in also):
         start += 1
     while end > start and text[end - 1].isspace():
         end -= 1
-    if end > start:
-        out.append((start, end))
+    return (start, end) if end > start else None
 
 
 @functools.cache

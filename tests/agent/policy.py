@@ -63,10 +63,7 @@ class Policy:
     def _verdicts(self, user: str, purpose: str) -> dict[str, Any]:
         verdicts = []
         reevals = self.calls.count("reeval") - 1
-        for line in user.splitlines():
-            if not line.startswith("{"):
-                continue
-            item = json.loads(line)
+        for item in _fenced(user, "documents"):
             text = item["text"].lower()
             words = text.split()
             first = item["text"].split()
@@ -100,9 +97,15 @@ def _purpose(system: str) -> str:
     return "unknown"
 
 
+def _fenced(user: str, tag: str) -> list[dict]:
+    """The JSON objects of a prompt's <tag> fence, one a line (agent/prompts.py writes them so)."""
+    found = re.search(f"<{tag}>\n(.*?)\n</{tag}>", user, re.DOTALL)
+    return [json.loads(line) for line in found.group(1).splitlines()] if found else []
+
+
 def _remaining(user: str) -> list[dict]:
-    rest = user.split("Remaining sub-questions:\n", 1)[-1]
-    return [json.loads(line[2:]) for line in rest.splitlines() if line.startswith("- {")]
+    notes = {name: value for item in _fenced(user, "notes") for name, value in item.items()}
+    return notes.get("remaining_sub_questions", [])  # none in a repair round's message: as before, none kept
 
 
 class PolicyProvider:

@@ -10,12 +10,13 @@ from pydantic import ValidationError
 from tests.agent.policy import Policy, PolicyProvider
 from tracerag.agent import Agent
 from tracerag.agent.schemas import MAX_SEARCH_K, ArgumentContext, DateArgs, NoArgs, ReviewAnswer, SearchArgs
-from tracerag.agent.tools import TOOLS, ActionAnswer, MalformedArguments, tool_list
+from tracerag.agent.tools import SEARCH_TOOLS, TOOLS, ActionAnswer, MalformedArguments, tool_list
 from tracerag.config import AgentSettings
 from tracerag.llm import StructuredLLM
 from tracerag.model import Filter, RunStatus
 from tracerag.retrieval.search import Retriever, SearchRequest
 from tracerag.trail import MemoryListener, read_trail
+from tracerag.trail.events import FusionEvent, GuardEvent, LLMCallEvent, SearchEvent
 
 QUESTION = "Reichstag Sitzung"
 CONTEXT = ArgumentContext(frozenset({"newseye", "sonar", "sonar/vossischezeitung"}), ("newseye", "sonar"))
@@ -99,6 +100,17 @@ def test_null_blank_and_unknown_fields_are_no_arguments_and_review_takes_none():
     assert arguments("review", query="(((", k=-3, date_from="spring 1881") == NoArgs()
 
 
+@pytest.mark.parametrize("tool", sorted(SEARCH_TOOLS))
+def test_a_tool_handed_another_tools_arguments_says_which_tool_it_is(tool):
+    """The loop hands a tool only what its own `arguments()` validated; anything else is a bug, named as one."""
+    with pytest.raises(TypeError, match=rf"^{tool} was given NoArgs, not its \w+Args$"):
+        SEARCH_TOOLS[tool].plan(NoArgs(), "Gambetta", Filter(), 10)
+    with pytest.raises(TypeError, match=r"^search_date was given SearchArgs, not its DateArgs$"):
+        SEARCH_TOOLS["search_date"].plan(SearchArgs(query="Gambetta"), "Gambetta", Filter(), 10)
+    own = arguments(tool, query="Gambetta", **({"date_from": "1881"} if tool == "search_date" else {}))
+    assert SEARCH_TOOLS[tool].plan(own, "x", Filter(), 10).query.strip('"') == "Gambetta"  # its own: planned
+
+
 def test_what_the_model_is_shown_is_derived_from_the_argument_models():
     schema = ActionAnswer.model_json_schema()["properties"]
     for tool in TOOLS.values():
@@ -127,7 +139,7 @@ def run(col, tmp_path, actions, repair_rounds=1, **settings):
 
 
 def action_calls(events):
-    return [c for c in events.of("llm_call") if c.purpose == "action"]
+    return [c for c in events.of(LLMCallEvent) if c.purpose == "action"]
 
 
 SPRING = {"tool": "search_date", "query": "Reichstag", "date_from": "spring 1881"}
@@ -137,9 +149,9 @@ NOT_A_DATE = "search_date: date_from 'spring 1881' is not a date (expected YYYY,
 def test_a_date_that_is_not_one_is_sent_back_then_guarded_and_the_run_goes_on(demo_collection, tmp_path):
     result, events = run(demo_collection, tmp_path, [SPRING, SPRING, {"tool": "finish"}])
     assert result.status is RunStatus.COMPLETE
-    guards = [(g.guard, g.message) for g in events.of("guard")]
+    guards = [(g.guard, g.message) for g in events.of(GuardEvent)]
     assert ("bad_arguments", f"{NOT_A_DATE}; the search was not run") in guards
-    assert not [s for s in events.of("search") if s.tool == "search_date"]
+    assert not [s for s in events.of(SearchEvent) if s.tool == "search_date"]
     calls = action_calls(events)
     assert calls[1].messages[-1]["content"] == f"Your answer was unusable: {NOT_A_DATE}. Answer again."
     assert calls[1].messages[-2] == {"role": "assistant", "content": calls[0].response}
@@ -150,9 +162,9 @@ def test_a_repaired_date_runs_the_corrected_search(demo_collection, tmp_path):
     fixed = {"tool": "search_date", "query": "Reichstag", "date_from": "1881", "date_to": "1890"}
     result, events = run(demo_collection, tmp_path, [SPRING, fixed, {"tool": "finish"}])
     assert result.status is RunStatus.COMPLETE
-    assert [g.guard for g in events.of("guard")] == ["repaired_arguments"]
-    assert events.of("guard")[0].message == f"{NOT_A_DATE}; sent back to the model, which answered anew"
-    (search,) = [s for s in events.of("search") if s.tool == "search_date"]
+    assert [g.guard for g in events.of(GuardEvent)] == ["repaired_arguments"]
+    assert events.of(GuardEvent)[0].message == f"{NOT_A_DATE}; sent back to the model, which answered anew"
+    (search,) = [s for s in events.of(SearchEvent) if s.tool == "search_date"]
     assert (search.filter["date_from"], search.filter["date_to"]) == ("1881-01-01", "1890-12-31")
 
 
@@ -160,9 +172,9 @@ def test_an_unknown_corpus_is_guarded_not_searched_everywhere(demo_collection, t
     wrong = {"tool": "search_bm25", "query": "Reichstag", "corpus": "le-monde"}
     result, events = run(demo_collection, tmp_path, [wrong, wrong, {"tool": "finish"}])
     assert result.status is RunStatus.COMPLETE
-    (guard,) = [g for g in events.of("guard") if g.guard == "bad_arguments"]
+    (guard,) = [g for g in events.of(GuardEvent) if g.guard == "bad_arguments"]
     assert "corpus 'le-monde' is not a sub-corpus" in guard.message and "newseye, sonar, topres19th" in guard.message
-    assert not [s for s in events.of("search") if s.tool == "search_bm25"]
+    assert not [s for s in events.of(SearchEvent) if s.tool == "search_bm25"]
 
 
 def test_k_out_of_bounds_is_guarded_not_clamped_and_a_valid_k_is_used(demo_collection, tmp_path):
@@ -171,19 +183,19 @@ def test_k_out_of_bounds_is_guarded_not_clamped_and_a_valid_k_is_used(demo_colle
     five = {"tool": "search_bm25", "query": "Berlin", "k": 5}
     result, events = run(demo_collection, tmp_path, [negative, negative, five, {"tool": "finish"}])
     assert result.status is RunStatus.COMPLETE
-    (guard,) = [g for g in events.of("guard") if g.guard == "bad_arguments"]
+    (guard,) = [g for g in events.of(GuardEvent) if g.guard == "bad_arguments"]
     assert "k -3: input should be greater than or equal to 1" in guard.message
-    (search,) = [s for s in events.of("search") if s.tool == "search_bm25"]
+    (search,) = [s for s in events.of(SearchEvent) if s.tool == "search_bm25"]
     assert search.args == {"query": "Berlin", "k": 5} and search.results == 5
     expected = Retriever(demo_collection).search(SearchRequest("Berlin", k=5, channels=("bm25",), windows=""))
-    fusion = [f for f in events.of("fusion") if f.step == search.step and f.sq == 0]
+    fusion = [f for f in events.of(FusionEvent) if f.step == search.step and f.sq == 0]
     assert [d["doc_id"] for d in fusion[0].ranking] == expected.doc_ids()
 
 
 def test_without_repair_rounds_a_malformed_call_is_guarded_at_once(demo_collection, tmp_path):
     result, events = run(demo_collection, tmp_path, [SPRING, {"tool": "finish"}], repair_rounds=0)
     assert result.status is RunStatus.COMPLETE
-    assert [g.guard for g in events.of("guard")] == ["bad_arguments"]
+    assert [g.guard for g in events.of(GuardEvent)] == ["bad_arguments"]
     sent = [m["content"] for c in action_calls(events) for m in c.messages]
     assert not any(m.startswith("Your answer was unusable") for m in sent)
 
@@ -191,7 +203,7 @@ def test_without_repair_rounds_a_malformed_call_is_guarded_at_once(demo_collecti
 def test_two_malformed_steps_in_a_row_end_the_loop_as_unusable_answers(demo_collection, tmp_path):
     result, events = run(demo_collection, tmp_path, [SPRING])  # the policy repeats it forever
     assert result.status is RunStatus.TRUNCATED
-    assert [g.guard for g in events.of("guard")] == ["bad_arguments", "bad_arguments", "action_failures"]
+    assert [g.guard for g in events.of(GuardEvent)] == ["bad_arguments", "bad_arguments", "action_failures"]
     assert len(action_calls(events)) == 4  # two steps, each sent back once
 
 
@@ -218,14 +230,14 @@ VALID = [
 def test_valid_calls_search_exactly_as_before(demo_collection, tmp_path):
     actions = [action for action, *_ in VALID] + [{"tool": "finish"}]
     result, events = run(demo_collection, tmp_path, actions, max_steps=len(VALID) + 3)
-    assert result.status is RunStatus.COMPLETE and not events.of("guard")
-    searches = [s for s in events.of("search") if s.tool != "warm_start"]
+    assert result.status is RunStatus.COMPLETE and not events.of(GuardEvent)
+    searches = [s for s in events.of(SearchEvent) if s.tool != "warm_start"]
     assert len(searches) == len(VALID)
     retriever = Retriever(demo_collection)
     for search, (action, query, channels, flt) in zip(searches, VALID, strict=True):
         assert search.tool == action["tool"] and search.args["query"] == query and search.filter == flt.to_dict()
         expected = retriever.search(SearchRequest(query, k=10, filter=flt, channels=channels, windows=""))
-        fusion = next(f for f in events.of("fusion") if f.step == search.step and f.sq == 0)
+        fusion = next(f for f in events.of(FusionEvent) if f.step == search.step and f.sq == 0)
         assert [d["doc_id"] for d in fusion.ranking] == expected.doc_ids() and search.results == len(expected.doc_ids())
     assert any(s.results for s in searches)
 

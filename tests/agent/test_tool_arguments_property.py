@@ -25,6 +25,7 @@ from tracerag.config import AgentSettings
 from tracerag.llm import StructuredLLM
 from tracerag.model import RunStatus
 from tracerag.trail import MemoryListener, read_trail
+from tracerag.trail.events import GuardEvent, LLMCallEvent, SearchEvent
 
 DEMO_PARENTS = {"newseye", "sonar", "topres19th"}  # the demo collection's datasets (full names hold a "/")
 ARGUMENT_NAMES = {name for tool in TOOLS.values() for name in tool.args.model_fields}
@@ -190,13 +191,13 @@ def test_malformed_tool_arguments_never_end_a_run(demo_collection, trails, calls
 
     assert result.status in (RunStatus.COMPLETE, RunStatus.TRUNCATED), result.message
     assert [e.kind for e in read_trail(result.trail_path)] == [e.kind for e in events]  # written, and valid
-    assert not [s for s in events.of("search") if s.tool != "warm_start"]  # no malformed search was run
+    assert not [s for s in events.of(SearchEvent) if s.tool != "warm_start"]  # no malformed search was run
 
     served = min(policy.calls.count("action"), len(calls))  # the malformed calls come first
-    actions = [c for c in events.of("llm_call") if c.purpose == "action"]
+    actions = [c for c in events.of(LLMCallEvent) if c.purpose == "action"]
     repaired_in_call = sum(len(c.attempts) - 1 for c in actions)  # StructuredLLM sent a bad shape back
     repaired_by_loop = sum(c.messages[-1]["content"].startswith("Your answer was unusable: ") for c in actions)
-    guards = [g for g in events.of("guard") if g.guard in ("unusable_action", "bad_arguments")]
+    guards = [g for g in events.of(GuardEvent) if g.guard in ("unusable_action", "bad_arguments")]
     assert served == repaired_in_call + repaired_by_loop + len(guards), [g.message for g in guards]
     for g in guards:
         if g.guard == "bad_arguments":

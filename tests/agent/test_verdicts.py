@@ -137,7 +137,8 @@ def test_reevaluation_promotes_or_keeps_the_hold_with_its_reason(demo_collection
     assert (h2.verdict, h2.promoted_from_hold, h2.reason, h2.failure) == held
     assert ctx.ledger.by_chunk[c1].promoted_from_hold and ctx.ledger.held(1) == [ctx.ledger.by_chunk[c2]]
     prompt = provider.prompts[0]
-    assert f"- {chunks[2][0]}: the session of the Reichstag" in prompt  # the accepted sources as context
+    notes = prompt.split("<notes>\n", 1)[1].split("\n</notes>", 1)[0]  # the accepted sources as context, as data
+    assert json.loads(notes)["accepted_so_far"][0].startswith(f"{chunks[2][0]}: the session of the Reichstag")
     assert '"held_because": "unsure about' in prompt and "<documents>" in prompt
     assert reevaluate(ctx, 5) == 0 and len(provider.prompts) == 1  # nothing held: no call
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tracerag.dates import normalise_date, parse_partial_date
+from tracerag.dates import date_parts, normalise_date, parse_partial_date
 from tracerag.ingest import RecordWarning, hipe, jsonl, table, textdir
 from tracerag.model import DateRange, Document
 
@@ -80,3 +80,25 @@ def test_every_reader_keeps_a_record_whose_date_is_not_a_date(tmp_path: Path) ->
     tsv.write_text("TOKEN\tMISC\n# hipe2022:document_id = h1\n# hipe2022:date = 1887-13-45\nMot\t_\n", "utf-8")
     dates, warnings = _dates_and_warnings(list(hipe.read(tsv)))
     assert dates == {"h1": None} and warnings[0][0] == 3 and "kept undated" in warnings[0][1]
+
+
+@pytest.mark.parametrize(
+    ("date", "parts"),
+    [
+        ("1881", [1881]),
+        ("1881-05", [1881, 5]),
+        ("1881-05-27", [1881, 5, 27]),
+        ("0987-01", [987, 1]),
+        ("1881-5", [1881, 5]),
+        ("1887-05-XX", [1887, 5]),  # an unspecified day narrows nothing
+        ("1887?", [1887]),
+        ("18XX", None),  # a range of years: no parts (a citation keeps it raw)
+        ("XXXX", None),
+        (None, None),
+        ("", None),
+        ("s.d.", None),
+        ("1881-13", None),
+    ],
+)
+def test_date_parts_are_the_numbers_a_citation_holds(date, parts):
+    assert date_parts(date) == parts

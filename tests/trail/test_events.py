@@ -44,6 +44,7 @@ from tracerag.trail.events import (
     ResultEvent,
     RunEvent,
     SearchEvent,
+    SearchSkip,
     SearchTool,
     VerdictEvent,
 )
@@ -195,6 +196,30 @@ def test_version_1_lines_are_read_as_the_events_they_mean(agent, tmp_path):
         read_trail(unknown)
 
 
+def test_a_skipped_search_written_as_a_sentence_is_read_as_its_reason(agent, tmp_path):
+    """Why a search was skipped is a closed set (`SearchSkip`); trails written before said it in words, and
+    `trail show` still says it in the same words."""
+    lines = [json.loads(line) for line in _lines(agent.path)]
+    search = next(e for e in lines if e["kind"] == "search")
+    old = [
+        lines[0],
+        search | {"skipped": "identical to an earlier search"},
+        search | {"skipped": "this collection has no vectors: semantic search unavailable"},
+        search | {"skipped": "no_vectors"},
+    ]
+    path = tmp_path / "prose.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in old), encoding="utf-8")
+    _, repeat, no_vectors, typed = read_trail(path)
+    assert isinstance(repeat, SearchEvent) and repeat.skipped is SearchSkip.REPEAT
+    assert isinstance(no_vectors, SearchEvent) and no_vectors.skipped is SearchSkip.NO_VECTORS
+    assert isinstance(typed, SearchEvent) and typed.skipped is SearchSkip.NO_VECTORS
+    assert SearchSkip.REPEAT.reason == "identical to an earlier search"
+    unknown = tmp_path / "unknown.jsonl"
+    unknown.write_text(json.dumps(lines[0]) + "\n" + json.dumps(search | {"skipped": "budget"}) + "\n")
+    with pytest.raises(TrailError, match=r"unknown.jsonl:2: .*skipped"):
+        read_trail(unknown)
+
+
 def test_blank_lines_are_skipped_and_a_trail_starts_with_its_run(agent, tmp_path):
     lines = _lines(agent.path)
     padded = tmp_path / "padded.jsonl"
@@ -241,7 +266,7 @@ def test_an_emitter_builds_its_event_and_the_trail_stamps_it(tmp_path):
         trail.emit(GuardEvent(seq=7, step=1, guard=Guard.REPEATS, message="m"))
     writer.close()
     assert [e.kind for e in memory] == ["run", "guard"] and memory.of(GuardEvent) == [guard]
-    assert memory.of("guard") == [guard]
+    assert memory.of(GuardEvent) == [guard]
     assert [e.model_dump() for e in read_trail(tmp_path / "t.jsonl")] == [e.model_dump() for e in memory]
 
 
@@ -255,6 +280,8 @@ def test_every_guard_and_purpose_is_one_the_code_emits():
             assert f"LLMPurpose.{purpose.name}" in agent_code, purpose
     for tool in SearchTool:
         assert f"SearchTool.{tool.name}" in agent_code, tool
+    for skip in SearchSkip:
+        assert f"SearchSkip.{skip.name}" in agent_code, skip
     assert re.search(r"\.emit\(\s*\"", agent_code) is None  # no event built from a kind string
 
 

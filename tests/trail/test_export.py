@@ -23,7 +23,6 @@ from tracerag.trail.export import (
     CSV_COLUMNS,
     FORMATS,
     NOT_IN_COLLECTION,
-    date_parts,
     derived_title,
     export_sources,
     one_line,
@@ -216,22 +215,6 @@ def test_unknown_format_and_unfinished_run_are_trail_errors(col, events):
     assert export_sources(events, col.documents, " CSV ") == export_sources(events, col.documents, "csv")
     with pytest.raises(TrailError, match="no 'result' event"):
         export_sources(events[:-1], col.documents, "csv")
-
-
-@pytest.mark.parametrize(
-    ("date", "parts"),
-    [
-        ("1881", [1881]),
-        ("1881-05", [1881, 5]),
-        ("1881-05-27", [1881, 5, 27]),
-        ("0987-01", [987, 1]),
-        (None, None),
-        ("", None),
-        ("s.d.", None),
-    ],
-)
-def test_date_parts(date, parts):
-    assert date_parts(date) == parts
 
 
 def test_derived_titles_and_one_line_values():

@@ -146,4 +146,7 @@ def test_a_catalog_conversation_is_shown_turn_by_turn():
     assert "turn 0 I need a food pantry → service_type=BD-1800" in flat
     assert "turn 1 variant location+hours, pre-filter on city, service_type: 2 records, 2 candidates ranked" in flat
     assert "turn 3 no_match" in flat and "Nothing in this directory matches 'piano tuning' in Miami" in flat
+    # the evidence of the topic decision: the service type that holds it, or each word and how many records hold it
+    assert "topic food pantry held (service_type): service type Emergency Food (79 records)" in flat
+    assert "topic piano tuning not held (nothing): 'piano' in 8 records, 'tuning' in 2 records" in flat
     assert "Final ranking" not in text  # a conversation has no result

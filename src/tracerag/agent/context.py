@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -19,6 +20,8 @@ from tracerag.model import Document
 from tracerag.retrieval.search import Retriever
 from tracerag.trail import Trail
 from tracerag.trail.events import LLMCallEvent, LLMPurpose
+
+T = TypeVar("T", bound=BaseModel)
 
 
 @dataclass
@@ -47,8 +50,8 @@ class RunContext:
     _docs: dict[str, Document] = field(default_factory=dict)
 
     def call(
-        self, purpose: LLMPurpose, messages: Sequence[Message], schema: type[BaseModel] | None, sq: int | None = None
-    ) -> Completion:
+        self, purpose: LLMPurpose, messages: Sequence[Message], schema: type[T], sq: int | None = None
+    ) -> Completion[T]:
         assert self.llm is not None, "the agent's stages run only with a model"
         completion = self.llm.complete(messages, schema)
         t = self.totals

@@ -24,7 +24,7 @@ from enum import StrEnum
 from tracerag.agent import prompts
 from tracerag.agent.context import RunContext
 from tracerag.agent.planner import corpus_listing
-from tracerag.agent.schemas import ActionEnvelope, ArgumentContext, NoArgs, ReviewAnswer, ToolArgs
+from tracerag.agent.schemas import ArgumentContext, NoArgs, ReviewAnswer, ToolArgs
 from tracerag.agent.state import Judgement, Memory
 from tracerag.agent.tools import (
     TOOLS,
@@ -48,6 +48,7 @@ from tracerag.trail.events import (
     MemoryEvent,
     ReviewEvent,
     SearchEvent,
+    SearchSkip,
     SearchTool,
     VerdictEvent,
 )
@@ -178,7 +179,8 @@ class SearchReviewLoop:
                 new=self._enqueue(ranking),
             )
         )
-        self.searched.add((SearchTool.WARM_START, " ".join(self.sub.question.lower().split()), self.base))
+        warm = ToolCall(SearchTool.WARM_START, self.sub.question, (), self.base, self.cfg.warm_start_k)
+        self.searched.add(warm.key)
         return ranking.doc_ids()
 
     # -- steps ----------------------------------------------------------------------------------------
@@ -209,7 +211,7 @@ class SearchReviewLoop:
         for _ in range(rounds + 1):
             completion = self.ctx.call(LLMPurpose.ACTION, messages, ActionAnswer, sq=self.sq)
             answer = completion.parsed
-            if not isinstance(answer, ActionEnvelope):
+            if answer is None:
                 return StepFailure(Guard.UNUSABLE_ACTION, f"unusable action answer: {completion.error}")
             tool = TOOLS[answer.tool]
             try:
@@ -239,18 +241,18 @@ class SearchReviewLoop:
         assert isinstance(tool, Search), tool  # the loop hands only searches here
         corpus = getattr(action.args, "corpus", None)
         base = Filter(corpora=(corpus,)) if corpus else self.base
-        call = tool.plan(action.args, self.sub.question, base, self.cfg.search_k)  # type: ignore[arg-type]
+        call = tool.plan(action.args, self.sub.question, base, self.cfg.search_k)
         args = action.args.model_dump(exclude_none=True)
         if call.key in self.searched:
             self.repeats += 1
-            self._emit_search(call, args, 0, 0, skipped="identical to an earlier search")
+            self._emit_search(call, args, 0, 0, skipped=SearchSkip.REPEAT)
             self.note = "that search repeated an earlier one and was skipped; a second repeat ends the search"
             if self.repeats >= 2:
                 self._guard(Guard.REPEATS, "two repeated searches: loop ended")
                 return "end"
             return None
         if "dense" in call.channels and call.channels == ("dense",) and not self.ctx.retriever.has_vectors:
-            self._emit_search(call, args, 0, 0, skipped="this collection has no vectors: semantic search unavailable")
+            self._emit_search(call, args, 0, 0, skipped=SearchSkip.NO_VECTORS)
             return None
         self.searched.add(call.key)
         self.searches.append(f"{call.tool}({call.query})")
@@ -323,7 +325,9 @@ class SearchReviewLoop:
         self.queue = fresh + self.queue if front else self.queue + fresh
         return len(fresh)
 
-    def _emit_search(self, call: ToolCall, args: dict, results: int, new: int, skipped: str | None = None) -> None:
+    def _emit_search(
+        self, call: ToolCall, args: dict, results: int, new: int, skipped: SearchSkip | None = None
+    ) -> None:
         self.ctx.trail.emit(
             SearchEvent(
                 sq=self.sq,

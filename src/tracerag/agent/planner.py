@@ -61,7 +61,7 @@ def plan(ctx: RunContext) -> list[SubQuestion]:
     for attempt in range(2):
         completion = ctx.call(LLMPurpose.PLAN, messages, PlanAnswer)
         answer = completion.parsed
-        if not isinstance(answer, PlanAnswer):
+        if answer is None:
             problem = completion.error or "no usable plan"
             break
         problem = _check(answer, names, limit)

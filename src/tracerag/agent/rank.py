@@ -94,7 +94,7 @@ def _llm_order(ctx: RunContext, docs: list[str], reasons: dict[str, list[str]]) 
     labels = {f"A{i}": d for i, d in enumerate(docs, start=1)}
     shown = [{"id": label, "reasons": reasons[d]} for label, d in labels.items()]
     completion = ctx.call(LLMPurpose.RERANK, prompts.order(ctx.question, shown), OrderAnswer)
-    if not isinstance(completion.parsed, OrderAnswer):
+    if completion.parsed is None:
         return None
     seen = [labels[x] for x in dict.fromkeys(completion.parsed.order) if x in labels]
     return seen + [d for d in docs if d not in seen]  # anything the model left out keeps its place after

@@ -21,7 +21,7 @@ def brief_and_replan(
     messages = prompts.briefing(ctx.question, done.question, memory, accepted_context(ctx), rest)
     completion = ctx.call(LLMPurpose.BRIEFING, messages, BriefingAnswer, sq=sq)
     answer = completion.parsed
-    if not isinstance(answer, BriefingAnswer):
+    if answer is None:
         ctx.trail.emit(BriefingEvent(sq=sq, summary="", failure=completion.error))
         ctx.trail.emit(ReplanEvent(sq=sq, before=remaining, after=remaining, failure=completion.error))
         return "", remaining

@@ -14,7 +14,7 @@ loop to send back to the model or record as a guard. Nothing else from here is c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from pydantic import ValidationError
 
@@ -56,6 +56,8 @@ class ToolCall:
 
     @property
     def key(self) -> tuple:
+        """What makes two searches the same one: the tool, the query up to case and spacing, the filter and k (the
+        one key the loop's repeat guard compares, the warm start's included)."""
         return (self.tool, " ".join(self.query.lower().split()), self.filter, self.k)
 
 
@@ -80,13 +82,25 @@ class Tool:
             raise MalformedArguments(self.name, _problems(exc, self)) from None
 
 
+A = TypeVar("A", bound=ToolArgs)
+
+
+def own_args(tool: Tool, args: ToolArgs, kind: type[A]) -> A:
+    """`args` as the tool's own argument model. The loop hands a tool only what its `arguments()` validated, so
+    anything else is a programming error, said as such (a subclass cannot narrow `plan`'s parameter type)."""
+    if not isinstance(args, kind):
+        raise TypeError(f"{tool.name} was given {type(args).__name__}, not its {kind.__name__}")
+    return args
+
+
 class Search(Tool):
     name: ClassVar[SearchTool]
     channels: ClassVar[tuple[str, ...]] = ()
     args: ClassVar[type[ToolArgs]] = SearchArgs
 
-    def plan(self, args: SearchArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:
-        return ToolCall(self.name, args.query or fallback_query, self.channels, base, args.k or k)
+    def plan(self, args: ToolArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:
+        own = own_args(self, args, SearchArgs)
+        return ToolCall(self.name, own.query or fallback_query, self.channels, base, own.k or k)
 
 
 class SearchBm25(Search):
@@ -110,9 +124,10 @@ class SearchPhrase(Search):
     channels = ("phrase",)
     args = PhraseArgs
 
-    def plan(self, args: PhraseArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:  # type: ignore[override]
-        phrase = (args.phrase or args.query or "").strip('"') or fallback_query
-        return ToolCall(self.name, f'"{phrase}"', self.channels, base, args.k or k)
+    def plan(self, args: ToolArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:
+        own = own_args(self, args, PhraseArgs)
+        phrase = (own.phrase or own.query or "").strip('"') or fallback_query
+        return ToolCall(self.name, f'"{phrase}"', self.channels, base, own.k or k)
 
 
 class SearchDate(Search):
@@ -122,10 +137,11 @@ class SearchDate(Search):
     channels = ("bm25", "dense", "date")
     args = DateArgs
 
-    def plan(self, args: DateArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:  # type: ignore[override]
-        start, end = args.window
-        query = args.query or fallback_query
-        return ToolCall(self.name, query, self.channels, base.narrowed(date_from=start, date_to=end), args.k or k)
+    def plan(self, args: ToolArgs, fallback_query: str, base: Filter, k: int) -> ToolCall:
+        own = own_args(self, args, DateArgs)
+        start, end = own.window
+        query = own.query or fallback_query
+        return ToolCall(self.name, query, self.channels, base.narrowed(date_from=start, date_to=end), own.k or k)
 
 
 class Review(Tool):
@@ -189,7 +205,7 @@ def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None
             ChannelEvent(
                 sq=sq,
                 step=step,
-                channel=channel,  # type: ignore[arg-type]  # retrieval runs only the channels config names
+                channel=channel,
                 query=query,
                 ranking=_ranked(hits),
                 fields={name: _ranked(field_hits) for name, field_hits in fields.items()},

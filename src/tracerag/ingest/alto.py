@@ -202,14 +202,14 @@ def _own_encoding(raw: bytes, declared: str | None) -> Encoding | None:
     for bom, codec in _XML_BOMS:
         if raw.startswith(bom):
             return Encoding(codec, "byte-order mark")
-    codec = _codec(declared)
-    if codec is None:
+    stated = _codec(declared)
+    if stated is None:
         return None
     try:
-        raw.decode(codec)
+        raw.decode(stated)
     except UnicodeDecodeError:
         return None
-    return Encoding(codec, "declared")
+    return Encoding(stated, "declared")
 
 
 def _utf8_under_single_byte(raw: bytes, declared: str | None) -> bool:

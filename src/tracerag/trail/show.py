@@ -253,7 +253,7 @@ def _search_line(event: SearchEvent) -> Text:
     if flt:
         parts.append((" filter " + _json(flt, 120), "dim"))
     if event.skipped:
-        parts += [" ", ("skipped: " + _data(event.skipped), "yellow")]
+        parts += [" ", ("skipped: " + event.skipped.reason, "yellow")]
     else:
         parts.append(f" → {event.results} results, {event.new} new")
     return _text(*parts)
@@ -521,7 +521,11 @@ def _catalog_line(event: CatalogEvent) -> Text:
         state = event.state
         parts = [f"{c['kind']}={'|'.join(c['values'])}" for c in state["structural"]]
         parts += [("not " if c["negated"] else "") + c["text"] for c in state["semantic"]]
-        return _text((turn, "bold"), _data(event.request), (" → ", "dim"), _data("; ".join(parts) or "nothing"))
+        line = _text((turn, "bold"), _data(event.request), (" → ", "dim"), _data("; ".join(parts) or "nothing"))
+        if event.topic_match:
+            line.append("\n")
+            line.append(_topic_match(event.topic_match))
+        return line
     if isinstance(event, CatalogFilterEvent):
         return _text(
             (turn, "bold"),
@@ -536,6 +540,39 @@ def _catalog_line(event: CatalogEvent) -> Text:
     removed = f" ({len(event.removed)} removed from the generated reply)" if event.removed else ""
     # The reply is a paragraph: kept with its line breaks, made safe by `_text`.
     return _text((turn, "bold"), (event.outcome, outcome), removed, "\n", event.text)
+
+
+def _topic_match(match: Mapping[str, Any]) -> Text:
+    """Whether the catalog holds the request's topic, with the evidence that decided it: the passage that holds
+    its words together, or each specific word with the number of records holding it."""
+    held = bool(match.get("held"))
+    head = _text(
+        ("  topic ", "dim"),
+        _data(str(match.get("topic", ""))),
+        (" held" if held else " not held", "green" if held else "yellow"),
+        (f" ({match.get('via', '')})", "dim"),
+    )
+    passage = match.get("passage")
+    if passage:
+        head.append_text(
+            _text(
+                ": ",
+                _data(str(passage.get("record_id", ""))),
+                f" {passage.get('field', '')} ",
+                ("“", "dim"),
+                _data(str(passage.get("quote", ""))),
+                ("”", "dim"),
+            )
+        )
+    types = [t for t in match.get("service_types", []) if t.get("name")]
+    if types and not passage:
+        named = ", ".join(f"{t['name']} ({t.get('records', 0)} records)" for t in types)
+        head.append_text(_text(": service type ", (_data(named), "dim")))
+    words = [w for w in match.get("words", []) if not w.get("common")]
+    if words and not passage and not types:
+        counts = ", ".join(f"'{w.get('word')}' in {w.get('records')} records" for w in words)
+        head.append_text(_text(": ", (_data(counts), "dim")))
+    return head
 
 
 def print_trail(

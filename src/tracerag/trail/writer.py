@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar, overload
+from typing import TypeVar
 
 from tracerag.trail.events import STAMPS, TrailEvent
 
@@ -68,13 +68,6 @@ class MemoryListener(list[TrailEvent]):
     def __call__(self, event: TrailEvent) -> None:
         self.append(event)
 
-    @overload
-    def of(self, kind: type[E]) -> list[E]: ...
-    @overload
-    def of(self, kind: str) -> list[Any]: ...
-
-    def of(self, kind: type[TrailEvent] | str) -> list[Any]:
-        """The events of one kind, in order: by class (typed) or by kind name."""
-        if isinstance(kind, str):
-            return [e for e in self if getattr(e, "kind", None) == kind]
+    def of(self, kind: type[E]) -> list[E]:
+        """The events of one class, in order, typed as that class: `of(VerdictEvent) -> list[VerdictEvent]`."""
         return [e for e in self if isinstance(e, kind)]
