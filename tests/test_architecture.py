@@ -26,9 +26,7 @@ def test_the_page_names_every_module_and_only_modules_that_exist() -> None:
     named = set(_MODULE.findall(_page()))
     code = _modules_in_code()
     assert not code - named, "modules the architecture page does not name: " + ", ".join(sorted(code - named))
-    assert not named - code, "the architecture page names modules that do not exist: " + ", ".join(
-        sorted(named - code)
-    )
+    assert not named - code, "the architecture page names modules that do not exist: " + ", ".join(sorted(named - code))
 
 
 def test_the_layer_table_places_every_top_level_module_and_package() -> None:

@@ -18,6 +18,7 @@ from tracerag.cli import app
 from tracerag.config import load_settings
 from tracerag.llm import load_llm
 from tracerag.trail import read_trail
+from tracerag.trail.events import CatalogOutcome
 
 SATURDAY = 5
 
@@ -62,7 +63,8 @@ def test_every_recommendation_satisfies_every_structural_constraint_in_every_var
         for text in requests:
             a.reset()
             turn = a.ask(text)
-            answered += turn.outcome == "answer"
+            assert isinstance(turn.outcome, CatalogOutcome)  # the trail's closed set, not a string of its own
+            answered += turn.outcome == CatalogOutcome.ANSWER
             for rec in turn.recommendations:
                 assert filters.satisfies(rec.record, turn.constraints.structural), (text, rec.record.id)
                 assert a.store.get([rec.record.id])  # a catalog record, never anything else
@@ -146,6 +148,22 @@ def test_a_request_the_catalog_does_not_hold_says_so_and_recommends_nothing(assi
     assert turn.reply.startswith(expected), turn.reply
     assert "Hialeh " not in turn.reply and "Hialeh." not in turn.reply  # the place as the catalog spells it
     assert turn.topic_match is not None and not turn.topic_match.held
+
+
+def test_the_profiles_help_line_is_named_when_nothing_fits(catalog, tmp_path):
+    with CatalogAssistant(catalog, load_settings(), trail_dir=tmp_path) as a:
+        assert a.profile.help_line is None
+        assert "help line" not in a.ask("piano tuning in Miami").reply  # the profile names none: none assumed
+        a.profile = a.profile.model_copy(update={"help_line": "211"})  # as `catalog ingest --help-line 211` sets
+        a.reset()
+        no_match = a.ask("piano tuning in Miami")
+        a.reset()
+        none_found = a.ask("food pantry in Hialeah open on Saturday")
+        a.reset()
+        answer = a.ask("food pantry in Hialeah")
+    assert no_match.outcome == CatalogOutcome.NO_MATCH and no_match.reply.endswith("help line: 211.")
+    assert none_found.outcome == CatalogOutcome.NONE_FOUND and none_found.reply.endswith("help line: 211.")
+    assert answer.outcome == CatalogOutcome.ANSWER and "help line" not in answer.reply
 
 
 def test_a_follow_up_place_keeps_saying_nothing_matches_until_the_topic_changes(assistant):

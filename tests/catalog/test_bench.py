@@ -20,6 +20,7 @@ from tracerag.cli import app
 from tracerag.config import load_settings
 from tracerag.eval import catalog_bench
 from tracerag.text import fold_key
+from tracerag.trail.events import CatalogOutcome
 
 
 def test_generated_requests_have_strict_gold_sets(catalog: Path):
@@ -117,7 +118,7 @@ def test_not_held_requests_are_refused_and_held_ones_are_not(catalog: Path, tmp_
         queries = catalog_bench.generate(store, 280, seed=11)
         with CatalogAssistant(catalog, load_settings(), trail_dir=tmp_path) as assistant:
 
-            def answer(text: str) -> tuple[str, list[str], str]:
+            def answer(text: str) -> tuple[CatalogOutcome, list[str], str]:
                 assistant.reset()
                 turn = assistant.ask(text)
                 return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply
@@ -208,7 +209,7 @@ def test_the_sf_directories_meet_their_floors(sf_catalogs: dict[str, Path], tmp_
         queries = catalog_bench.generate(store, 210, seed=11)
         with CatalogAssistant(catalog, load_settings(), trail_dir=tmp_path) as assistant:
 
-            def answer(text: str) -> tuple[str, list[str], str]:
+            def answer(text: str) -> tuple[CatalogOutcome, list[str], str]:
                 assistant.reset()
                 turn = assistant.ask(text)
                 return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply

@@ -218,6 +218,27 @@ def test_rules_on_real_records(service_id: str, semantic: str, passed: bool, wor
     assert_points_at(rec, ev, words)
 
 
+def test_a_countrys_own_terms_come_from_its_profile_not_from_code():
+    """ "Social security card" asked for denies an immigration-status condition in a US catalog, where the word file
+    country-us.toml names it; a catalog of another country reads the same record with the generic words only."""
+    rec = real_record("777")
+    us = check_rules(rec, Semantic("undocumented"))
+    assert us.passed is False and "social security number" in us.reason
+    elsewhere = RuleChecker(WORDS, MIAMI_PROFILE.model_copy(update={"country": "CA"}))
+    assert RULES.country.source.endswith("country-us.toml") and elsewhere.country.source == ""
+    assert elsewhere.check(rec, Semantic("undocumented")).passed is not False
+    text = ServiceRecord(id="x", service_id="x", name="CLINIC", eligibility="Clients with Medicaid or SNAP.")
+    assert check_rules(text, Semantic("low income")).passed is True  # a US programme: low income
+    assert elsewhere.check(text, Semantic("low income")).passed is None
+    asked = Semantic("no SSN needed")  # a request word of the US file: an immigration-status condition
+    assert (
+        RULES.rule_for(asked.text) is RULES.immigration and elsewhere.rule_for(asked.text) is not elsewhere.immigration
+    )
+    vets = ServiceRecord(id="v", service_id="v", name="VA CLINIC")
+    assert check_rules(vets, Semantic("veterans")).passed is True
+    assert elsewhere.check(vets, Semantic("veterans")).passed is None
+
+
 def test_free_and_fees_on_real_records():
     rec = real_record("310")
     ev = check_rules(rec, Semantic("free"))

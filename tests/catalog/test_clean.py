@@ -3,6 +3,8 @@ taxonomy codes, glued lines, bare hours, language cells."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tracerag.catalog.clean import (
@@ -18,6 +20,9 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.schedule import parse_hours_text
+from tracerag.catalog.words import WordList
+
+RESOURCES = Path(__file__).resolve().parents[2] / "src" / "tracerag" / "catalog" / "words"
 
 
 @pytest.mark.parametrize(
@@ -100,3 +105,20 @@ def test_language_cells_give_language_names() -> None:
     assert clean_languages(["Chinese Spanish Tagalog"]) == ["Chinese", "Spanish", "Tagalog"]
     assert clean_languages(["Haitian Creole"]) == ["Haitian Creole"]
     assert clean_languages(["Interpreter service available upon request", "None"]) == []
+
+
+def test_language_cells_are_read_by_the_word_lists_one_table(tmp_path) -> None:
+    """The names, spellings and remark words a cell is read with are the word list's, the same the requests are
+    read with: a list that adds a name, a spelling and a remark word changes what a cell gives, no code."""
+    words = WordList.load("en")
+    assert {"spanish", "tagalog", "toisanese"} <= words.language_names  # cells' names and requests' names, one set
+    assert clean_languages(["Espanol"]) == ["Spanish"] and clean_languages(["Klingon (limited)"]) == []
+    source = (RESOURCES / "en.toml").read_text(encoding="utf-8")
+    source = source.replace('names = """\n', 'names = """\nklingon\n', 1)
+    source = source.replace("spellings = { ", 'spellings = { tlhingan = "Klingon", ', 1)
+    source = source.replace('remark = """\n', 'remark = """\nfluent\n', 1)
+    own = tmp_path / "words.toml"
+    own.write_text(source, encoding="utf-8")
+    mine = WordList.load("en", own)
+    assert clean_languages(["Klingon (limited)", "Tlhingan", "Spanish Fluent Staff"], mine) == ["Klingon", "Spanish"]
+    assert "klingon" in mine.language_names  # a request naming it is read by the same table

@@ -296,6 +296,17 @@ def test_a_broken_package_is_read_around_its_errors(package: Path) -> None:
     assert {(o.weekday, o.opens, o.closes) for o in a.openings} == {(5, 540, 780)}  # from the row: no text
 
 
+def test_a_mapping_given_with_a_datapackage_is_refused_not_ignored(package: Path) -> None:
+    """A row filter written for an HSDS folder would otherwise be dropped without a word."""
+    from tracerag.catalog.ingest import build_catalog
+    from tracerag.config import load_settings
+
+    target = package / "catalog"
+    with pytest.raises(ConfigError, match="HSDS datapackage is read by its own column names"):
+        build_catalog(package, target, load_settings(), mapping={"filter": {"status": "active"}})
+    assert not target.exists()
+
+
 def test_no_services_file_is_one_error(tmp_path: Path) -> None:
     items = list(read_hsds(tmp_path))
     assert len(items) == 1 and isinstance(items[0], RecordError) and "services.csv" in str(items[0])

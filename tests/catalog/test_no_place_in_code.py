@@ -103,3 +103,42 @@ def test_the_check_finds_a_planted_name(tmp_path: Path) -> None:
 def test_each_listed_ordinary_word_is_a_place_of_a_directory(name: str) -> None:
     names, _ = place_names(require_datasets("miami211", "sf-openreferral"))
     assert name in {n.casefold() for n in names}  # an exception that no longer names a place goes
+
+
+# What only the United States writes, that the condition rules once held in code (now catalog/words/country-us.toml):
+# acronyms compared with case, phrases without it.
+US_ACRONYMS = ("SSN", "DACA", "TPS", "TANF", "SNAP", "SSI", "FPL", "VA", "DD-214")
+US_PHRASES = ("social security", "medicaid", "medicare", "food stamps", "qualified aliens", "lawfully present")
+
+
+def test_no_countrys_own_terms_appear_in_library_code() -> None:
+    from tracerag.catalog.words import CountryWords
+
+    us = CountryWords.load("US")
+    patterns = [
+        re.compile(p, re.I)
+        for p in (
+            us.other_documents,
+            us.status_affirm,
+            us.status_deny,
+            us.status_number,
+            us.status_served,
+            us.low_income_affirm,
+            us.veterans_affirm,
+            us.veterans_affirm_exact,
+        )
+        if p
+    ]
+    for term in (*US_ACRONYMS, *US_PHRASES):  # each is the country file's: the list is not stale
+        assert any(p.search(term) for p in patterns), term
+    found = []
+    for path, source in _sources():
+        text = source.replace("\\b", " ")  # a word boundary written in a pattern ("\\bSSN\\b") is no letter
+        for term in US_ACRONYMS:
+            if re.search(rf"(?<![\w-]){re.escape(term)}(?![\w-])", text):
+                found.append(f"{path.relative_to(SRC)}: {term!r}")
+        for term in US_PHRASES:
+            words = r"(?:\\s\+|\s+)".join(re.escape(w) for w in term.split())  # written, or as a pattern
+            if re.search(rf"(?<!\w){words}(?!\w)", text, re.I):
+                found.append(f"{path.relative_to(SRC)}: {term!r}")
+    assert not found, "a country's own terms in library code (move them to its country-xx.toml):\n" + "\n".join(found)

@@ -307,6 +307,23 @@ def test_languages(gaz: Gazetteer) -> None:
     assert values(tagalog, K.LANGUAGE) == () and tagalog.unknown == ["Tagalog"]
 
 
+def test_a_language_named_with_a_remark_word_is_still_a_language() -> None:
+    """ "language" marks a remark ("Other languages available") and ends a name in a cell, and "American Sign
+    Language" holds it: a name the word list knows is kept (it once vanished from requests, when the cells' and the
+    requests' remark words became one list)."""
+    small = Gazetteer(
+        cities={"rivertown": "Rivertown"},
+        languages={
+            "american sign language": "American Sign Language",
+            "other languages available": "Other languages available",
+            "spanish": "Spanish",
+        },
+    )
+    c = parse_request("American Sign Language-speaking camps in Rivertown", small)
+    assert values(c, K.LANGUAGE) == ("American Sign Language",)
+    assert values(parse_request("other languages available in Rivertown", small), K.LANGUAGE) == ()
+
+
 # ---------------------------------------------------------------------------------------------------- semantic
 
 

@@ -124,6 +124,21 @@ def test_a_re_ingest_keeps_what_a_person_edited(programs: Path, tmp_path: Path) 
     assert (profile.help_line, profile.language) == ("211", "fr")  # given once, kept; given again, replaced
 
 
+def test_the_help_line_and_name_are_never_guessed(tmp_path: Path) -> None:
+    """Records that all say "call 211" and list 211 as a phone still give no help line: only --help-line sets it."""
+    path = write_programs(
+        tmp_path / "helpline.csv",
+        [
+            ["1", "Riverton 211 Helpline", "Riverton", "ON", "K1A 0B1", "211"],
+            ["2", "Food bank (call 211 after hours)", "Riverton", "ON", "K1A 0B2", "211"],
+        ],
+    )
+    build_catalog(path, tmp_path / "c", load_settings(), mapping=MAPPING)
+    profile = CatalogProfile.load(tmp_path / "c")
+    assert profile.help_line is None and profile.name == ""
+    assert "help_line" not in tomllib.loads((tmp_path / "c" / INFERRED_FILE).read_text(encoding="utf-8"))
+
+
 def test_a_bad_language_is_refused_before_anything_is_written(programs: Path, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="--language 'english'"):
         build_catalog(programs, tmp_path / "c", load_settings(), mapping=MAPPING, language="english")

@@ -12,7 +12,7 @@ from tracerag.catalog import guard
 from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.facts import FactFinder
 from tracerag.catalog.model import Opening, Semantic
-from tracerag.catalog.reply import NOT_STATED, Recommendation, format_hours, templated_reply
+from tracerag.catalog.reply import NOT_STATED, Recommendation, format_hours, no_match_reply, templated_reply
 from tracerag.llm import StructuredLLM
 from tracerag.llm.openai_compat import OpenAICompatProvider
 
@@ -105,6 +105,27 @@ def test_none_found_names_the_constraints():
     assert text == (
         "I found no services in the directory matching food pantry in Hialeah, open Saturday. None is open on Saturday."
     )
+
+
+def test_when_nothing_fits_the_reply_names_the_profiles_help_line_and_only_then():
+    none_found = templated_reply([], "food pantry in Hialeah", help_line="211 (toll free)")
+    no_match = no_match_reply("piano tuning", "in Hialeah", "'piano' appears in no service.", help_line="211")
+    assert none_found.endswith("For other help, contact the directory's help line: 211 (toll free).")
+    assert no_match == (
+        "Nothing in this directory matches 'piano tuning' in Hialeah. 'piano' appears in no service. "
+        "For other help, contact the directory's help line: 211."
+    )
+    # no help line in the profile: none is named or assumed
+    assert "help line" not in templated_reply([], "food pantry in Hialeah") + no_match_reply("piano tuning", "")
+    # an answer lists services: the help line is for when nothing fits
+    assert "help line" not in templated_reply(_recommend("136"), "girls club", help_line="211")
+
+
+def test_a_generated_reply_with_nothing_to_recommend_names_the_help_line():
+    profile = MIAMI_PROFILE.model_copy(update={"help_line": "211"})
+    with FakeOpenAI(scripted()) as fake:
+        text, _ = generated.generated_reply([], "girls club", _llm(fake), FACTS, profile, constraints_summary="x")
+    assert fake.requests == [] and text.endswith("contact the directory's help line: 211.")
 
 
 # ------------------------------------------------------------------------------------------------ the guard

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import require_datasets
+from tracerag.catalog.export211 import read_211_export
 from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.topic_match import COMMON_SHARE, PASSAGE_SPAN, CatalogVocabulary
@@ -96,6 +98,38 @@ def test_the_passage_span_is_a_window_of_words():
     near = CatalogVocabulary.build([_record(1, "A", f"piano {gap} tuning")], WordList.load("en"))
     far = CatalogVocabulary.build([_record(1, "A", f"piano {gap} more tuning")], WordList.load("en"))
     assert near.judge("piano tuning").held and not far.judge("piano tuning").held
+
+
+def test_a_name_holds_its_words_however_long_it_is():
+    """A name names one service: all its specific words hold the topic, however far apart; a description with
+    the same words as far apart does not (it may name several things)."""
+    gap = " ".join(["word"] * PASSAGE_SPAN)
+    named = CatalogVocabulary.build([_record(1, f"PIANO {gap} TUNING"), *_filler(20)], WordList.load("en"))
+    described = CatalogVocabulary.build([_record(1, "A", f"piano {gap} tuning"), *_filler(20)], WordList.load("en"))
+    match = named.judge("piano tuning")
+    assert match.held and match.passage["field"] == "name" and match.holders == {"1"}
+    assert not described.judge("piano tuning").held
+
+
+@pytest.fixture(scope="module")
+def sf211() -> CatalogVocabulary:
+    path = require_datasets("sf-openreferral") / "sf-openreferral" / "211-sf.csv"
+    records = [r for r in read_211_export(path) if isinstance(r, ServiceRecord)]
+    return CatalogVocabulary.build(records, WordList.load("en"))
+
+
+@pytest.mark.parametrize(
+    "topic",
+    [  # "named" requests of the SF 211 benchmark that were refused while PASSAGE_SPAN bounded names too
+        "department of public health community behavioral health services team ii adult outpatient services",
+        "united states equal employment opportunity commission district office",  # "San Francisco" parsed out
+    ],
+)
+def test_a_long_service_name_asked_for_whole_is_held_by_its_record(sf211: CatalogVocabulary, topic: str):
+    match = sf211.judge(topic)
+    assert match.held and match.via == "passage" and match.passage["field"] == "name", match.to_dict()
+    spread = [w for w in match.words if not w.common]
+    assert len(spread) > PASSAGE_SPAN // 2  # many specific words: no window of PASSAGE_SPAN holds them
 
 
 # -- the real catalog ---------------------------------------------------------------------------------

@@ -15,9 +15,13 @@ until the topic changes. Every turn goes to the conversation's trail, the decisi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
+from types import TracebackType
+
+from pydantic import BaseModel
 
 from tracerag.catalog import filters
 from tracerag.catalog.condition_rules import RuleChecker
@@ -38,10 +42,10 @@ from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError
-from tracerag.llm import StructuredLLM
+from tracerag.llm import Completion, Message, StructuredLLM
 from tracerag.model import Filter
 from tracerag.retrieval.search import Retriever, SearchRequest
-from tracerag.trail import JsonlWriter, Trail
+from tracerag.trail import EventListener, JsonlWriter, Trail
 from tracerag.trail.events import (
     CatalogCheckEvent,
     CatalogFilterEvent,
@@ -60,22 +64,25 @@ HOURS = {ConstraintKind.WEEKDAY, ConstraintKind.TIME}
 OTHER = {ConstraintKind.SERVICE_TYPE, ConstraintKind.LANGUAGE, ConstraintKind.ACCESSIBILITY}
 # Which constraint kinds the structured index pre-filters in each variant (as in the TRACE paper); the rest are
 # found by text search and then checked on each record's fields, so every variant satisfies every constraint.
-VARIANTS: dict[str, set[ConstraintKind]] = {
-    "none": set(),
-    "location": LOCATION | OTHER,
-    "hours": HOURS | OTHER,
-    "location+hours": LOCATION | HOURS | OTHER,
+VARIANTS: dict[CatalogVariant, frozenset[ConstraintKind]] = {
+    CatalogVariant.NONE: frozenset(),
+    CatalogVariant.LOCATION: frozenset(LOCATION | OTHER),
+    CatalogVariant.HOURS: frozenset(HOURS | OTHER),
+    CatalogVariant.LOCATION_HOURS: frozenset(LOCATION | HOURS | OTHER),
 }
 
 # A model call's purpose by the answer it was asked for (no schema: the reply's text).
-_PURPOSES = {ProposedParse: LLMPurpose.CATALOG_PARSE, CheckAnswer: LLMPurpose.CATALOG_CHECK}
+_PURPOSES: dict[type[BaseModel] | None, LLMPurpose] = {
+    ProposedParse: LLMPurpose.CATALOG_PARSE,
+    CheckAnswer: LLMPurpose.CATALOG_CHECK,
+}
 _VOCABULARIES: dict[tuple[str, int, int, str], CatalogVocabulary] = {}
 
 
 @dataclass
 class Turn:
     request: str
-    outcome: str  # "answer", "none_found" (constraints too tight), "no_match" (nothing like it held), "clarify"
+    outcome: CatalogOutcome
     reply: str
     recommendations: list[Recommendation] = field(default_factory=list)
     constraints: Constraints = field(default_factory=Constraints)
@@ -128,15 +135,15 @@ class CatalogAssistant:
         settings: Settings,
         *,
         llm: StructuredLLM | None = None,
-        variant: str = "location+hours",
+        variant: CatalogVariant | str = CatalogVariant.LOCATION_HOURS,
         k: int = 5,
         batch: int = 10,
         today: int | None = None,
         trail_dir: Path | None = None,
-        listeners=(),
+        listeners: Sequence[EventListener] = (),
     ):
-        if variant not in VARIANTS:
-            raise ConfigError(f"structured-index variant {variant!r}: expected one of {', '.join(VARIANTS)}")
+        if variant not in set(CatalogVariant):
+            raise ConfigError(f"structured-index variant {variant!r}: expected one of {', '.join(CatalogVariant)}")
         catalog_dir = Path(catalog_dir)
         if not (catalog_dir / "catalog.sqlite").is_file():
             raise ConfigError(
@@ -152,7 +159,7 @@ class CatalogAssistant:
         self.rules = RuleChecker(self.words, self.profile)
         self.facts = FactFinder(self.words, self.profile)
         self.llm = llm
-        self.variant = variant
+        self.variant = CatalogVariant(variant)
         self.k = k
         self.batch = batch
         self.today = date.today().weekday() if today is None else today
@@ -176,7 +183,7 @@ class CatalogAssistant:
                 question="(catalog conversation)",
                 collection=str(catalog_dir),
                 k=k,
-                config={"variant": variant, "batch": batch, "today": self.today},
+                config={"variant": str(self.variant), "batch": batch, "today": self.today},
                 llm={"provider": llm.name, "model": llm.model} if llm else None,
                 versions={},
             )
@@ -191,6 +198,9 @@ class CatalogAssistant:
         return self._writer.path
 
     def close(self) -> None:
+        if self.llm is not None and self._record_call in self.llm.listeners:
+            # one model may serve many conversations in turn (the benchmark loads it once for every variant)
+            self.llm.listeners.remove(self._record_call)
         self._writer.close()
         self.collection.close()
         self.store.close()
@@ -198,7 +208,9 @@ class CatalogAssistant:
     def __enter__(self) -> CatalogAssistant:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     # -- one turn -------------------------------------------------------------------------------------
@@ -226,21 +238,25 @@ class CatalogAssistant:
             )
         )
         if match is not None and not match.held:
-            reply = no_match_reply(self.state.topic, place_phrase(self.state), match.explanation())
-            turn = Turn(request, "no_match", reply, constraints=self.state, notes=notes)
+            reply = no_match_reply(
+                self.state.topic, place_phrase(self.state), match.explanation(), help_line=self.profile.help_line
+            )
+            turn = Turn(request, CatalogOutcome.NO_MATCH, reply, constraints=self.state, notes=notes)
         elif not self.state.has_location():
-            turn = Turn(request, "clarify", self._clarifying_question(), constraints=self.state, notes=notes)
+            turn = Turn(
+                request, CatalogOutcome.CLARIFY, self._clarifying_question(), constraints=self.state, notes=notes
+            )
         else:
             turn = self._answer(request, n, notes)
         turn.topic_match = match
         self.trail.emit(
             CatalogReplyEvent(
                 turn=n,
-                outcome=CatalogOutcome(turn.outcome),
+                outcome=turn.outcome,
                 text=turn.reply,
                 recommended=[r.record.id for r in turn.recommendations],
                 removed=turn.removed,
-                generated=self.llm is not None and turn.outcome == "answer",
+                generated=self.llm is not None and turn.outcome == CatalogOutcome.ANSWER,
             )
         )
         self.turns.append(turn)
@@ -298,8 +314,8 @@ class CatalogAssistant:
         self.trail.emit(
             CatalogFilterEvent(
                 turn=n,
-                variant=CatalogVariant(self.variant),
-                sql_kinds=sorted(str(k) for k in sql_kinds),
+                variant=self.variant,
+                sql_kinds=sorted(sql_kinds),
                 allowed=len(allowed) if allowed is not None else self.store.count(),
                 ranked=ranked[:200],
             )
@@ -324,8 +340,8 @@ class CatalogAssistant:
             reason = self._relaxations(checked)
             return Turn(
                 request,
-                "none_found",
-                templated_reply([], summary, none_found_reason=reason),
+                CatalogOutcome.NONE_FOUND,
+                templated_reply([], summary, none_found_reason=reason, help_line=self.profile.help_line),
                 [],
                 self.state,
                 notes,
@@ -345,7 +361,7 @@ class CatalogAssistant:
             )
         else:
             text = templated_reply(chosen, summary, words=self.words)
-        return Turn(request, "answer", text, chosen, self.state, notes, removed, checked)
+        return Turn(request, CatalogOutcome.ANSWER, text, chosen, self.state, notes, removed, checked)
 
     def _catalog_names(self) -> set[str]:
         """Every service and organisation name of the catalog: a generated reply naming one that was not
@@ -422,20 +438,22 @@ class CatalogAssistant:
                 evidence.append(ev)
         failed = bool(violations) or any(e.passed is False for e in evidence)
         definite = all(e.passed is True for e in evidence)
-        semantic = [{"passed": e.passed, "reason": e.reason, "span": e.span, "method": e.method} for e in evidence]
+        checked = [{"passed": e.passed, "reason": e.reason, "span": e.span, "method": e.method} for e in evidence]
         self.trail.emit(
             CatalogCheckEvent(
                 turn=n,
                 record_id=record.id,
                 structural_ok=not violations,
                 violations=violations,
-                semantic=semantic,
+                semantic=checked,
                 selected=not failed,
             )
         )
         return (None if failed else Recommendation(record, evidence)), definite
 
-    def _record_call(self, completion, messages, schema) -> None:
+    def _record_call(
+        self, completion: Completion[BaseModel], messages: Sequence[Message], schema: type[BaseModel] | None
+    ) -> None:
         self.trail.emit(LLMCallEvent.of(completion, messages, _PURPOSES.get(schema, LLMPurpose.CATALOG_REPLY)))
 
 

@@ -7,7 +7,8 @@ Each function is a pure function of the cell; none knows a place, a country or a
   `<br />` or `<p>` becomes a line break, other tags vanish, `&amp;` / `&nbsp;` / `&#39;` become characters), the
   "###MON###"-like service-area tags of HSDS exports removed. Document text is data: no markup reaches the store,
   the index or a quoted piece of evidence.
-- `clean_languages`: language names from free-text cells ("Spanish (limited)", "Chinese (Cantonese, Mandarin)").
+- `clean_languages`: language names from free-text cells ("Spanish (limited)", "Chinese (Cantonese, Mandarin)"),
+  by the catalog word list's language names, spellings and remark words (`catalog/words/*.toml`).
 - `place_key` / `canonical_forms`: one spelling per place ("RIVERTON", "Riverton"; "Lakeview NP", "Lakeview, N.P."):
   `fold_key`, with runs of single letters joined (initials "N.P.", "N P" and "NP" are one key). What no rule can
   merge safely ("Metro Lakeview") is the mapping's `aliases` table.
@@ -25,7 +26,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
 
-from tracerag.catalog.schedule import weekday_index
+from tracerag.catalog.schedule import DAY, afternoon_hour, infer_range, weekday_index
+from tracerag.catalog.words import WordList
 from tracerag.text import fold_key
 
 # ----------------------------------------------------------------------------------------------------- text
@@ -84,79 +86,50 @@ def clean_text(text: str | None) -> str:
 _PAREN = re.compile(r"\(([^()]*)\)?")
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Words that end a language name in a cell ("Spanish available upon request", "Creole with translators ...").
-_LANGUAGE_NOISE = _words(
-    """other others language languages available availability upon request requested translation translations
-    translator translators translated interpreter interpreters interpretation interpreting services service line
-    via any all over telephone phone tele written materials material only is are with and or limited some basic
-    by as needed when sometimes may be used provided website publications appointment staff"""
-)
-# Language names a cell may give (English names, as US directories write them); anything else is a note.
-_KNOWN_LANGUAGES = _words(
-    """afrikaans albanian amharic arabic armenian assyrian bengali bosnian bulgarian burmese cantonese catalan
-    cebuano chinese chuukese creole croatian czech danish dari dutch english estonian farsi filipino finnish
-    french fulani garifuna georgian german greek gujarati haitian hakka hausa hawaiian hebrew hindi hmong
-    hungarian icelandic igbo ilocano indonesian italian japanese karen khmer kinyarwanda korean kurdish lao
-    latvian lithuanian macedonian malay malayalam mandarin marathi marshallese mixteco mongolian navajo nepali
-    norwegian oromo papiamento pashto patois persian polish portuguese punjabi quechua romanian russian samoan
-    serbian sindhi sinhala slovak slovenian somali spanish swahili swedish tagalog taiwanese tamil telugu thai
-    tibetan tigrinya toisanese tongan turkish twi ukrainian urdu uzbek vietnamese wolof yiddish yoruba zulu"""
-)
-_COMPOUND_LANGUAGES = frozenset({"haitian creole"})  # names of known words that are one language
-_LANGUAGE_ALIASES = {
-    "espanol": "Spanish",
-    "espa ol": "Spanish",  # "Espa+¦ol": the ñ lost to mojibake
-    "ingles": "English",
-    "francais": "French",
-    "kreyol": "Creole",
-    "asl": "American Sign Language",
-}
 _LANGUAGE_SPLIT = re.compile(r"[\n,;/&]|\.\s|\.$|\band\b|\bor\b", re.IGNORECASE)
 _SIGN = re.compile(r"\b(?:american\s+)?sign\s+language\b", re.IGNORECASE)
 
 
-def clean_languages(values: Iterable[str]) -> list[str]:
+def clean_languages(values: Iterable[str], words: WordList | None = None) -> list[str]:
     """Language names from free-text cells, in order, without repeats: "Spanish (limited)" → Spanish,
     "English and Spanish" → English, Spanish, "Creole with translators as needed" → Creole, "Chinese (Cantonese,
     Mandarin)" → Chinese, Cantonese, Mandarin. Notes such as "other languages available upon request" or
-    "Language line available" give nothing: a name counts when it (or its last word, "Haitian Creole") is a known
-    language name, or a sign language. A parenthesis counts when it names languages only."""
-    return list(dict.fromkeys(name for raw in values for name in _languages_in(raw)))
+    "Language line available" give nothing: a name counts when it (or its last word, "Haitian Creole") is a
+    language name of the word list (`words`: the catalog's; the packaged default when None), or a sign language.
+    A name ends at a word of the list's `remark` words. A parenthesis counts when it names languages only."""
+    wl = words if words is not None else WordList.load()
+    return list(dict.fromkeys(name for raw in values for name in _languages_in(raw, wl)))
 
 
 @lru_cache(maxsize=1 << 14)
-def _languages_in(raw: str) -> tuple[str, ...]:
+def _languages_in(raw: str, words: WordList) -> tuple[str, ...]:
     text = clean_text(raw)
     inner: list[str] = []
 
     def paren(m: re.Match[str]) -> str:
         segments = [s for s in _LANGUAGE_SPLIT.split(m.group(1)) if s.strip()]
-        names = [_language(s) for s in segments]
+        names = [_language(s, words) for s in segments]
         # "(Cantonese, Mandarin)": languages, each segment a name and nothing more; "(limited)" or "(Portuguese -
         # publications only)": a note, dropped
-        if names and all(n and _whole(n, s) for n, s in zip(names, segments, strict=True)):
+        if names and all(n and _whole(n, s, words) for n, s in zip(names, segments, strict=True)):
             inner.extend(names)
         return " "
 
     text = _PAREN.sub(paren, text)
-    names = [n for segment in _LANGUAGE_SPLIT.split(text) for n in _listed(_language(segment)) if n]
+    names = [n for segment in _LANGUAGE_SPLIT.split(text) for n in _listed(_language(segment, words), words) if n]
     return tuple(dict.fromkeys([*names, *inner]))
 
 
-def _whole(name: str, segment: str) -> bool:
+def _whole(name: str, segment: str, words: WordList) -> bool:
     bare = fold_key(segment)
-    return fold_key(name) == bare or _LANGUAGE_ALIASES.get(bare) == name
+    return fold_key(name) == bare or words.language_spellings.get(bare) == name
 
 
-def _language(segment: str) -> str:
+def _language(segment: str, wl: WordList) -> str:
     segment = segment.rsplit(":", 1)[-1].strip(" .-*'\"")
     if not segment:
         return ""
-    alias = _LANGUAGE_ALIASES.get(fold_key(segment))
+    alias = wl.language_spellings.get(fold_key(segment))
     if alias:
         return alias
     sign = _SIGN.search(segment)
@@ -165,24 +138,28 @@ def _language(segment: str) -> str:
     words: list[str] = []
     for word in segment.split():
         bare = word.strip(".'\"")
-        if not bare or not bare[0].isupper() or bare.casefold() in _LANGUAGE_NOISE:
+        if not bare or not bare[0].isupper() or fold_key(bare) in wl.language_remark:
             break
         words.append(bare)
     if not words or len(words) > 3:
         return ""
     phrase = " ".join(words)
-    alias = _LANGUAGE_ALIASES.get(fold_key(phrase))
+    alias = wl.language_spellings.get(fold_key(phrase))
     if alias:
         return alias
     folded = fold_key(phrase).split(" ")
-    return phrase if folded[-1] in _KNOWN_LANGUAGES else ""
+    return phrase if folded[-1] in wl.language_names else ""
 
 
-def _listed(name: str) -> list[str]:
+def _listed(name: str, wl: WordList) -> list[str]:
     """A phrase of language names without separators ("Chinese Spanish") is that many languages; a compound name
     ("Haitian Creole") stays one."""
     folded = fold_key(name).split(" ")
-    if len(folded) > 1 and " ".join(folded) not in _COMPOUND_LANGUAGES and all(w in _KNOWN_LANGUAGES for w in folded):
+    if (
+        len(folded) > 1
+        and " ".join(folded) not in wl.compound_languages
+        and all(w in wl.language_names for w in folded)
+    ):
         return name.split()
     return [name]
 
@@ -208,11 +185,11 @@ def canonical_forms(values: Iterable[str]) -> dict[str, str]:
         if v:
             counts[place_key(v)][v] += 1
             first.setdefault(v, i)
-    return {
-        key: min(c, key=lambda v, c=c: (-c[v], v.isupper() or v.islower(), first[v]))
-        for key, c in counts.items()
-        if key
-    }
+    return {key: _most_common(forms, first) for key, forms in counts.items() if key}
+
+
+def _most_common(forms: Counter[str], first: dict[str, int]) -> str:
+    return min(forms, key=lambda v: (-forms[v], v.isupper() or v.islower(), first[v]))
 
 
 def canonical(value: str, forms: dict[str, str]) -> str:
@@ -282,23 +259,22 @@ def is_dated(text: str) -> bool:
 def bare_hours_12h(text: str) -> str:
     """Hour ranges of an hours field written on the 12-hour clock without am/pm made explicit: "9-5" → "9am-5pm",
     "8:30-4:30" → "8:30am-4:30pm", "9-12, 1-5" → "9am-12pm, 1pm-5pm", "10-2" → "10am-2pm", "1:50-6" →
-    "1:50pm-6pm". The rule of opening hours: a range opening 7 to 11 opens in the morning, 12 or 1 to 6 in the
-    afternoon; it closes later the same day. A range with am/pm, a 24-hour time (0, 13-23) or a date beside it is
-    left as written. Only for a field that holds hours alone: elsewhere "6-13" is an age group."""
+    "1:50pm-6pm". The rules are the schedule's: the opening hour by `schedule.afternoon_hour` (7 to 11 morning, 12
+    and 1 to 6 afternoon), the close by `schedule.infer_range` (later the same day). A range with am/pm, a 24-hour
+    time (0, 13-23) or a date beside it is left as written. Only for a field that holds hours alone: elsewhere
+    "6-13" is an age group."""
 
     def fix(m: re.Match[str]) -> str:
         h1, h2 = int(m["h1"]), int(m["h2"])
         if not (1 <= h1 <= 12 and 1 <= h2 <= 12):
             return m.group(0)
-        pm1 = h1 == 12 or h1 <= 6
-        start = h1 % 12 + (12 if pm1 else 0)
-        end = h2 % 12 + 12  # closes in the afternoon or evening ...
-        if not pm1 and h2 > h1 and h2 != 12:
-            end = h2  # ... unless it closes later the same morning ("8-11")
-        if end <= start:
+        pm1 = afternoon_hour(h1)
+        opens = (h1 % 12 + (12 if pm1 else 0)) * 60 + int(m["m1"] or 0)
+        found = infer_range((opens, True), ((h2 % 12) * 60 + int(m["m2"] or 0), False))
+        if found is None or not found[0] < found[1] < DAY:
             return m.group(0)  # "6-2": not a range of one day's hours
         m1 = f":{m['m1']}" if m["m1"] else ""
         m2 = f":{m['m2']}" if m["m2"] else ""
-        return f"{h1}{m1}{'pm' if pm1 else 'am'}-{h2}{m2}{'am' if end < 12 else 'pm'}"
+        return f"{h1}{m1}{'pm' if pm1 else 'am'}-{h2}{m2}{'am' if found[1] < 12 * 60 else 'pm'}"
 
     return _BARE_RANGE.sub(fix, text)

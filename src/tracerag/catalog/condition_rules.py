@@ -5,7 +5,10 @@ conditions people ask about most (ID, age groups, veterans, women, low income, r
 status) and a word-overlap fallback for anything else. Deterministic and free. The patterns are English (the
 language of the directories measured here); for a catalog in another language only the fallback applies, with
 that language's stemmer and stop words. Sentences are split with the word list's abbreviations, and residency
-of the catalog's whole region comes from its profile, never from code.
+of the catalog's whole region comes from its profile, never from code. What one country alone writes (its
+national identity number, its immigration statuses, its benefit programmes, its veterans' office) is data too:
+`catalog/words/country-{cc}.toml`, chosen by the profile's `country` (`words.CountryWords`); the patterns here
+hold only what any country's directory may write in English ("undocumented", "citizens only", "refugees").
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Literal
 from tracerag.catalog.evidence import Evidence, field_spans, quote_span
 from tracerag.catalog.model import Semantic, ServiceRecord
 from tracerag.catalog.profile import CatalogProfile
-from tracerag.catalog.words import WordList, fill_region
+from tracerag.catalog.words import CountryWords, WordList, fill_region
 from tracerag.text import fold_key, sentence_spans, stem
 
 __all__ = ["RULE_LANGUAGES", "RuleChecker", "age_ranges"]
@@ -75,33 +78,40 @@ _OPTIONAL = re.compile(
 )
 
 
-_OTHER_DOC = re.compile(
-    r"social\s+security|birth\s+certificates?|proof|lease|bills?\b|insurance|tax|income|stubs?\b|w-?2\b|medicare"
-    r"|medicaid|certificates?|letters?\b|statements?\b",
-    re.I,
+# Papers besides an ID (the country's own are added from its CountryWords.other_documents).
+_OTHER_DOC = (
+    r"birth\s+certificates?|proof|lease|bills?\b|insurance|tax|income|stubs?\b|certificates?|letters?\b|statements?\b"
 )
 _NEAR = 90  # characters between a document and the words that make it optional
 
 
-def _optional_near(sentence: str, span: tuple[int, int]) -> tuple[int, int] | None:
+def _with(generic: str, country: str) -> re.Pattern[str]:
+    """The generic alternation and the country's own, as one pattern (case ignored)."""
+    return re.compile(f"{generic}|{country}" if country else generic, re.I)
+
+
+def _optional_near(sentence: str, span: tuple[int, int], other_doc: re.Pattern[str]) -> tuple[int, int] | None:
     """The "not required" / "if available" that qualifies the document at `span`, with no other document between
-    ("a valid ID, social security card if available" leaves the ID required)."""
+    ("a valid ID, birth certificate if available" leaves the ID required)."""
     for opt in _OPTIONAL.finditer(sentence):
         a, b = (span[1], opt.start()) if opt.start() >= span[1] else (opt.end(), span[0])
-        if b - a <= _NEAR and not _OTHER_DOC.search(sentence[a:b] if b > a else ""):
+        if b - a <= _NEAR and not other_doc.search(sentence[a:b] if b > a else ""):
             return min(span[0], opt.start()), max(span[1], opt.end())
     return None
 
 
-def _id_not_needed(sentence: str, field: str) -> tuple[int, int] | None:
-    m = _ID_NOT_NEEDED.search(sentence)
-    if m:
-        return m.span()
-    for mention in _ID_MENTION.finditer(sentence):
-        found = _optional_near(sentence, mention.span())
-        if found:
-            return found
-    return None
+def _id_not_needed(other_doc: re.Pattern[str]) -> Step:
+    def step(sentence: str, field: str) -> tuple[int, int] | None:
+        m = _ID_NOT_NEEDED.search(sentence)
+        if m:
+            return m.span()
+        for mention in _ID_MENTION.finditer(sentence):
+            found = _optional_near(sentence, mention.span(), other_doc)
+            if found:
+                return found
+        return None
+
+    return step
 
 
 def _id_needed(sentence: str, field: str) -> tuple[int, int] | None:
@@ -115,13 +125,16 @@ def _id_needed(sentence: str, field: str) -> tuple[int, int] | None:
     return None
 
 
-_ID_RULE = _Rule(
-    "ID",
-    (("deny", _id_not_needed), ("affirm", _id_needed)),
-    union=False,
-    affirm_says="asks for ID",
-    deny_says="says ID is not required",
-)
+def _id_rule(other_doc: re.Pattern[str]) -> _Rule:
+    return _Rule(
+        "ID",
+        (("deny", _id_not_needed(other_doc)), ("affirm", _id_needed)),
+        union=False,
+        affirm_says="asks for ID",
+        deny_says="says ID is not required",
+    )
+
+
 _ID_TRIGGER = re.compile(
     r"\b(?:id|i\.d\.|ids|identification|driver'?s'?\s+licen[cs]e|passport|documents?|documentation|paperwork)\b", re.I
 )
@@ -239,22 +252,17 @@ def _age_rule(topic: str, lo: int, hi: int, words: str | None, *, numeric: bool 
 
 # -- the other topics -------------------------------------------------------------------------------------------
 
-_VETERANS = _Rule(
-    "veterans",
-    (
-        (
-            "affirm",
-            _rx(
-                r"\bveterans?'?s?\b|\bvets\b|\bmilitary\b|\barmed\s+forces\b|\bservice\s+members?\b"
-                r"|\bDD[- ]?(?:Form\s*)?214\b"
-            ),
-        ),
-        ("affirm", _rx(r"\bVA\b", 0)),
-    ),
-    union=True,
-    affirm_says="is for veterans",
-    deny_says="",
-)
+_VETERANS = r"\bveterans?'?s?\b|\bvets\b|\bmilitary\b|\barmed\s+forces\b|\bservice\s+members?\b"
+
+
+def _veterans_rule(country: CountryWords) -> _Rule:
+    """Veterans, with the country's own words for them (its veterans' office, its discharge papers)."""
+    steps: list[tuple[Kind, Step]] = [("affirm", _rx(f"{_VETERANS}|{country.veterans_affirm}".rstrip("|")))]
+    if country.veterans_affirm_exact:  # an acronym whose lowercase is another word
+        steps.append(("affirm", _rx(country.veterans_affirm_exact, 0)))
+    return _Rule("veterans", tuple(steps), union=True, affirm_says="is for veterans", deny_says="")
+
+
 _WOMEN = _Rule(
     "women",
     (
@@ -271,25 +279,31 @@ _WOMEN = _Rule(
     affirm_says="is for women",
     deny_says="is for men only",
 )
-_LOW_INCOME = _Rule(
-    "low income",
-    (
-        (
-            "affirm",
-            _rx(
-                r"\blow[- ]income\b|\blimited\s+income\b|\bfixed\s+income\b|\bincome[- ](?:eligible|eligibility|based|"
-                r"guidelines?|limits?|requirements?|qualif\w*|levels?)\b|\bpoverty\b|\bFPL\b|\barea\s+median\s+income\b"
-                r"|\bproof\s+of\s+income\b|\bfinancial\s+(?:need|hardship)\b|\bindigent\b|\beconomically\s+disadvantaged\b"
-                r"|\bsliding[- ]scale\b|\bregardless\s+of\s+(?:income|ability\s+to\s+pay)\b|\bno\s+income\s+"
-                r"(?:requirements?|limits?|restrictions?|threshold)\b|\bunable\s+to\s+(?:pay|afford)\b|\buninsured\b"
-                r"|\bmedicaid\b|\bfood\s+stamps\b|\bSNAP\b|\bSSI\b|\bTANF\b|\bneedy\b"
-            ),
-        ),
-    ),
-    union=True,
-    affirm_says="is for people with low income",
-    deny_says="",
+_LOW_INCOME = (
+    r"\blow[- ]income\b|\blimited\s+income\b|\bfixed\s+income\b|\bincome[- ](?:eligible|eligibility|based|"
+    r"guidelines?|limits?|requirements?|qualif\w*|levels?)\b|\bpoverty\b"
+    r"|\bproof\s+of\s+income\b|\bfinancial\s+(?:need|hardship)\b|\bindigent\b|\beconomically\s+disadvantaged\b"
+    r"|\bsliding[- ]scale\b|\bregardless\s+of\s+(?:income|ability\s+to\s+pay)\b|\bno\s+income\s+"
+    r"(?:requirements?|limits?|restrictions?|threshold)\b|\bunable\s+to\s+(?:pay|afford)\b|\buninsured\b"
+    r"|\bneedy\b"
 )
+
+
+def _low_income_rule(country: CountryWords) -> _Rule:
+    compiled = _with(_LOW_INCOME, country.low_income_affirm)
+    return _Rule(
+        "low income",
+        (("affirm", lambda sentence, field: _span(compiled.search(sentence))),),
+        union=True,
+        affirm_says="is for people with low income",
+        deny_says="",
+    )
+
+
+def _span(m: re.Match[str] | None) -> tuple[int, int] | None:
+    return m.span() if m else None
+
+
 _FREE = _Rule(
     "free",
     (
@@ -321,51 +335,50 @@ _FREE = _Rule(
 )
 
 
-def _required(pattern: str, *, asked: bool = False) -> Step:
-    """Like `_rx`, skipping a match made optional next to it ("social security card if available"); with `asked`,
+def _required(compiled: re.Pattern[str], other_doc: re.Pattern[str], *, asked: bool = False) -> Step:
+    """Like `_rx`, skipping a match made optional next to it ("birth certificate if available"); with `asked`,
     only where documents are asked for (the application or eligibility text, or next to "must", "bring", ...)."""
-    compiled = re.compile(pattern, re.I)
 
     def step(sentence: str, field: str) -> tuple[int, int] | None:
         if asked and field not in ("application_process", "eligibility", "fees") and not _ID_NEEDED.search(sentence):
             return None
         for m in compiled.finditer(sentence):
-            if _optional_near(sentence, m.span()) is None:
+            if _optional_near(sentence, m.span(), other_doc) is None:
                 return m.span()
         return None
 
     return step
 
 
-_IMMIGRATION = _Rule(
-    "immigration status",
-    (
-        (
-            "affirm",
-            _rx(
-                r"\bundocumented\b|\bregardless\s+of\s+(?:\w+\s+){0,2}status\b|\bno\s+(?:SSN|social\s+security)"
-                r"(?:\s+(?:number|card))?\s+(?:is\s+)?(?:required|needed)\b"
-            ),
-        ),
-        (
-            "deny",
-            _required(
-                r"\bcitizens?\s+only\b|\bmust\s+be\s+(?:a\s+)?(?:U\.?S\.?|American|United\s+States)\s+citizens?\b"
-                r"|\bproof\s+of\s+(?:U\.?S\.?\s+)?(?:citizenship|legal\s+(?:status|residency)|immigration\s+status"
-                r"|lawful\s+\w+)\b|\blegal(?:ly)?\s+(?:permanent\s+)?residen(?:t|ts|cy|ce)\b|\blawful(?:ly)?\s+"
-                r"(?:present|permanent)\b|\bqualified\s+(?:aliens?|immigrants?)\b|\bpermanent\s+resident\s+cards?\b"
-            ),
-        ),
-        (
-            "deny",
-            _required(r"\b(?:social\s+security|SS)\s+cards?\b|\bsocial\s+security\s+numbers?\b|\bSSN\b", asked=True),
-        ),
-        ("affirm", _rx(r"\bimmigrants?\b|\bimmigration\b|\brefugees?\b|\basylum\b|\basylees?\b|\bDACA\b|\bTPS\b")),
-    ),
-    union=False,
-    affirm_says="serves people whatever their immigration status",
-    deny_says="asks for proof of legal status or a social security number",
+_STATUS_AFFIRM = r"\bundocumented\b|\bregardless\s+of\s+(?:\w+\s+){0,2}status\b"
+_STATUS_DENY = (
+    r"\bcitizens?\s+only\b|\bproof\s+of\s+(?:citizenship|legal\s+(?:status|residency)|immigration\s+status"
+    r"|lawful\s+\w+)\b|\blegal(?:ly)?\s+(?:permanent\s+)?residen(?:t|ts|cy|ce)\b"
 )
+_STATUS_SERVED = r"\bimmigrants?\b|\bimmigration\b|\brefugees?\b|\basylum\b|\basylees?\b"
+
+
+def _immigration_rule(country: CountryWords, other_doc: re.Pattern[str]) -> _Rule:
+    """Serves people whatever their status, or asks for proof of it; the country's own statuses and national
+    number come from its CountryWords."""
+    affirm = _with(_STATUS_AFFIRM, country.status_affirm)
+    served = _with(_STATUS_SERVED, country.status_served)
+    steps: list[tuple[Kind, Step]] = [
+        ("affirm", lambda sentence, field: _span(affirm.search(sentence))),
+        ("deny", _required(_with(_STATUS_DENY, country.status_deny), other_doc)),
+    ]
+    if country.status_number:
+        steps.append(("deny", _required(re.compile(country.status_number, re.I), other_doc, asked=True)))
+    steps.append(("affirm", lambda sentence, field: _span(served.search(sentence))))
+    number = f" or {country.status_number_name}" if country.status_number and country.status_number_name else ""
+    return _Rule(
+        "immigration status",
+        tuple(steps),
+        union=False,
+        affirm_says="serves people whatever their immigration status",
+        deny_says=f"asks for proof of legal status{number}",
+    )
+
 
 _RESIDENCY_PHRASE = re.compile(
     r"\bresidents?\b|\bresidency\b|\bmust\s+(?:live|reside)\b|\b(?:who|that)\s+(?:live|reside)s?\s+in\b"
@@ -406,43 +419,55 @@ def _residency_rule(semantic_text: str, words: WordList, region: re.Pattern[str]
     )
 
 
-_Maker = Callable[[str, WordList, "re.Pattern[str] | None"], _Rule]
-_TOPICS: tuple[tuple[re.Pattern[str], _Maker], ...] = tuple(
-    (re.compile(p, re.I), make)
-    for p, make in (
-        (
-            r"undocumented|immigra|citizen|legal\s+status|green\s+card|\bdaca\b|asylum|refugee|(?:no|without)\s+papers"
-            r"|\bssn\b|social\s+security",
-            lambda t, w, r: _IMMIGRATION,
-        ),
-        (_ID_TRIGGER.pattern, lambda t, w, r: _ID_RULE),
-        (r"\bveteran|\bvets?\b|military|armed\s+forces", lambda t, w, r: _VETERANS),
-        (r"\bwom[ae]n|female|mother|\bmoms?\b|ladies|pregnan|maternity", lambda t, w, r: _WOMEN),
-        (
-            r"\bsenior|\belder|older\s+(?:adult|people|person)|retire|geriatric",
-            lambda t, w, r: _age_rule("seniors", 60, _MAX_AGE, _SENIOR_WORDS),
-        ),
-        (
-            r"\bchild|\bkids?\b|youth|minors?\b|\bteen|adolescen|juvenile|infant|toddler|bab(?:y|ies)|\bboys?\b"
-            r"|\bgirls?\b|pediatric",
-            lambda t, w, r: _age_rule("children", 0, 17, _CHILD_WORDS),
-        ),
-        (
-            r"low[- ]income|\bincome\b|poverty|\bfpl\b|\bpoor\b|afford|financial\s+need|indigent",
-            lambda t, w, r: _LOW_INCOME,
-        ),
-        (r"\bfree\b|no\s+(?:fee|cost|charge)|\bfees?\b|\bcost\b|\bcharge\b|\bpay\b", lambda t, w, r: _FREE),
-        (r"resident|residency|\blives?\s+in\b|\bliving\s+in\b|\breside\b", _residency_rule),
+_Maker = Callable[[str, "RuleChecker"], _Rule]
+
+
+def _topics(country: CountryWords) -> tuple[tuple[re.Pattern[str], _Maker], ...]:
+    """Which rule a condition's text asks for, first match first; the country adds its own request words."""
+    return tuple(
+        (_with(p, extra), make)
+        for p, extra, make in (
+            (
+                r"undocumented|immigra|citizen|legal\s+status|asylum|refugee|(?:no|without)\s+papers",
+                country.status_request,
+                lambda t, c: c.immigration,
+            ),
+            (_ID_TRIGGER.pattern, "", lambda t, c: c.id_rule),
+            (r"\bveteran|\bvets?\b|military|armed\s+forces", "", lambda t, c: c.veterans),
+            (r"\bwom[ae]n|female|mother|\bmoms?\b|ladies|pregnan|maternity", "", lambda t, c: _WOMEN),
+            (
+                r"\bsenior|\belder|older\s+(?:adult|people|person)|retire|geriatric",
+                "",
+                lambda t, c: _age_rule("seniors", 60, _MAX_AGE, _SENIOR_WORDS),
+            ),
+            (
+                r"\bchild|\bkids?\b|youth|minors?\b|\bteen|adolescen|juvenile|infant|toddler|bab(?:y|ies)|\bboys?\b"
+                r"|\bgirls?\b|pediatric",
+                "",
+                lambda t, c: _age_rule("children", 0, 17, _CHILD_WORDS),
+            ),
+            (
+                r"low[- ]income|\bincome\b|poverty|\bpoor\b|afford|financial\s+need|indigent",
+                country.low_income_request,
+                lambda t, c: c.low_income,
+            ),
+            (r"\bfree\b|no\s+(?:fee|cost|charge)|\bfees?\b|\bcost\b|\bcharge\b|\bpay\b", "", lambda t, c: _FREE),
+            (
+                r"resident|residency|\blives?\s+in\b|\bliving\s+in\b|\breside\b",
+                "",
+                lambda t, c: _residency_rule(t, c.words, c.region),
+            ),
+        )
     )
-)
 
 
 _NEGATION_CUE = re.compile(r"\b(?:no|not|without|never|none|except|excluding|cannot)\b|n't\b", re.I)
 
 
 class RuleChecker:
-    """The rules for one catalog: its word list (sentence abbreviations, stop words, residency words) and its
-    profile (the region a residency condition may state). Rules are built once per condition text."""
+    """The rules for one catalog: its word list (sentence abbreviations, stop words, residency words), its
+    profile (the region a residency condition may state) and its country's own terms (`CountryWords`, by the
+    profile's `country`). Rules are built once per condition text."""
 
     def __init__(self, words: WordList, profile: CatalogProfile | None = None):
         self.words = words
@@ -452,6 +477,13 @@ class RuleChecker:
         self.region = (
             re.compile("|".join(rf"\b{_spaced(p)}\b" for p in phrases), re.I) if phrases else None
         )  # residents of the catalog's whole region: any place of it is included
+        self.country = CountryWords.load(self.profile.country)
+        other_doc = _with(_OTHER_DOC, self.country.other_documents)
+        self.id_rule = _id_rule(other_doc)
+        self.immigration = _immigration_rule(self.country, other_doc)
+        self.low_income = _low_income_rule(self.country)
+        self.veterans = _veterans_rule(self.country)
+        self._topics = _topics(self.country)
         self._rules: dict[str, _Rule | None] = {}
 
     def sentences(self, text: str) -> list[tuple[int, int]]:
@@ -465,9 +497,9 @@ class RuleChecker:
     def _make(self, semantic_text: str) -> _Rule | None:
         if self.words.language not in RULE_LANGUAGES:
             return None
-        for trigger, make in _TOPICS:
+        for trigger, make in self._topics:
             if trigger.search(semantic_text):
-                return make(semantic_text, self.words, self.region)
+                return make(semantic_text, self)
         ages = age_ranges(semantic_text)
         if ages:
             lo, hi, _ = ages[0]
@@ -487,7 +519,7 @@ class RuleChecker:
         if rule is None:
             return self._generic(text, semantic)
         negated = semantic.negated
-        if rule is _ID_RULE and _SELF_NEGATED.search(semantic.text):
+        if rule is self.id_rule and _SELF_NEGATED.search(semantic.text):
             negated = not negated
         fields = field_spans(record, text)
         hits: dict[Kind, list[tuple[tuple[int, int], tuple[int, int]]]] = {

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +58,10 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.model import ServiceRecord
-from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, RowOptions, cell_key
+from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, Row, RowOptions, cell_key
 from tracerag.catalog.schedule import parse_hours_text
-from tracerag.errors import ConfigError, RecordError
+from tracerag.catalog.words import WordList
+from tracerag.errors import ConfigError, RecordError, Where
 from tracerag.ingest import RecordWarning
 from tracerag.ingest.encoding import asked_encoding
 from tracerag.ingest.table import iter_rows, rows_of_width
@@ -122,13 +122,10 @@ def options_from(mapping: Mapping[str, Any] | None) -> tuple[RowOptions, str | N
     return RowOptions.parse(mapping, defaults=DEFAULT_OPTIONS), encoding
 
 
-@dataclass(slots=True)
-class _Row:
-    line: int
-    cells: dict[str, str]
+class _Row(Row):
+    """A row of the export, with the columns that link it to its program and agency."""
 
-    def __getitem__(self, key: str) -> str:
-        return self.cells.get(key, "")
+    __slots__ = ()
 
     @property
     def id(self) -> str:
@@ -140,10 +137,14 @@ class _Row:
 
 
 def read_211_export(
-    path: Path, mapping: Mapping[str, Any] | None = None, stats: ReadStats | None = None
+    path: Path,
+    mapping: Mapping[str, Any] | None = None,
+    stats: ReadStats | None = None,
+    words: WordList | None = None,
 ) -> Iterator[Read]:
     """One ServiceRecord per place a service is offered (see the module docstring); RecordErrors for bad rows,
-    RecordWarnings for what was repaired; `stats` counts the rows filtered out by reason and the countries."""
+    RecordWarnings for what was repaired; `stats` counts the rows filtered out by reason and the countries;
+    `words` (the catalog's word list; the packaged default when None) names the languages of language cells."""
     path = Path(path)
     options, encoding = options_from(mapping)
     stats = stats if stats is not None else ReadStats()
@@ -194,15 +195,15 @@ def read_211_export(
         else:
             kept[rid] = row
     with_sites = {r["ParentAgencyNum"] for r in kept.values() if r.level in ("site", "programatsite")}
-    reader = _Reader(rows, *_term_table(rows.values()), str(path))
+    reader = _Reader(rows, *_term_table(rows.values()), str(path), words)
     records: list[ServiceRecord] = []
     for row in kept.values():
         if row.level == "agency" and row.id in with_sites:
             continue
-        for item in reader.record(row):
-            out.append(item)
-            if isinstance(item, ServiceRecord):
-                records.append(item)
+        for read in reader.record(row):
+            out.append(read)
+            if isinstance(read, ServiceRecord):
+                records.append(read)
                 country = " ".join(reader.place(row)["PhysicalCountry"].split())
                 if country:
                     stats.countries[country] += 1
@@ -249,8 +250,15 @@ def _term_table(rows: Any) -> tuple[dict[str, str], dict[str, str]]:
 
 
 class _Reader:
-    def __init__(self, rows: Mapping[str, _Row], code_of: Mapping[str, str], name_of: Mapping[str, str], file: str):
-        self.rows, self.code_of, self.name_of, self.file = rows, code_of, name_of, file
+    def __init__(
+        self,
+        rows: Mapping[str, _Row],
+        code_of: Mapping[str, str],
+        name_of: Mapping[str, str],
+        file: str,
+        words: WordList | None = None,
+    ):
+        self.rows, self.code_of, self.name_of, self.file, self.words = rows, code_of, name_of, file, words
 
     def parent(self, row: _Row) -> _Row | None:
         pid = row["ParentAgencyNum"]
@@ -278,7 +286,7 @@ class _Reader:
         return out
 
     def record(self, row: _Row) -> list[Read]:
-        where = {"file": self.file, "line": row.line}
+        where: Where = {"file": self.file, "line": row.line}
         lineage = self.lineage(row)
         name = clean_text(next((r["PublicName"] for r in lineage[:2] if r["PublicName"]), "")) or clean_text(
             row["AlternateName"]
@@ -315,7 +323,12 @@ class _Reader:
         )
         record.phones = next((p for p in (_phones(r) for r in lineage) if p), [])
         record.languages = next(
-            (n for n in (clean_languages([unglue(clean_text(r["LanguagesOffered"]))]) for r in lineage) if n), []
+            (
+                n
+                for n in (clean_languages([unglue(clean_text(r["LanguagesOffered"]))], self.words) for r in lineage)
+                if n
+            ),
+            [],
         )
         record.accessibility = next((a for a in (_access(r) for r in lineage) if a), [])
         record.taxonomy = next((t for t in (self.terms(r) for r in lineage) if t), [])

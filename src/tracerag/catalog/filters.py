@@ -42,9 +42,6 @@ def postal_head(code: str, prefix: int | None = None) -> str:
     return _POSTAL_SEPARATOR.split(code, maxsplit=1)[0]
 
 
-zip5 = postal_head  # the old name, until eval/catalog_bench.py imports postal_head (see wave1.md)
-
-
 @lru_cache(maxsize=1 << 14)
 def term_ancestors(term_id: str) -> tuple[str, ...]:
     """The term and every term above it by its code: "BD-1800.2000-220" → itself, "BD-1800.2000", "BD-1800",

@@ -94,7 +94,10 @@ class GazetteerIndex:
         names = {
             k
             for k in keys
-            if len(k.split()) <= 3 and all(p.isalpha() and p not in w.language_remark for p in k.split())
+            if len(k.split()) <= 3
+            and all(p.isalpha() for p in k.split())
+            # a remark ("other languages"), unless the list names it ("american sign language" holds "language")
+            and (k in w.language_aliases or k in w.language_names or not any(p in w.language_remark for p in k.split()))
         }
         for name in names:
             group = {name, *w.language_aliases.get(name, ())}
@@ -123,11 +126,11 @@ class GazetteerIndex:
             if lemmas:
                 self.terms.append((term_id, lemmas))
             self.names.setdefault(fold_key(name), []).append(term_id)
-        lemmas = {lemma for _, term_lemmas in self.terms for lemma in term_lemmas}
-        lemmas |= {k for key in w.service_synonyms for k in key}
-        self.service_words = frozenset(lemmas)
+        service_lemmas = {lemma for _, term_lemmas in self.terms for lemma in term_lemmas}
+        service_lemmas |= {k for key in w.service_synonyms for k in key}
+        self.service_words = frozenset(service_lemmas)
         self.service_word_list = sorted(
-            lemmas | {part for name in self.names for part in name.split() if part.isalpha()}
+            service_lemmas | {part for name in self.names for part in name.split() if part.isalpha()}
         )
         self.vocab = frozenset(vocab)
 

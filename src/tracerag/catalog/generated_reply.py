@@ -81,7 +81,7 @@ def generated_reply(
     summary = constraints_summary or request
 
     def fallback(why: str, removed: list[dict[str, str]]) -> tuple[str, list[dict[str, str]]]:
-        text = templated_reply(recommendations, summary, words=facts.words)
+        text = templated_reply(recommendations, summary, words=facts.words, help_line=profile.help_line)
         return text, [*removed, {"kind": "fallback", "value": why, "sentence": ""}]
 
     if not recommendations:

@@ -41,8 +41,11 @@ from pathlib import Path
 
 from tracerag.catalog.clean import canonical, canonical_forms, clean_languages, clean_text, term_parts
 from tracerag.catalog.model import Opening, ServiceRecord
+from tracerag.catalog.rows import Row, cell_key
 from tracerag.catalog.schedule import openings_from_rows, parse_hours_text
-from tracerag.errors import RecordError
+from tracerag.catalog.words import WordList
+from tracerag.errors import RecordError, Where
+from tracerag.ingest import RecordWarning
 from tracerag.ingest.table import iter_rows, rows_of_width
 
 # HSDS service statuses (the specification's: active, inactive, defunct, temporarily closed) that are not listed.
@@ -51,16 +54,7 @@ _NOT_LISTED = frozenset({"inactive", "defunct"})
 # -------------------------------------------------------------------------------------------------- tables
 
 
-@dataclass(slots=True)
-class _Row:
-    line: int
-    cells: dict[str, str]
-
-    def __getitem__(self, key: str) -> str:
-        return self.cells.get(key, "")
-
-
-def read_table(path: Path) -> Iterator[_Row | RecordError]:
+def read_table(path: Path) -> Iterator[Row | RecordError | RecordWarning]:
     """Rows of one CSV file with their first physical line; cells stripped. A row with another column count than
     the header, or not UTF-8, or bad CSV, is a RecordError. A missing file reads as empty."""
     if not path.is_file():
@@ -69,17 +63,17 @@ def read_table(path: Path) -> Iterator[_Row | RecordError]:
     header = next(rows, None)
     if header is None:
         return
-    if isinstance(header, RecordError):
+    if isinstance(header, RecordError | RecordWarning):  # iter_rows warns only when it repairs, not here
         yield header
         return
     _, names = header
     names = [n.strip() for n in names]
     for item in rows_of_width(rows, len(names), path):
-        if isinstance(item, RecordError):
+        if isinstance(item, RecordError | RecordWarning):
             yield item
             continue
         line, cells = item
-        yield _Row(line, {n: c.strip() for n, c in zip(names, cells, strict=True)})
+        yield Row(line, {n: c.strip() for n, c in zip(names, cells, strict=True)})
 
 
 @dataclass
@@ -103,21 +97,23 @@ def read_taxonomy(folder: Path) -> dict[str, str]:
     """Term id → name from taxonomy.csv (an id listed twice keeps its first name)."""
     names: dict[str, str] = {}
     for row in read_table(Path(folder) / "taxonomy.csv"):
-        if isinstance(row, _Row) and row["id"]:
+        if isinstance(row, Row) and row["id"]:
             names.setdefault(row["id"], clean_text(row["name"]))
     return names
 
 
-def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceRecord | RecordError]:
+def read_hsds(
+    folder: Path, stats: HsdsStats | None = None, words: WordList | None = None
+) -> Iterator[ServiceRecord | RecordError | RecordWarning]:
     """One ServiceRecord per service at a location (see the module docstring); RecordErrors for bad rows."""
     folder = Path(folder)
     stats = stats if stats is not None else HsdsStats()
-    errors: list[RecordError] = []
+    errors: list[RecordError | RecordWarning] = []
 
-    def table(name: str) -> list[_Row]:
+    def table(name: str) -> list[Row]:
         rows = []
         for item in read_table(folder / name):
-            if isinstance(item, RecordError):
+            if isinstance(item, RecordError | RecordWarning):
                 errors.append(item)
             else:
                 rows.append(item)
@@ -133,19 +129,19 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
     locations_path = folder / "locations.csv"
     locations = {r["id"]: r for r in table("locations.csv") if r["id"]}
     stats.locations = len(locations)
-    addresses: dict[str, _Row] = {}
+    addresses: dict[str, Row] = {}
     for r in table("physical_addresses.csv"):
         addresses.setdefault(r["location_id"], r)
     cities = canonical_forms(r["city"] for r in addresses.values())
     stats.countries.update(c for c in (r["country"].strip() for r in addresses.values()) if c)
-    at_location: dict[str, list[_Row]] = defaultdict(list)
+    at_location: dict[str, list[Row]] = defaultdict(list)
     for r in table("services_at_location.csv"):
         if r["service_id"]:
             at_location[r["service_id"]].append(r)
     phones = _index(table("phones.csv"))
     language_rows = table("languages.csv")
     languages = _index(language_rows)
-    language_forms = canonical_forms(n for r in language_rows for n in clean_languages([r["language"]]))
+    language_forms = canonical_forms(n for r in language_rows for n in clean_languages([r["language"]], words))
     schedules = _index(table("regular_schedules.csv"))
     stats.schedule_rows = schedules.count()
     accessibility: dict[str, list[str]] = defaultdict(list)
@@ -172,7 +168,7 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
     seen: set[str] = set()
     for row in table("services.csv"):
         sid = row["id"]
-        where = {"file": str(services_path), "line": row.line}
+        where: Where = {"file": str(services_path), "line": row.line}
         if not sid:
             yield RecordError("service without id", **where, record=row["name"][:200])
             continue
@@ -180,7 +176,7 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
             yield RecordError(f"duplicate service id {sid!r}", **where)
             continue
         seen.add(sid)
-        status = " ".join(row["status"].split()).casefold()
+        status = cell_key(row["status"])
         if status in _NOT_LISTED:
             stats.filtered[f"status is {status!r}"] += 1
             continue
@@ -189,7 +185,7 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
             yield RecordError(f"service {sid} has no name", **where)
             continue
         stats.services += 1
-        places = at_location.get(sid) or [_Row(0, {"id": "", "location_id": ""})]
+        places = at_location.get(sid) or [Row(0, {"id": "", "location_id": ""})]
         for sal in places:
             lid = sal["location_id"]
             rid = sid if len(places) == 1 else f"{sid}@{lid}"
@@ -215,7 +211,7 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
                 record.zip = address["postal_code"]
                 record.county = " ".join(address["region"].split())
             record.phones = _phones(phones.rows(sid, lid, sal["id"]))
-            names = clean_languages(r["language"] for r in languages.rows(sid, lid, sal["id"]))
+            names = clean_languages((r["language"] for r in languages.rows(sid, lid, sal["id"])), words)
             record.languages = list(dict.fromkeys(canonical(n, language_forms) for n in names))
             record.accessibility = list(dict.fromkeys(accessibility.get(lid, [])))
             _hours(record, schedules.rows(sid, lid, sal["id"]), stats)
@@ -235,11 +231,11 @@ def read_hsds(folder: Path, stats: HsdsStats | None = None) -> Iterator[ServiceR
 
 @dataclass
 class _Linked:
-    by_sal: dict[str, list[_Row]]
-    by_service: dict[str, list[_Row]]
-    by_location: dict[str, list[_Row]]  # rows of a location and no service
+    by_sal: dict[str, list[Row]]
+    by_service: dict[str, list[Row]]
+    by_location: dict[str, list[Row]]  # rows of a location and no service
 
-    def rows(self, sid: str, lid: str, salid: str) -> list[_Row]:
+    def rows(self, sid: str, lid: str, salid: str) -> list[Row]:
         """Rows of this service at this location: those naming this service-at-location, else the service's rows
         for this location or for no location, else the location's own rows (of no service)."""
         if salid and self.by_sal.get(salid):
@@ -254,7 +250,7 @@ class _Linked:
         return len({id(r) for group in rows for r in group})
 
 
-def _index(rows: list[_Row]) -> _Linked:
+def _index(rows: list[Row]) -> _Linked:
     linked = _Linked(defaultdict(list), defaultdict(list), defaultdict(list))
     for r in rows:
         if r["service_at_location_id"]:
@@ -266,7 +262,7 @@ def _index(rows: list[_Row]) -> _Linked:
     return linked
 
 
-def _phones(rows: list[_Row]) -> list[str]:
+def _phones(rows: list[Row]) -> list[str]:
     out: list[str] = []
     for r in rows:
         number = " ".join(r["number"].split())
@@ -280,7 +276,7 @@ def _phones(rows: list[_Row]) -> list[str]:
     return out
 
 
-def _hours(record: ServiceRecord, rows: list[_Row], stats: HsdsStats) -> None:
+def _hours(record: ServiceRecord, rows: list[Row], stats: HsdsStats) -> None:
     if not rows:
         return
     texts = list(dict.fromkeys(t for t in (clean_text(r["original_text"]) for r in rows) if t))
@@ -299,7 +295,7 @@ def _hours(record: ServiceRecord, rows: list[_Row], stats: HsdsStats) -> None:
         stats.hours_from_rows += 1
 
 
-def _coordinates(location: _Row) -> tuple[float | None, float | None] | str:
+def _coordinates(location: Row) -> tuple[float | None, float | None] | str:
     lat, lon = location["latitude"], location["longitude"]
     if not lat and not lon:
         return None, None

@@ -25,6 +25,7 @@ from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.profile_inference import infer, write_profile
 from tracerag.catalog.rows import ReadStats
 from tracerag.catalog.store import CatalogStore
+from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError, RecordError
@@ -131,6 +132,17 @@ def detect_format(source: Path, mapping: Mapping[str, Any] | None = None) -> str
     )
 
 
+def cell_words(language: str | None) -> WordList | None:
+    """The word list that reads the directory's language cells: the packaged one of `--language` when there is
+    one, else None (the readers' packaged default). The profile's own list (`words = ...`) is not read here: the
+    profile is inferred after the records are read."""
+    code = (language or LANGUAGE).strip().lower()
+    try:
+        return WordList.load(code)
+    except ConfigError:
+        return None
+
+
 def build_catalog(
     source: Path,
     target: Path,
@@ -156,20 +168,26 @@ def build_catalog(
     if fmt == "auto":
         fmt = detect_format(source, mapping)
     report = CatalogReport(format=fmt)
+    words = cell_words(language)
     stats = HsdsStats()
     read_stats = ReadStats()
     terms: dict[str, str] = {}
     if fmt == "hsds":
         if not source.is_dir():
             raise ConfigError(f"{source}: an HSDS datapackage is a folder (services.csv, locations.csv, ...)")
-        items: Iterable[ServiceRecord | RecordError | RecordWarning] = read_hsds(source, stats)
+        if mapping:  # refused, not ignored: a row filter the user wrote must not be silently dropped
+            raise ConfigError(
+                f"{source}: an HSDS datapackage is read by its own column names and leaves out inactive and "
+                "defunct services itself; --mapping applies to a 211 export (row options) or to one CSV/JSONL file"
+            )
+        items: Iterable[ServiceRecord | RecordError | RecordWarning] = read_hsds(source, stats, words)
         terms = read_taxonomy(source)
     elif fmt == export211.FORMAT:
-        items = export211.read_211_export(source, mapping, read_stats)
+        items = export211.read_211_export(source, mapping, read_stats, words)
     else:
         if mapping is None:
             raise ConfigError("fmt='mapped' needs a mapping of ServiceRecord fields to columns")
-        items = read_mapped(source, mapping, read_stats)
+        items = read_mapped(source, mapping, read_stats, words)
 
     records: dict[str, ServiceRecord] = {}
     for item in items:

@@ -52,7 +52,7 @@ def check_llm(record: ServiceRecord, semantic: Semantic, llm: LLM) -> Evidence:
     except LLMError as exc:
         return Evidence(None, f"the model could not be asked: {exc}", None, "", "llm", semantic)
     answer = completion.parsed
-    if not isinstance(answer, CheckAnswer):
+    if answer is None:
         return Evidence(None, f"the model gave no usable answer: {completion.error}", None, "", "llm", semantic)
     if answer.verdict == "not stated":
         return Evidence(None, "the model found nothing about it in the text", None, "", "llm", semantic)

@@ -89,7 +89,7 @@ def parse_with_llm(
     except LLMError as exc:
         return rules, [f"the model could not be asked ({exc}); used the rule-based parse"]
     proposed = completion.parsed
-    if completion.error or not isinstance(proposed, ProposedParse):
+    if completion.error or proposed is None:
         why = completion.error or "no parse"
         return rules, [f"the model's parse was unusable ({why}); used the rule-based parse"]
 

@@ -53,8 +53,9 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.model import ServiceRecord
-from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, RowOptions
+from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, RowOptions, cell_key
 from tracerag.catalog.schedule import parse_hours_text
+from tracerag.catalog.words import WordList
 from tracerag.errors import ConfigError, RecordError
 from tracerag.ingest import RecordWarning
 from tracerag.ingest.encoding import asked_encoding
@@ -101,7 +102,9 @@ _DIGEST_BYTES = 8  # 16 hex digits: a key of several columns, stable and short
 Read = ServiceRecord | RecordError | RecordWarning
 
 
-def read_mapped(path: Path, mapping: Mapping[str, Any], stats: ReadStats | None = None) -> Iterator[Read]:
+def read_mapped(
+    path: Path, mapping: Mapping[str, Any], stats: ReadStats | None = None, words: WordList | None = None
+) -> Iterator[Read]:
     """ServiceRecords from one CSV or JSONL file (by its suffix: .jsonl/.json lines, else CSV); RecordErrors for
     rows that cannot be records, RecordWarnings for what was repaired. `stats` counts filtered rows and countries."""
     path = Path(path)
@@ -127,7 +130,7 @@ def read_mapped(path: Path, mapping: Mapping[str, Any], stats: ReadStats | None 
         if why:
             stats.filtered[why] += 1
             continue
-        items.extend(_record(values, spec, options, seen, stats, file=str(path), line=line))
+        items.extend(_record(values, spec, options, seen, stats, file=str(path), line=line, words=words))
     records = [i for i in items if isinstance(i, ServiceRecord)]
     for record in records:
         record.city = options.alias("city", record.city)
@@ -276,7 +279,7 @@ def _marked(values: Mapping[str, Any], columns: Mapping[str, str], marks: frozen
     """The values of the x_marked columns whose cell is marked (any value, or one of `marks`)."""
     out = []
     for column, value in columns.items():
-        cell = " ".join(_str(values.get(column)).split()).casefold()
+        cell = cell_key(_str(values.get(column)))
         if cell and (marks is None or cell in marks):
             out.append(value)
     return out
@@ -300,6 +303,7 @@ def _record(
     *,
     file: str,
     line: int,
+    words: WordList | None = None,
 ) -> list[Read]:
     shown = _str(values.get(spec["name"]))[:200]
     rid = _id(values, spec["id"])
@@ -315,7 +319,7 @@ def _record(
         return [RecordError(f"record {rid}: name missing (column {spec['name']!r})", file=file, line=line)]
     seen[rid] = (line, dict(values))
     constants = spec.get("constants", {})
-    marks = frozenset(" ".join(str(m).split()).casefold() for m in _names(spec["x_mark"])) if "x_mark" in spec else None
+    marks = frozenset(cell_key(m) for m in _names(spec["x_mark"])) if "x_mark" in spec else None
     marked = {k: _marked(values, cols, marks) for k, cols in spec.get("x_marked", {}).items()}
     fields: dict[str, Any] = {}
     for key in TEXT_FIELDS:
@@ -341,7 +345,7 @@ def _record(
 
     record.phones = listed("phones")
     languages = [unglue(v) for v in listed("languages")]
-    record.languages = clean_languages(languages) if spec.get("clean_languages", True) else languages
+    record.languages = clean_languages(languages, words) if spec.get("clean_languages", True) else languages
     record.accessibility = listed("accessibility")
     record.taxonomy = _taxonomy(values, spec, sep("taxonomy"), constants, marked.get("taxonomy", []))
     hours = record.hours_text

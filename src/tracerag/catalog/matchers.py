@@ -18,7 +18,7 @@ from itertools import chain
 from tracerag.catalog.gazetteer import GazetteerIndex
 from tracerag.catalog.model import ConstraintKind, Constraints, Semantic, Structural
 from tracerag.catalog.request_words import RequestWords, said_together
-from tracerag.catalog.schedule import read_clock
+from tracerag.catalog.schedule import afternoon_hour, read_clock
 from tracerag.catalog.words import WordList
 from tracerag.text import fold_key
 
@@ -244,7 +244,7 @@ def times(words: RequestWords, idx: GazetteerIndex, out: Constraints, today: int
                     h += 12
                 elif "morning" in period and h == 12:
                     h = 0
-            elif 1 <= h <= 6:
+            elif h < 12 and afternoon_hour(h):
                 h += 12
         minutes = h * 60 + minute
         if (g["cue"] or "").casefold() in _BEFORE:
@@ -262,9 +262,11 @@ def times(words: RequestWords, idx: GazetteerIndex, out: Constraints, today: int
     if value is None:
         for m in words.matches(period_re):
             word = fold_key(m.group("word"))
-            minutes = wl.periods.get(word, wl.periods.get(word.removesuffix("s")))
-            if minutes is not None:
-                value, said = minutes, words.take(m.start(), m.end())
+            start = wl.periods.get(word)
+            if start is None:
+                start = wl.periods.get(word.removesuffix("s"))
+            if start is not None:
+                value, said = start, words.take(m.start(), m.end())
                 break
     for m in words.matches(period_re):  # "7:30 ... in the evening" said apart from the time: already applied
         if value is not None:

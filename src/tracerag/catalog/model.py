@@ -8,10 +8,8 @@ stated. Times are minutes after midnight; weekdays 0 = Monday … 6 = Sunday.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-# The old table, until eval/catalog_bench.py takes the names from the catalog's word list (WordList.weekday_names).
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+from tracerag.trail.events import ConstraintKind  # one definition, in the trail that records it (see there)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,17 +58,6 @@ class ServiceRecord:
         """The free text checked for semantic constraints (and indexed for semantic search)."""
         parts = [self.name, self.description, self.eligibility, self.application_process, self.fees]
         return "\n\n".join(p for p in parts if p)
-
-
-class ConstraintKind(StrEnum):
-    CITY = "city"
-    COUNTY = "county"
-    ZIP = "zip"
-    WEEKDAY = "weekday"
-    TIME = "time"
-    LANGUAGE = "language"
-    SERVICE_TYPE = "service_type"
-    ACCESSIBILITY = "accessibility"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,9 @@
 the person gave, the quote that decides it or that the directory does not state it. Records whose text does not
 state a condition are never passed off as meeting it: they come after the records that do, under a line saying
 which conditions their text leaves open, and when no record states them the reply says so first. `no_match_reply`
-answers a request for what the directory holds nothing like. A model-worded reply is `catalog.generated_reply`.
+answers a request for what the directory holds nothing like. When nothing fits (no match, none found), the reply
+names the directory's help line if its profile has one. A model-worded reply is `catalog.generated_reply`. The
+sentences are English, in code, for now (the word lists hold words, not sentences).
 """
 
 from __future__ import annotations
@@ -79,11 +81,11 @@ def format_hours(openings: Sequence[Opening], hours_text: str = "", *, words: Wo
         days = day_names[first] if first == last else f"{day_names[first]}{sep}{day_names[last]}"
         groups.setdefault(hours, []).append(days)
     parts = []
-    for hours, days in groups.items():
+    for hours, day_runs in groups.items():
         times = ", ".join(
             "24 hours" if (a, b) in ((0, 0), (0, 1440)) else f"{_clock(a)}{_DASH}{_clock(b)}" for a, b in hours
         )
-        parts.append(f"{', '.join(days)} {times}")
+        parts.append(f"{', '.join(day_runs)} {times}")
     return "; ".join(parts)
 
 
@@ -134,18 +136,19 @@ def templated_reply(
     *,
     none_found_reason: str | None = None,
     words: WordList | None = None,
+    help_line: str | None = None,
 ) -> str:
     """Every recommendation with its name, address, hours, phones and, per semantic constraint, the quote that
     decides it or NOT_STATED. Records that meet every condition come first; those whose text leaves one open
     follow under a line naming it ("... but the directory does not state: 'for veterans'"), and when none meets
     every condition the reply opens with that. With no recommendations: a "none found" message naming the
-    constraints."""
+    constraints, and the directory's help line when its profile has one."""
     summary = constraints_summary.strip() or "your request"
     if not recommendations:
         text = f"I found no services in the directory matching {summary}."
         if none_found_reason:
             text += f" {none_found_reason.strip()}"
-        return text
+        return text + help_line_sentence(help_line)
     stated = [r for r in recommendations if not r.unstated]
     open_ = [r for r in recommendations if r.unstated]
     lines: list[str] = []
@@ -180,9 +183,17 @@ def place_phrase(constraints: Constraints) -> str:
     return f"in {' or '.join(places)}" if places else ""
 
 
-def no_match_reply(topic: str, place: str, why: str = "") -> str:
+def no_match_reply(topic: str, place: str, why: str = "", help_line: str | None = None) -> str:
     """The reply when the catalog holds nothing like what was asked: it says so, with the topic as asked and the
     place as the catalog spells it, and recommends nothing (an unrelated service is a wrong answer, not a partial
-    one). `why` is the evidence in a sentence."""
+    one). `why` is the evidence in a sentence; the directory's help line, when its profile has one, ends it."""
     text = f"Nothing in this directory matches '{topic.strip()}'" + (f" {place}" if place else "") + "."
-    return f"{text} {why.strip()}" if why.strip() else text
+    text = f"{text} {why.strip()}" if why.strip() else text
+    return text + help_line_sentence(help_line)
+
+
+def help_line_sentence(help_line: str | None) -> str:
+    """ " For other help, contact the directory's help line: 211." (with its leading space), or "" when the profile
+    names none: a help line is the directory's own fact (`CatalogProfile.help_line`), never assumed."""
+    line = " ".join((help_line or "").split())
+    return f" For other help, contact the directory's help line: {line}." if line else ""

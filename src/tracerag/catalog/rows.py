@@ -31,8 +31,22 @@ ROW_OPTIONS = ("filter", "exclude", "null", "aliases")
 
 
 def cell_key(value: Any) -> str:
-    """How filter and null values compare: spaces collapsed, casefolded."""
+    """How a cell compares with a value a person wrote (a filter, a null marker, an X mark, a status): spaces
+    collapsed and casefolded, nothing else. Not `text.fold_key`, which compares *names* and drops punctuation and
+    accents: there "-1" would equal "1" and "N/A" "n a", so a null marker "-1" would erase every cell "1"."""
     return " ".join(str(value).split()).casefold()
+
+
+@dataclass(slots=True)
+class Row:
+    """One row of a table file: its first physical line (for messages) and its cells by column; a column the
+    file lacks reads as ""."""
+
+    line: int
+    cells: dict[str, str]
+
+    def __getitem__(self, key: str) -> str:
+        return self.cells.get(key, "")
 
 
 @dataclass

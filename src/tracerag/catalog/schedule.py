@@ -12,11 +12,36 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
 
 from tracerag.catalog.model import Opening
 from tracerag.catalog.words import WordList
 
 DAY = 24 * 60
+Span = tuple[int, int]  # opens, closes: minutes after midnight
+# A clause read as tokens: days named ("D", the weekday numbers, Monday 0) or hours given ("T", one span).
+Token = tuple[Literal["D"], set[int]] | tuple[Literal["T"], Span]
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Tokens of one kind side by side: the days named together ("Mon, Wed, Fri") or the hours given together."""
+
+    kind: Literal["D", "T"]
+    days: frozenset[int] = frozenset()
+    spans: tuple[Span, ...] = ()
+
+    @staticmethod
+    def of(token: Token) -> _Group:
+        if token[0] == "D":
+            return _Group("D", days=frozenset(token[1]))
+        return _Group("T", spans=(token[1],))
+
+    def merged(self, other: _Group) -> _Group:
+        spans = self.spans + tuple(r for r in other.spans if r not in self.spans)
+        return _Group(self.kind, self.days | other.days, spans)
+
 
 # A time: "9:00am", "9am", "9 a.m.", "9:00a", "830am", "17:30", "noon", "midnight"; "8:00m" (a typo) reads as bare.
 _TIME = r"(?:noon|midnight|\d{3,4}\s*[ap]\.?\s*m\.?|\d{1,2}(?::\d{1,2})?(?:\s*[ap]\.?\s*m\.?|\s*[ap]\b|m\b)?)"
@@ -76,7 +101,7 @@ def parse_range(opens: str, closes: str) -> tuple[int, int] | None:
     a, b = read_clock(_PAREN.sub(" ", opens).strip()), read_clock(_PAREN.sub(" ", closes).strip())
     if a is None or b is None:
         return None
-    return _infer(a[:2], b[:2])
+    return infer_range(a[:2], b[:2])
 
 
 def parse_hours_text(text: str, words: WordList | None = None) -> list[Opening]:
@@ -95,7 +120,7 @@ def parse_hours_text(text: str, words: WordList | None = None) -> list[Opening]:
     norm = _DASHES.sub("-", text.replace("\\r\\n", "\n").replace("\\n", "\n"))
     norm = _PAREN.sub(" ", norm)
     openings: set[Opening] = set()
-    pending: tuple[str, object] | None = None
+    pending: _Group | None = None
     for clause in re.split(r"[\n;]+", norm):
         if not clause.strip():
             continue
@@ -110,8 +135,8 @@ def parse_hours_text(text: str, words: WordList | None = None) -> list[Opening]:
         if not groups:
             continue
         if pending is not None:
-            if pending[0] == groups[0][0]:
-                groups[0] = (pending[0], _merge(pending, groups[0]))
+            if pending.kind == groups[0].kind:
+                groups[0] = pending.merged(groups[0])
             else:
                 groups.insert(0, pending)
             pending = None
@@ -120,10 +145,10 @@ def parse_hours_text(text: str, words: WordList | None = None) -> list[Opening]:
             continue
         for i in range(0, len(groups) - 1, 2):
             first, second = groups[i], groups[i + 1]
-            days, ranges = (first[1], second[1]) if first[0] == "D" else (second[1], first[1])
-            openings.update(_openings(days, ranges))  # type: ignore[arg-type]
-    if pending is not None and pending[0] == "T" and all(r == (0, DAY) for r in pending[1]):  # type: ignore[union-attr]
-        openings.update(_openings(set(range(7)), pending[1]))  # type: ignore[arg-type]  # "24 hours" alone
+            days, spans = (first.days, second.spans) if first.kind == "D" else (second.days, first.spans)
+            openings.update(_openings(days, spans))
+    if pending is not None and pending.kind == "T" and all(r == (0, DAY) for r in pending.spans):
+        openings.update(_openings(range(7), pending.spans))  # "24 hours" alone
     return sorted(openings, key=lambda o: (o.weekday, o.opens, o.closes))
 
 
@@ -176,7 +201,17 @@ def read_clock(text: str) -> tuple[int, bool, str] | None:
     return hour * 60 + minute, bool(ampm), rest
 
 
-def _infer(a: tuple[int, bool], b: tuple[int, bool]) -> tuple[int, int] | None:
+def afternoon_hour(hour: int) -> bool:
+    """Whether an hour written without am/pm on the 12-hour clock (1-12) is one of the afternoon: 12 and 1 to 6
+    are, 7 to 11 are morning. The one rule for a lone hour, in a request ("open at 5") as in an hours field ("9-5"
+    opens at 9am, "1-4" at 1pm): services keep day hours, nobody opens at 3 at night."""
+    return hour == 12 or 1 <= hour <= 6
+
+
+def infer_range(a: tuple[int, bool], b: tuple[int, bool]) -> tuple[int, int] | None:
+    """(opens, closes) in minutes from two (minutes, am/pm written) times, the side without am/pm read from the
+    other: the one rule for a range's missing am/pm (closing after opening, the same day); None for a written
+    range that cannot be one ("9:30pm-5:00pm")."""
     (opens, a_explicit), (closes, b_explicit) = a, b
     if a_explicit and b_explicit and 0 < closes < opens and opens // 720 == closes // 720:
         return None  # "9:30pm-5:00pm": a typo, not 19 hours past midnight
@@ -193,8 +228,8 @@ def _infer(a: tuple[int, bool], b: tuple[int, bool]) -> tuple[int, int] | None:
     return opens, closes
 
 
-def _tokens(clause: str, token: re.Pattern[str], words: WordList) -> list[tuple[str, object]] | None:
-    out: list[tuple[str, object]] = []
+def _tokens(clause: str, token: re.Pattern[str], words: WordList) -> list[Token] | None:
+    out: list[Token] = []
     for m in token.finditer(clause):
         kind = m.lastgroup
         if kind == "allday":
@@ -241,26 +276,21 @@ def _range(text: str) -> tuple[int, int] | None:
         return None
     if not (a[1] or b[1] or ":" in parts[0] or ":" in parts[1]):
         return None
-    return _infer(a[:2], b[:2])
+    return infer_range(a[:2], b[:2])
 
 
-def _groups(tokens: list[tuple[str, object]]) -> list[tuple[str, object]]:
-    groups: list[tuple[str, object]] = []
-    for kind, value in tokens:
-        if groups and groups[-1][0] == kind:
-            groups[-1] = (kind, _merge(groups[-1], (kind, value if kind == "D" else [value])))
+def _groups(tokens: list[Token]) -> list[_Group]:
+    groups: list[_Group] = []
+    for token in tokens:
+        group = _Group.of(token)
+        if groups and groups[-1].kind == group.kind:
+            groups[-1] = groups[-1].merged(group)
         else:
-            groups.append((kind, set(value) if kind == "D" else [value]))  # type: ignore[call-overload]
+            groups.append(group)
     return groups
 
 
-def _merge(a: tuple[str, object], b: tuple[str, object]) -> object:
-    if a[0] == "D":
-        return set(a[1]) | set(b[1])  # type: ignore[call-overload]
-    return list(a[1]) + [r for r in b[1] if r not in a[1]]  # type: ignore[union-attr, operator, attr-defined]
-
-
-def _openings(days: set[int], ranges: list[tuple[int, int]]) -> Iterable[Opening]:
+def _openings(days: Iterable[int], ranges: Iterable[Span]) -> Iterable[Opening]:
     for day in days:
         for opens, closes in ranges:
             yield Opening(day, opens, closes)

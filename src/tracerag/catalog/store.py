@@ -24,6 +24,7 @@ from tracerag.store import connect_read_only
 from tracerag.text import fold_key
 
 SCHEMA_VERSION = "2"  # 2: zip5 (a US rule) became zip_head (`postal_head`)
+STORE_FILE = "catalog.sqlite"  # the store's name in a catalog directory (beside collection/ and profile.toml)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
@@ -105,6 +106,11 @@ class CatalogStore:
         db.executescript(_SCHEMA)
         db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         return cls(path, db)
+
+    @classmethod
+    def of_catalog(cls, catalog_dir: Path) -> CatalogStore:
+        """The store of the catalog directory `catalog_dir` (made by `tracerag catalog ingest`), read-only."""
+        return cls.open(Path(catalog_dir) / STORE_FILE)
 
     @classmethod
     def open(cls, path: Path) -> CatalogStore:

@@ -13,6 +13,11 @@ conditions and filler words ("piano tuning" of "piano tuning in Lakeside open on
    letters (`family`), so "autistic" meets "autism" and "medicine" meets "medication". One word that no record
    uses at all may be left out when two or more specific words remain together: "cheap glasses for my eyes" is
    held by "eye glasses"; "yacht charter" is not held by "charter".
+3. some record's *name* states every specific word, however far apart: a name names one service, so its words
+   are about that service together, and a long name asked for whole ("Department of Public Health Community
+   Behavioral Health Services Team II - Adult Outpatient Services", 13 words) cannot fit within `PASSAGE_SPAN`,
+   more so once the parser has taken a city out of its middle. A description or a taxonomy list names several
+   things, so there the span holds.
 
 Specific words are the topic's words that fewer than `COMMON_SHARE` of the records use: a word that a large part
 of the catalog uses ("services", "program", "help") says nothing about which service is wanted, and is neither
@@ -139,6 +144,7 @@ class CatalogVocabulary:
     records: int = 0
     postings: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # stem -> record id -> positions
     _fields: dict[str, list[tuple[int, _Field]]] = field(default_factory=dict)  # record id -> (first position, field)
+    _name_words: dict[str, int] = field(default_factory=dict)  # record id -> words of its name (positions 0..n-1)
     _stems: dict[str, str] = field(default_factory=dict)
     _by_prefix: dict[str, list[str]] = field(default_factory=dict)  # first FAMILY_MIN letters -> stems
     _families: dict[str, tuple[tuple[str, ...], dict[str, list[int]]]] = field(default_factory=dict)
@@ -158,6 +164,8 @@ class CatalogVocabulary:
                 if not norms:
                     continue
                 fields.append((position, _Field(record.id, name, text, offsets)))
+                if name == "name" and position == 0:
+                    vocab._name_words[record.id] = len(norms)
                 for k, word in enumerate(norms):
                     postings[vocab.stem(word)][record.id].append(position + k)
                 position += len(norms) + _FIELD_GAP
@@ -182,6 +190,7 @@ class CatalogVocabulary:
         derivations apart ("autist" / "autism", "medicin" / "medic"): a stem of FAMILY_MIN letters or more meets
         the stems that begin with all of it but its last two letters (and at least FAMILY_MIN of it)."""
         if stem not in self._families:
+            members: tuple[str, ...]
             if len(stem) < FAMILY_MIN:
                 members = (stem,) if stem in self.postings else ()
             else:
@@ -232,8 +241,8 @@ class CatalogVocabulary:
         return WordEvidence(word, stem, records, common, members)
 
     def _passages(self, stems: Sequence[str]) -> tuple[dict[str, Any], frozenset[str]] | None:
-        """Where records state all `stems` within PASSAGE_SPAN words: (the tightest passage, every record holding
-        one), or None."""
+        """Where records state all `stems` within PASSAGE_SPAN words, or anywhere in the record's name: (the
+        tightest passage, every record holding one), or None."""
         postings = [self.family(s)[1] for s in stems]
         if not all(postings):
             return None
@@ -242,7 +251,10 @@ class CatalogVocabulary:
         for rid in sorted(set.intersection(*(set(p) for p in postings))):
             positions = sorted((pos, k) for k, p in enumerate(postings) for pos in p[rid])
             window = _tightest(positions, len(stems))
-            if window is not None and window[1] - window[0] <= PASSAGE_SPAN:
+            if window is None or window[1] - window[0] > PASSAGE_SPAN:
+                in_name = [(pos, k) for pos, k in positions if pos < self._name_words.get(rid, 0)]
+                window = _tightest(in_name, len(stems))  # the whole name holds them (rule 3)
+            if window is not None:
                 holders.add(rid)
                 span = window[1] - window[0]
                 if best is None or span < best[0]:

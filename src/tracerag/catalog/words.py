@@ -6,6 +6,11 @@ is language knowledge, not code: it lives in one TOML file per language, loaded 
 parsing, checks, schedules and replies receive. A catalog's profile may name its own file (`words = "..."`),
 in the same format. Words are compared folded (`tracerag.text.fold_key`) and, where plurals matter, by their
 Snowball stem (`tracerag.text.stem`), the stemmer the text index uses.
+
+What one *country* writes and no other (its national identity number, its immigration statuses, its benefit
+programmes, its veterans' office) is not language knowledge either: it lives in `catalog/words/country-{cc}.toml`,
+chosen by the catalog profile's `country`, loaded into a `CountryWords` that the condition rules receive. A
+country without such a file gets the rules' generic words only.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key, stem
 
-__all__ = ["WordList", "fill_region"]
+__all__ = ["CountryWords", "WordList", "fill_region"]
 
 
 def _split(text: str | Iterable[str]) -> frozenset[str]:
@@ -57,6 +62,8 @@ class _Condition(_Strict):
 
 class _Languages(_Strict):
     names: Words = ""
+    compound: list[str] = []
+    spellings: dict[str, str] = {}
     aliases: dict[str, list[str]] = {}
     remark: Words = ""
     context: Words = ""
@@ -153,6 +160,8 @@ class WordList:
     synonym_words: Mapping[str, frozenset[str]]  # a synonym key's stem -> its words as the list writes them
     inflection_endings: frozenset[str]
     language_names: frozenset[str]
+    compound_languages: frozenset[str]  # names of known words that are one language ("haitian creole")
+    language_spellings: Mapping[str, str]  # a spelling directories write (folded) -> the name kept ("Spanish")
     language_aliases: Mapping[str, tuple[str, ...]]
     language_remark: frozenset[str]
     language_context: frozenset[str]
@@ -187,7 +196,7 @@ class WordList:
     def lemma(self, word: str) -> str:
         """A folded word's plural-insensitive form: its Snowball stem, irregular plurals first made singular
         ("children" → "child"). Compare lemmas with lemmas only."""
-        return stem(self.irregular_plurals.get(word, word), self.language)
+        return _lemma(word, self.irregular_plurals, self.language)
 
     def weekday(self, written: str) -> int | None:
         """0 = Monday for any written form of a day ("Thurs", "saturdays", "Mon."), None otherwise."""
@@ -228,12 +237,17 @@ def _load(language: str, path: str | None) -> WordList:
     return _build(data, where)
 
 
+def _lemma(word: str, plurals: Mapping[str, str], language: str) -> str:
+    """`WordList.lemma`, also used while the list is being built."""
+    return stem(plurals.get(word, word), language)
+
+
 def _build(data: _WordFile, where: str) -> WordList:
     lang = data.language
     plurals = {fold_key(k): fold_key(v) for k, v in data.irregular_plurals.items()}
 
     def lemma(word: str) -> str:
-        return stem(plurals.get(word, word), lang)
+        return _lemma(word, plurals, lang)
 
     filler = _split(data.filler)
     written: dict[str, int] = {}
@@ -266,6 +280,8 @@ def _build(data: _WordFile, where: str) -> WordList:
         synonym_words={k: frozenset(v) for k, v in synonym_words.items()},
         inflection_endings=_split(data.inflection_endings),
         language_names=_split(data.languages.names),
+        compound_languages=frozenset(fold_key(c) for c in data.languages.compound),
+        language_spellings={fold_key(k): v for k, v in data.languages.spellings.items()},
         language_aliases={fold_key(k): tuple(fold_key(v) for v in vs) for k, vs in data.languages.aliases.items()},
         language_remark=_split(data.languages.remark),
         language_context=_split(data.languages.context),
@@ -291,6 +307,117 @@ def _build(data: _WordFile, where: str) -> WordList:
         directions={fold_key(k): v for k, v in data.addresses.directions.items()},
         name_small_words=_split(data.replies.name_small_words) | day_words,
         reply_labels=_split(data.replies.labels),
+    )
+
+
+Patterns = list[str]  # regular expressions, each compiled as written (case ignored)
+
+
+class _Documents(_Strict):
+    other: Patterns = []
+
+
+class _Immigration(_Strict):
+    affirm: Patterns = []
+    deny: Patterns = []
+    number: Patterns = []
+    number_name: str = ""
+    served: Patterns = []
+    request: Patterns = []
+
+
+class _LowIncome(_Strict):
+    affirm: Patterns = []
+    request: Patterns = []
+
+
+class _Veterans(_Strict):
+    affirm: Patterns = []
+    affirm_exact: Patterns = []  # compared with case: acronyms that are words in lowercase
+
+
+class _CountryFile(_Strict):
+    country: str
+    documents: _Documents = _Documents()
+    veterans: _Veterans = _Veterans()
+    immigration: _Immigration = _Immigration()
+    low_income: _LowIncome = _LowIncome()
+
+    @field_validator("country")
+    @classmethod
+    def _alpha2(cls, code: str) -> str:
+        if not re.fullmatch(r"[A-Za-z]{2}", code):
+            raise ValueError(f"expected an ISO 3166-1 alpha-2 code, not {code!r}")
+        return code.upper()
+
+
+@dataclass(frozen=True)
+class CountryWords:
+    """One country's own terms for the condition rules, each an alternation of the file's patterns ("" when the
+    file gives none, or when the catalog's country has no file): built by `CountryWords.load`."""
+
+    country: str | None
+    source: str  # the file it was read from, or "" (none)
+    other_documents: str = ""  # papers besides an ID
+    status_affirm: str = ""  # serves people whatever their status
+    status_deny: str = ""  # asks for proof of the country's citizenship or legal status
+    status_number: str = ""  # the national number, asked for where documents are asked for
+    status_number_name: str = ""  # how a reason names it
+    status_served: str = ""  # statuses of the country's law a text names for the people it serves
+    status_request: str = ""  # request words that make a condition an immigration-status one
+    low_income_affirm: str = ""  # the country's means-tested programmes
+    low_income_request: str = ""
+    veterans_affirm: str = ""  # the country's words for veterans' offices and papers
+    veterans_affirm_exact: str = ""  # the same, compared with case (an acronym)
+
+    @classmethod
+    def load(cls, country: str | None) -> CountryWords:
+        """The packaged terms of `country` (ISO alpha-2, any case), or none when there is no file for it."""
+        return _load_country(country.strip().lower() if country and country.strip() else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_country(country: str | None) -> CountryWords:
+    if country is None:
+        return CountryWords(None, "")
+    name = f"country-{country}.toml"
+    resource = resources.files("tracerag.catalog") / "words" / name
+    if not resource.is_file():
+        return CountryWords(country.upper(), "")
+    where = f"tracerag/catalog/words/{name}"
+    try:
+        data = _CountryFile(**tomllib.loads(resource.read_text(encoding="utf-8")))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: not TOML: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"{where}: invalid country word list: {problems}") from None
+    if data.country.lower() != country:
+        raise ConfigError(f"{where}: country = {data.country!r}, expected {country.upper()!r} (the file's name)")
+    imm, low = data.immigration, data.low_income
+    alternation = {
+        "other_documents": data.documents.other,
+        "status_affirm": imm.affirm,
+        "status_deny": imm.deny,
+        "status_number": imm.number,
+        "status_served": imm.served,
+        "status_request": imm.request,
+        "low_income_affirm": low.affirm,
+        "low_income_request": low.request,
+        "veterans_affirm": data.veterans.affirm,
+        "veterans_affirm_exact": data.veterans.affirm_exact,
+    }
+    for key, patterns in alternation.items():
+        for p in patterns:
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ConfigError(f"{where}: {key}: not a regular expression ({exc}): {p[:60]!r}") from None
+    return CountryWords(
+        data.country,
+        where,
+        status_number_name=imm.number_name,
+        **{key: "|".join(f"(?:{p})" for p in patterns) for key, patterns in alternation.items()},
     )
 
 
