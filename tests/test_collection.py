@@ -400,3 +400,26 @@ def test_corpora_sums_languages_and_date_ranges_in_one_read(tmp_path):
     assert (infos["news"].date_min, infos["news"].date_max) == ("1875-05-01", "1880-12-31")
     assert infos["debates"].documents == 1 and infos["debates"].languages == {"?": 1}
     assert [c.name for c in store.corpora()] == ["debates", "news"]
+
+
+def test_a_rebuilt_collection_adopts_the_vectors_of_an_earlier_build(tmp_path):
+    """A collection of the same texts built before (another index version, other settings) lends its vectors: the
+    rebuild embeds only the text that changed; a collection of another model lends nothing."""
+    texts = ["La grève des mineurs de Carmaux continue.", "Die Arbeiter streiken in Essen."]
+    with Collection.open(tmp_path / "old", load_settings(), mode="write", create=True) as old:
+        old.ingest([Document(f"d{i}", t) for i, t in enumerate(texts)], dense=True)
+        old_vectors = old.store.vectors_of(["d0#0", "d1#0"])
+    with Collection.open(tmp_path / "new", load_settings(), mode="write", create=True) as new:
+        assert new.adopt_vectors(tmp_path / "old") == 2
+        assert new.adopt_vectors(tmp_path / "old") == 0  # nothing new the second time
+        report = new.ingest([Document("d0", texts[0]), Document("d1", texts[1] + " Heute.")], dense=True)
+        assert report.embedded == 1  # only the changed text
+        assert np.array_equal(new.store.vectors_of(["d0#0"])["d0#0"], old_vectors["d0#0"])
+        assert {h.doc_id for h in new.engine.dense(old_vectors["d0#0"], 1)} == {"d0"}
+    with Collection.open(tmp_path / "lexical", load_settings(), mode="write", create=True, embed_model="none") as lex:
+        lex.ingest([Document("d0", texts[0])], dense=False)
+    with (
+        Collection.open(tmp_path / "new", load_settings(), mode="write") as new,
+        pytest.raises(CollectionError, match="not this collection's"),
+    ):
+        new.adopt_vectors(tmp_path / "lexical")

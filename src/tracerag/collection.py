@@ -49,6 +49,7 @@ from tracerag.model import Chunk, Document
 from tracerag.store import DocumentStore, StoredChunk
 
 MANIFEST = "collection.toml"
+STORE_FILE = "store.sqlite"  # the document store, the source of truth
 # Chunks stored and indexed together: a 200 MB document is written ~2,000 chunks (~4 MB of text) at a time.
 CHUNK_BATCH = 2_000
 _Tick = Callable[[Document, int], None]  # told, after each sub-batch, the document and how far into it
@@ -231,7 +232,7 @@ class Collection:
                 _remove_unfinished_creation(path)
             else:
                 manifest, settings = _read_manifest(path, settings, embed_model)
-            store = DocumentStore(path / "store.sqlite")
+            store = DocumentStore(path / STORE_FILE)
             engine = _shared_engine(
                 path, path / "index", state, manifest, settings, writer=True, wait=wait, notify=notify
             )
@@ -265,7 +266,7 @@ class Collection:
         problem = storage_problem(path)
         watch = WriterLock(path / STATE_DIR, path)
         try:
-            store = DocumentStore(path / "store.sqlite", read_only=True)
+            store = DocumentStore(path / STORE_FILE, read_only=True)
         except CollectionError:
             holder = _holder(watch)
             if holder is not None:
@@ -525,6 +526,19 @@ class Collection:
         parts = [embedder.encode_documents(texts[i : i + size]) for i in range(0, len(texts), size)]
         return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32)
 
+    def adopt_vectors(self, other: Path) -> int:
+        """Take the vectors another collection computed with the same embedding model (name, version, dimension)
+        for the texts this one holds: an index rebuilt at a new version or with other settings then re-embeds only
+        what changed. Returns how many vectors were new here; another model's collection is refused."""
+        mine, theirs = self.manifest["embedding"], _manifest_of(other)["embedding"]
+        same = ("name", "version", "dim")
+        if not self.dim or any(mine.get(key) != theirs.get(key) for key in same):
+            raise CollectionError(
+                f"{other}: embedded with {theirs.get('name')} {theirs.get('version')} ({theirs.get('dim')}-d), "
+                f"not this collection's {mine.get('name')} {mine.get('version')} ({mine.get('dim')}-d)"
+            )
+        return self.store.adopt_vectors(other / STORE_FILE, self.dim)
+
     def embed_missing(self, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Compute and index the vectors of chunks ingested with dense=False. Resumable: done work stays."""
         if not self.dim:
@@ -596,7 +610,7 @@ def _remove_unfinished_creation(path: Path) -> None:
     """A creation killed before it wrote collection.toml leaves an empty store and index, shaped by settings
     that may not be this run's (another embedding model, another dimension): start from nothing. Called under
     the writer lock; no reader opens a folder without a manifest. A store that holds documents is kept."""
-    store = path / "store.sqlite"
+    store = path / STORE_FILE
     if store.exists():
         try:
             with contextlib.closing(sqlite3.connect(f"file:{urllib.parse.quote(str(store))}?mode=ro", uri=True)) as db:
@@ -605,7 +619,7 @@ def _remove_unfinished_creation(path: Path) -> None:
         except sqlite3.Error:
             pass  # no documents table: nothing to keep
         for suffix in ("", "-wal", "-shm"):
-            (path / f"store.sqlite{suffix}").unlink(missing_ok=True)
+            (path / f"{STORE_FILE}{suffix}").unlink(missing_ok=True)
     shutil.rmtree(path / "index", ignore_errors=True)
 
 
@@ -633,7 +647,7 @@ def storage_problem(path: Path) -> str | None:
     """Why this process cannot write the collection at `path` ("on read-only storage", "owned by alice, not
     writable by this user"), or None when it can: the folder, the store and every file and folder of the index.
     The index may be changing under another process as we look (files come and go): a vanished file is fine."""
-    targets = [path, path / "store.sqlite", path / "store.sqlite-wal", path / "store.sqlite-shm", path / STATE_DIR]
+    targets = [path, path / STORE_FILE, path / f"{STORE_FILE}-wal", path / f"{STORE_FILE}-shm", path / STATE_DIR]
     for folder, dirs, files in os.walk(path / "index"):  # errors (a folder gone meanwhile) are skipped
         targets += [Path(folder) / name for name in (*dirs, *files)]
     targets.insert(1, path / "index")
@@ -655,15 +669,19 @@ def storage_problem(path: Path) -> str | None:
     return None
 
 
-def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> tuple[dict, Settings]:
-    """The manifest, checked against what the caller asked for, and the settings it imposes."""
+def _manifest_of(path: Path) -> dict[str, Any]:
     manifest_path = path / MANIFEST
     try:
-        manifest = tomllib.loads(manifest_path.read_text(encoding="utf-8"))
+        return tomllib.loads(manifest_path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise CollectionError(f"{manifest_path}: damaged manifest: {exc}") from exc
     except OSError as exc:
         raise CollectionError(f"{manifest_path}: cannot read the manifest: {exc}") from exc
+
+
+def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> tuple[dict, Settings]:
+    """The manifest, checked against what the caller asked for, and the settings it imposes."""
+    manifest = _manifest_of(path)
     recorded = manifest["embedding"]["spec"]
     if embed_model is not None and embed_model != recorded:
         emb = manifest["embedding"]
@@ -682,7 +700,7 @@ def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> t
     settings = settings.model_copy(
         update={
             "embed": settings.embed.model_copy(update={"model": recorded}),
-            "chunk": chunk_settings(manifest["chunk"], manifest_path),
+            "chunk": chunk_settings(manifest["chunk"], path / MANIFEST),
         }
     )
     return manifest, settings

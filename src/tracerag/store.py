@@ -176,6 +176,24 @@ class DocumentStore:
                 [(h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in vectors.items()],
             )
 
+    def adopt_vectors(self, other: Path, dim: int) -> int:
+        """Copy into this store the vectors of another store (made with the same model: the caller checks) for
+        texts this one has none of; returns how many were new. Vectors are keyed by the index text's hash, so a
+        vector is adopted only where the text is the same to the byte."""
+        source = connect_read_only(other, frozenset({"vectors"}))
+        added = 0
+        try:
+            rows = source.execute("SELECT text_hash, vector FROM vectors")
+            while part := rows.fetchmany(1000):
+                fit = [(h, blob) for h, blob in part if len(blob) == dim * 4]
+                with self._transaction():
+                    before = self._db.total_changes
+                    self._db.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?)", fit)
+                    added += self._db.total_changes - before
+        finally:
+            source.close()
+        return added
+
     def vectors_by_hash(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The vectors already computed for these index texts."""
         out: dict[str, np.ndarray] = {}

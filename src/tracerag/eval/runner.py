@@ -13,7 +13,7 @@ from pathlib import Path
 
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import Settings
-from tracerag.errors import ConfigError
+from tracerag.errors import ConfigError, TraceError
 from tracerag.eval.datasets import Benchmark
 from tracerag.retrieval import Retriever, SearchRequest
 
@@ -114,6 +114,8 @@ def build_collection(
     Another eval building the same collection is waited for; once built, evals share it as readers."""
     path = collection_dir(root, benchmark, settings)
     with Collection.open(path, settings, mode="write", create=True, wait=True) as col:
+        if dense and col.dim:
+            _adopt_earlier_vectors(col, path)
         report = col.ingest(benchmark.documents, dense=dense, progress=progress)
     return Collection.open(path, settings, mode="read"), report
 
@@ -139,3 +141,17 @@ def search_all(
         if progress:
             progress()
     return run
+
+
+def _adopt_earlier_vectors(col: Collection, path: Path) -> None:
+    """Embedding is the slow part of a benchmark (~2 chunks/s here): a collection of the same corpus built
+    before, at another index version or with other settings, lends the vectors of every text both hold, so a
+    rebuild embeds only what changed. Another model's collection lends nothing."""
+    corpus = path.name.rsplit("-", 1)[0]  # "<benchmark>-<corpus digest>", without the settings hash
+    for other in sorted(path.parent.glob(f"{corpus}-*")):
+        if other == path or not Collection.exists(other):
+            continue
+        try:
+            col.adopt_vectors(other)
+        except TraceError:
+            continue  # another model, or a damaged or unfinished build: nothing to lend
