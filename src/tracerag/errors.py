@@ -1,6 +1,6 @@
 """The errors TRACE raises on purpose. The CLI turns them into messages and exit codes; nothing else catches them."""
 
-from typing import TypedDict
+from typing import Any, TypedDict
 
 
 class TraceError(Exception):
@@ -49,6 +49,16 @@ class DataUnavailableError(TraceError):
 
 class LLMError(TraceError):
     """The language model could not be reached, or kept answering with something unusable."""
+
+
+class LLMCallFailed(LLMError):
+    """A model call that got no answer at all (endpoint unreachable, an HTTP error after its retries). The failed
+    call (an `llm.Completion` with its attempts and error) travels with the error, so that the stage that made it
+    records it in the trail like any other call before the run ends."""
+
+    def __init__(self, message: str, completion: Any):
+        super().__init__(message)
+        self.completion = completion
 
 
 class TrailError(TraceError):

@@ -19,11 +19,12 @@ from tracerag.cli import app
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.demo_data import DEMO_FILES
-from tracerag.errors import LLMError
+from tracerag.errors import LLMCallFailed, LLMError
 from tracerag.ingest import read_documents
 from tracerag.llm import Message, load_llm
 from tracerag.model import RunStatus
 from tracerag.trail import read_trail
+from tracerag.trail.events import LLMCallEvent
 
 runner = CliRunner()
 QUESTION = "Reichstag Sitzung"
@@ -122,10 +123,17 @@ def test_ask_with_an_unreachable_endpoint_fails_cleanly_and_keeps_the_trail(smal
     settings = load_settings(llm={"model": "openai:m", "base_url": "http://127.0.0.1:9/v1", "max_retries": 0})
     with Collection.open(small, settings, mode="read") as col:
         result = Agent(col, load_llm(settings), trail_dir=tmp_path).run(QUESTION, 5)
-    assert result.status is RunStatus.FAILED and "LLMError" in result.message
+    assert result.status is RunStatus.FAILED and "no answer after 1 attempts" in result.message
     assert len(result.ranking) == 5  # the hybrid warm start still answers
-    assert read_trail(result.trail_path)[-1].status is RunStatus.FAILED
-    assert issubclass(LLMError, Exception)
+    events = read_trail(result.trail_path)
+    assert events[-1].status is RunStatus.FAILED
+    # the call that got no answer is in the trail, with its attempt and error, and counted as failed
+    calls = [e for e in events if isinstance(e, LLMCallEvent)]
+    assert len(calls) == 1 and calls[0].purpose == "plan" and calls[0].parsed is None
+    assert "no answer after 1 attempts" in (calls[0].error or "")
+    assert calls[0].attempts[-1]["error"] and calls[0].attempts[-1]["text"] == ""
+    assert result.totals["llm_calls"] == 1 and result.totals["failed_calls"] == 1
+    assert issubclass(LLMCallFailed, LLMError)
 
 
 def test_trail_show_and_export_from_the_cli(small: Path, tmp_path: Path):

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
 from tracerag.agent.state import Ledger
 from tracerag.collection import Collection
 from tracerag.config import AgentSettings
+from tracerag.errors import LLMCallFailed
 from tracerag.llm import Completion, Message, StructuredLLM
 from tracerag.model import Document
 from tracerag.retrieval.search import Retriever
@@ -53,7 +54,17 @@ class RunContext:
         self, purpose: LLMPurpose, messages: Sequence[Message], schema: type[T], sq: int | None = None
     ) -> Completion[T]:
         assert self.llm is not None, "the agent's stages run only with a model"
-        completion = self.llm.complete(messages, schema)
+        try:
+            completion = self.llm.complete(messages, schema)
+        except LLMCallFailed as failed:  # no answer at all: recorded as a failed call, then the run ends
+            self._record(failed.completion, messages, purpose, sq)
+            raise
+        self._record(completion, messages, purpose, sq)
+        return completion
+
+    def _record(
+        self, completion: Completion[Any], messages: Sequence[Message], purpose: LLMPurpose, sq: int | None
+    ) -> None:
         t = self.totals
         t.llm_calls += 1
         t.failed_calls += 0 if completion.ok else 1
@@ -62,7 +73,6 @@ class RunContext:
         t.cost_usd += completion.cost_usd
         t.llm_latency_s += completion.latency_s
         self.trail.emit(LLMCallEvent.of(completion, messages, purpose, sq))
-        return completion
 
     def documents(self, doc_ids: Sequence[str]) -> dict[str, Document]:
         missing = [d for d in doc_ids if d not in self._docs]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tracerag.dates import normalise_date
-from tracerag.errors import ConfigError
+from tracerag.errors import ConfigError, DataUnavailableError
 from tracerag.ingest.hipe import read as read_hipe
 from tracerag.model import Document
 
@@ -538,7 +538,16 @@ def load_benchmark(name_or_path: str | Path, root: Path) -> Benchmark:
     """A named benchmark read from `root` (the datasets folder), or a BEIR-layout folder given by path."""
     key = str(name_or_path)
     if key in BENCHMARKS:
-        return BENCHMARKS[key](Path(root))
+        hint = "pass --data DIR or set TRACERAG_DATASETS"
+        if not Path(root).is_dir():
+            raise DataUnavailableError(f"{key}: the datasets folder {root} does not exist; {hint}")
+        try:
+            bench = BENCHMARKS[key](Path(root))
+        except FileNotFoundError as exc:
+            raise DataUnavailableError(f"{key}: {exc.filename} is missing; {hint}") from None
+        if not bench.documents:
+            raise DataUnavailableError(f"{key}: no documents found under {root}; {hint}")
+        return bench
     path = Path(name_or_path)
     if (path / "corpus.jsonl").is_file():
         return beir(path)

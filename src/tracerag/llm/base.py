@@ -17,7 +17,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, overload, runtime_c
 
 from pydantic import BaseModel, ValidationError
 
-from tracerag.errors import LLMError
+from tracerag.errors import LLMCallFailed, LLMError
 
 Role = Literal["system", "user", "assistant"]
 T = TypeVar("T", bound=BaseModel)
@@ -265,13 +265,19 @@ class StructuredLLM:
         if schema is not None:
             convo = _with_instruction(convo, schema_instruction(schema))
         json_schema = schema.model_json_schema() if schema is not None else None
-        usage, latency, attempts = Usage(), 0.0, []
+        usage, latency = Usage(), 0.0
+        attempts: list[dict[str, Any]] = []
         parsed: T | None = None
         error: str | None = None
         text = ""
         for attempt in range(self.repair_rounds + 1 if schema is not None else 1):
             started = time.perf_counter()
-            answer = self.provider.generate(convo, json_schema=json_schema, temperature=temperature, max_tokens=limit)
+            try:
+                answer = self.provider.generate(
+                    convo, json_schema=json_schema, temperature=temperature, max_tokens=limit
+                )
+            except LLMError as exc:
+                raise self._failed(messages, schema, convo, json_schema, attempts, usage, exc) from exc
             latency += answer.latency_s or (time.perf_counter() - started)
             usage = usage + answer.usage
             text = answer.text
@@ -305,6 +311,43 @@ class StructuredLLM:
         for listener in self.listeners:
             listener(completion, messages, schema)
         return completion
+
+    def _failed(
+        self,
+        messages: Sequence[Message],
+        schema: type[BaseModel] | None,
+        convo: list[Message],
+        json_schema: dict[str, Any] | None,
+        attempts: list[dict[str, Any]],
+        usage: Usage,
+        exc: LLMError,
+    ) -> LLMCallFailed:
+        """A call that got no answer: recorded like any other (listeners hear it, the error carries it), so the
+        trail shows the attempt and its error rather than nothing."""
+        attempts = [
+            *attempts,
+            {
+                "key": request_key(self.model, convo, json_schema),
+                "messages": [m.to_dict() for m in convo],
+                "text": "",
+                "usage": asdict(Usage()),
+                "error": str(exc),
+            },
+        ]
+        completion: Completion[BaseModel] = Completion(
+            text="",
+            parsed=None,
+            usage=usage,
+            latency_s=0.0,
+            cost_usd=cost_of(usage, self.model, self.prices),
+            provider=self.name,
+            model=self.model,
+            attempts=attempts,
+            error=f"attempt {len(attempts)}: no answer: {exc}",
+        )
+        for listener in self.listeners:
+            listener(completion, messages, schema)
+        return LLMCallFailed(str(exc), completion)
 
 
 def _with_instruction(messages: list[Message], instruction: str) -> list[Message]:
