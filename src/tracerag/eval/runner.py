@@ -5,9 +5,10 @@ with each named run, and return TREC-style runs. Metrics and reports read these 
 from __future__ import annotations
 
 import hashlib
+import math
 import random
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from tracerag.collection import Collection, IngestReport
 from tracerag.config import Settings
 from tracerag.errors import ConfigError, TraceError
 from tracerag.eval.datasets import Benchmark
+from tracerag.eval.trec import Run
 from tracerag.retrieval import Retriever, SearchRequest
+from tracerag.retrieval.fusion import max_pool
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,7 @@ def build_collection(
     *,
     dense: bool,
     progress: Callable[[int, int], None] | None = None,
+    embed_progress: Callable[[int, int], None] | None = None,
 ) -> tuple[Collection, IngestReport]:
     """Open the benchmark's collection for reading, after ingesting what it lacks (a no-op when it is complete).
     Another eval building the same collection is waited for; once built, evals share it as readers."""
@@ -117,6 +121,9 @@ def build_collection(
         if dense and col.dim:
             _adopt_earlier_vectors(col, path)
         report = col.ingest(benchmark.documents, dense=dense, progress=progress)
+        if dense and col.dim and col.store.count_chunks(without_vectors=True):
+            # built lexically before (a --no-dense eval of the same corpus): embed what lacks a vector now
+            col.embed_missing(progress=embed_progress)
     return Collection.open(path, settings, mode="read"), report
 
 
@@ -128,19 +135,45 @@ def search_all(
     *,
     depth: int = 100,
     progress: Callable[[], None] | None = None,
-) -> dict[str, list[tuple[str, float]]]:
-    """One run: query id → [(doc id, score)] best first, `depth` documents each. The score written is 1/rank:
-    windowing reorders documents against their fused score, and TREC tools sort by score."""
+    channel_runs: dict[str, Run] | None = None,
+) -> Run:
+    """One run: query id → [(doc id, score)] best first, `depth` documents each.
+
+    A fused run's score is 1/rank: windowing reorders documents against their fused score, and TREC tools sort by
+    score. A one-channel run without windows writes the channel's own scores (each document's best chunk), so that
+    score-based fusion (`tracerag fuse --method combsum`) can read them. When `channel_runs` is given, it is filled
+    with each channel's own document ranking in the same searches (channel → run, the channel's scores), so that a
+    fused run can be rebuilt from its channels by `tracerag fuse`."""
     retriever = Retriever(collection)
-    run: dict[str, list[tuple[str, float]]] = {}
+    own_scores = len(spec.channels) == 1 and not spec.windows
+    run: Run = {}
     for qid in query_ids:
         ranking = retriever.search(
             SearchRequest(benchmark.queries[qid].text, k=depth, channels=spec.channels, windows=spec.windows or "")
         )
-        run[qid] = [(d.doc_id, 1.0 / d.rank) for d in ranking.documents]
+        if own_scores:
+            run[qid] = _in_order((d.doc_id, d.channels[0].score) for d in ranking.documents)
+        else:
+            run[qid] = [(d.doc_id, 1.0 / d.rank) for d in ranking.documents]
+        if channel_runs is not None:
+            for channel in spec.channels:
+                pooled = max_pool(ranking.channel_hits.get(channel, []))
+                channel_runs.setdefault(channel, {})[qid] = _in_order((e.doc_id, e.score) for e in pooled)
         if progress:
             progress()
     return run
+
+
+def _in_order(ranking: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """A channel's documents with its scores, each made smaller than the one before by the least float step where
+    the channel ranked equal scores apart (the date channel breaks its ties by the pool's rank): every TREC tool,
+    which sorts by score and then by document id, then reads the channel's own order, scores unchanged to 1e-16."""
+    out: list[tuple[str, float]] = []
+    for doc_id, score in ranking:
+        if out and score >= out[-1][1]:
+            score = math.nextafter(out[-1][1], -math.inf)
+        out.append((doc_id, score))
+    return out
 
 
 def _adopt_earlier_vectors(col: Collection, path: Path) -> None:
