@@ -40,7 +40,8 @@ def test_ingest_prints_the_report(ingested):
     _, result = ingested
     summary = "read 9 · added 9 · updated 0 · unchanged 0 · resumed 0 · skipped 7 · warnings 2 · 9 chunks (0 embedded)"
     assert summary in result.stdout
-    assert re.search(r"languages: \? 6, de 1, fr 2", result.stdout)
+    # three unlabelled records have their language detected; "?": too short or without letters to tell
+    assert re.search(r"languages: \? 3, de 2 \(1 detected\), en 1 \(1 detected\), fr 3 \(1 detected\)", result.stdout)
 
 
 def test_ingest_lists_skipped_records_with_file_and_line(ingested):
@@ -152,7 +153,8 @@ def test_search_filters_from_the_command_line(ingested):
     result = invoke("search", "document", "-c", path, "--json", "--from", "1887-06")
     assert [r["doc_id"] for r in json.loads(result.stdout)["results"]] == ["ok-1"]
     result = invoke("search", "document", "-c", path, "--json", "--language", "fr")
-    assert [r["doc_id"] for r in json.loads(result.stdout)["results"]] == ["ok-3"]
+    # ok-3 is labelled French; ok-2 ("Deuxième document.") states no language and is detected French
+    assert sorted(r["doc_id"] for r in json.loads(result.stdout)["results"]) == ["ok-2", "ok-3"]
 
 
 @pytest.mark.parametrize(
@@ -192,6 +194,35 @@ def test_info(ingested):
     stats = json.loads(result.stdout)
     assert (stats["documents"], stats["chunks"], stats["indexed_points"]) == (9, 9, 9)
     assert {c["name"]: c["documents"] for c in stats["corpora"]} == {"default": 8, "press": 1}
+
+
+def test_one_of_a_kind_reads_singular_and_corpus_names_are_never_cut(tmp_path):
+    """A collection of one document with two long corpus names alike up to their last words, on a narrow
+    terminal: "1 document", "1 chunk", and each name whole (folded onto more lines, no ellipsis), since they are
+    what --corpus takes."""
+    names = ["topres19th/the-manchester-guardian-evening", "topres19th/the-manchester-guardian-morning"]
+    source = tmp_path / "docs.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps({"id": f"d{i}", "text": "Une seule page.", "corpus": n}) + "\n" for i, n in enumerate(names)
+        ),
+        encoding="utf-8",
+    )
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps({"id": "a", "text": "Une seule page."}) + "\n", encoding="utf-8")
+    ingested = invoke("ingest", one, "-c", tmp_path / "c1", "--no-dense")
+    assert ingested.exit_code == 0 and "· 1 chunk (0 embedded)" in ingested.stdout, ingested.output
+    info = invoke("info", "-c", tmp_path / "c1")
+    assert "1 document · 1 chunk · 1 indexed" in info.stdout and "1 chunk without vectors" in info.stdout
+    searched = invoke("search", "page", "-c", tmp_path / "c1")
+    assert "·  1 document  ·" in searched.stdout, searched.output
+    assert invoke("ingest", source, "-c", tmp_path / "c2", "--no-dense").exit_code == 0
+    narrow = runner.invoke(app, ["info", "-c", str(tmp_path / "c2")], env={"COLUMNS": "60"})
+    assert narrow.exit_code == 0 and "…" not in narrow.stdout, narrow.stdout
+    cells = [line.split("│")[1].strip() for line in narrow.stdout.splitlines() if line.count("│") > 2]
+    assert "".join(cells) == "".join(names), narrow.stdout  # each name's pieces, in order
+    wide = runner.invoke(app, ["info", "-c", str(tmp_path / "c2")], env={"COLUMNS": "80"})
+    assert all(name in wide.stdout for name in names), wide.stdout  # on one line where the terminal allows
 
 
 def test_ingest_hipe_without_dense(tmp_path):

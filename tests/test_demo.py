@@ -3,6 +3,8 @@ searches first, then vectors and the same questions with the dense channel; its 
 
 from __future__ import annotations
 
+import re
+import shlex
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,8 +70,14 @@ def test_the_demo_answers_offline_from_the_packaged_sample(fresh_machine: Path) 
     assert "demo data: the TRACE demo sample" in out and "licence: public domain / CC0 1.0" in out
     assert "read 35 · added 35" in out and "skipped 0" in out
     for query in sample_source().queries:
-        assert f"$ tracerag search {query.text!r} --explain --channels bm25,date,phrase" in out
+        typed = f"$ tracerag search {shlex.quote(query.text)} -c {collection} --explain --channels bm25,date,phrase"
+        assert typed in out
         assert query.shows in out
+    # a line copied from the demo runs as it is, on the demo's collection
+    line = re.search(r"\$ (tracerag search '[^']+' -c \S+ --explain --channels \S+)", out)
+    assert line, out
+    copied = runner.invoke(app, shlex.split(line[1])[1:], env={"COLUMNS": "400"})
+    assert copied.exit_code == 0 and "RRF" in copied.output, copied.output
     assert "1. luxzeit-1858-07-10-revue-politique" in out and "comte Walcwski" in out
     assert "RRF" in out and "bm25 rank" in out and "phrase rank" in out and "date rank" in out
     assert "dense rank" not in out and "--no-dense: no vectors" in out
@@ -154,7 +162,7 @@ def test_the_demo_embeds_after_searching_and_asks_again(fresh_machine: Path) -> 
         "3. vectors for the dense channel",
         "chunks/s",
         "4. the same questions with the dense channel",
-        "$ tracerag search 'police regulation about dogs' --explain an English",
+        f"$ tracerag search 'police regulation about dogs' -c {collection} --explain an English",
         "dense rank",
         "what the dense channel changed:",
     ]
@@ -178,4 +186,5 @@ def test_the_demo_uses_the_hipe_files_of_the_datasets_folder(hipe_dir: Path, tmp
     out = flat(result.output)
     assert "three HIPE-2022 v2.1 newspaper files" in out and "CC BY-NC-SA 4.0" in out
     assert "read 9 · added 9" in out
-    assert "$ tracerag search 'Reichstag Sitzung 1896' --explain --channels bm25,date,phrase --windows 10y" in out
+    flags = "--explain --channels bm25,date,phrase --windows 10y"
+    assert f"$ tracerag search 'Reichstag Sitzung 1896' -c {collection} {flags}" in out

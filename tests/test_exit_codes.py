@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -288,6 +290,22 @@ def test_search_2_on_bad_options(collection, args):
     assert result.exit_code == 2 and "error:" in result.stderr
 
 
+@pytest.mark.parametrize("command", [["search", "incendie", "--explain"], ["info"], ["trail", "schema"]])
+def test_a_reader_that_closes_the_pipe_is_no_failure(collection, command):
+    """`tracerag search … | head -3`: the reader stops early, which is not a partial result (Click says 1)."""
+    args = [*command, "-c", str(collection)] if command[0] != "trail" else command
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from tracerag.cli import app; app()", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ | ENV,
+        text=True,
+    )
+    proc.stdout.close()  # before the command starts (imports take a while): its first write meets a closed pipe
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and stderr == "", stderr
+
+
 def test_search_and_info_2_on_a_folder_that_is_no_collection(tmp_path):
     assert invoke("search", "incendie", "-c", tmp_path).exit_code == 2
     assert invoke("info", "-c", tmp_path / "missing").exit_code == 2
@@ -312,6 +330,18 @@ def test_ask_0_without_a_model_and_with_one(collection):
         result = invoke("ask", "incendie", "-c", collection, "--llm", "openai:p", "--base-url", fake.base_url)
     assert result.exit_code == 0, result.output
     assert "status complete" in result.stdout
+
+
+def test_ask_prints_a_trail_command_that_runs(collection, tmp_path):
+    """The `tracerag trail show …` line that `ask` prints names the real collection (and the file of a trail
+    written elsewhere): copied as it is, it shows the run."""
+    for extra in ([], ["--trail-dir", tmp_path / "elsewhere"]):
+        result = invoke("ask", "incendie", "-c", collection, *extra)
+        assert result.exit_code == 0, result.output
+        shown = re.search(r"\((tracerag trail show [^)]+)\)", result.stdout)
+        assert shown and "..." not in shown[1] and str(collection) in shown[1], result.stdout
+        again = invoke(*shlex.split(shown[1])[1:])
+        assert again.exit_code == 0 and "incendie" in again.stdout, again.output
 
 
 def test_ask_1_when_the_run_failed_with_its_fallback_ranking(collection):
@@ -342,7 +372,7 @@ def test_ask_1_when_the_run_failed_with_its_fallback_ranking(collection):
         (
             ["--llm", "openai:m", "--base-url", "http://127.0.0.1:9/v1"],  # with a model, a run would start
             {"TRACERAG_RETRIEVAL__CHANNELS": '["bm25", "magic"]'},
-            "retrieval.channels[1] = 'magic': Input should be 'bm25', 'dense', 'date' or 'phrase'",
+            "TRACERAG_RETRIEVAL__CHANNELS[1] = 'magic': Input should be 'bm25', 'dense', 'date' or 'phrase'",
         ),
         (["--llm", "bogus:x"], {}, "bogus"),
     ],
@@ -463,6 +493,33 @@ def test_catalog_ingest_1_and_2(tmp_path):
     assert bad.exit_code == 2 and "cannot read the mapping" in bad.stderr
 
 
+def test_catalog_ingest_takes_the_encoding_its_warning_names(tmp_path):
+    """A CSV in cp1252 whose mapping says UTF-8: the warning names `--encoding`, which `catalog ingest` takes
+    (over the mapping's key); where no reader takes it (an HSDS folder, JSON) it is refused, not ignored."""
+    from tracerag.catalog.store import CatalogStore
+
+    source = tmp_path / "services.csv"
+    source.write_bytes("ID,Program,City\ns1,Café solidaire,Springfield\n".encode("cp1252"))
+    mapping = tmp_path / "mapping.toml"
+    mapping.write_text('id = "ID"\nname = "Program"\ncity = "City"\nencoding = "utf-8"\n', encoding="utf-8")
+    base = ["catalog", "ingest", source, "--mapping", mapping, "--json"]
+    as_utf8 = invoke(*base, "--catalog", tmp_path / "a")
+    assert as_utf8.exit_code == 0, as_utf8.output
+    assert any("(--encoding UTF-8)" in w for w in json.loads(as_utf8.stdout)["warnings"]), as_utf8.stdout
+    named = invoke(*base, "--catalog", tmp_path / "b", "--encoding", "cp1252")
+    assert named.exit_code == 0, named.output
+    assert json.loads(named.stdout)["warnings"] == []
+    with CatalogStore.open(tmp_path / "b" / "catalog.sqlite") as store:
+        assert store.get(["s1"])["s1"].name == "Café solidaire"
+    (tmp_path / "x.jsonl").write_text('{"ID": "s1"}\n', encoding="utf-8")
+    for where, message in ((tmp_path, "HSDS datapackage"), (tmp_path / "x.jsonl", "is JSON")):
+        refused = invoke("catalog", "ingest", where, "--catalog", tmp_path / "c", "--encoding", "cp1252")
+        assert refused.exit_code == 2 and message in refused.stderr, refused.output
+    unknown = invoke(*base, "--catalog", tmp_path / "c", "--encoding", "klingon")
+    assert unknown.exit_code == 2 and "--encoding: unknown encoding 'klingon'" in unknown.stderr
+    assert not (tmp_path / "c").exists()
+
+
 def test_chat_0_and_2(catalog, tmp_path):
     assert invoke("chat", "--catalog", catalog, "--once", "food pantry in Springfield").exit_code == 0
     for args, message in (
@@ -476,6 +533,16 @@ def test_chat_0_and_2(catalog, tmp_path):
         result = invoke("chat", "--catalog", where, *args)
         assert result.exit_code == 2, (args, result.output)
         assert message in " ".join(result.output.split()), (args, result.output)
+
+
+def test_trail_list_shows_a_catalog_conversation_as_one(catalog):
+    """A conversation has no agent result: it is listed with its turns and first request, not "unfinished"."""
+    result = runner.invoke(app, ["chat", "--catalog", str(catalog)], input="a food pantry\nin Springfield\n\n", env=ENV)
+    assert result.exit_code == 0, result.output
+    listed = invoke("trail", "list", "-c", catalog)
+    assert listed.exit_code == 0, listed.output
+    assert re.search(r"catalog · 2 turns\s+│\s+a food pantry\s", listed.stdout), listed.stdout
+    assert "unfinished" not in listed.stdout and "(catalog conversation)" not in listed.stdout
 
 
 # -- a model named in the settings is used without --llm ------------------------------------------------------

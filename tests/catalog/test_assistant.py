@@ -243,3 +243,15 @@ def test_a_transposed_city_is_the_catalogs_and_is_named_as_it_spells_it(assistan
     turn = assistant.ask("legal help in Bethseda")
     assert turn.constraints.of(ConstraintKind.CITY).values == ("Bethesda",)
     assert "Bethesda" in turn.reply and "Bethseda" not in turn.reply
+
+
+def test_a_reply_says_a_negated_condition_and_none_found_once_each(assistant):
+    """A negated condition reads as the evidence lines say it ("no ID required", never "not ID required"), and
+    a reply that found nothing says so once, then what would find something."""
+    turn = assistant.ask("food pantry in Miami, no ID required")
+    assert "no ID required" in turn.reply and "not ID required" not in turn.reply, turn.reply
+    assistant.reset()
+    none_found = assistant.ask("food pantry in Hialeah open on Saturday")
+    assert none_found.outcome == CatalogOutcome.NONE_FOUND
+    assert none_found.reply.startswith("I found no services in the directory matching ")
+    assert "No service meets" not in none_found.reply and "Without weekday" in none_found.reply, none_found.reply

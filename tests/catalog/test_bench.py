@@ -4,6 +4,7 @@ writes its tables."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections import Counter
 from pathlib import Path
@@ -20,7 +21,6 @@ from tracerag.cli import app
 from tracerag.config import load_settings
 from tracerag.eval import catalog_bench
 from tracerag.text import fold_key
-from tracerag.trail.events import CatalogOutcome
 
 
 def test_generated_requests_have_strict_gold_sets(catalog: Path):
@@ -65,16 +65,28 @@ def test_catalog_eval_command_writes_results(catalog: Path, tmp_path: Path):
         ],
     )
     assert result.exit_code == 0, result.output
-    summary = json.loads((out / "results.json").read_text())
+
+    def no_nan(constant: str) -> None:
+        raise AssertionError(f"results.json holds {constant}, which is not JSON")
+
+    summary = json.loads((out / "results.json").read_text(), parse_constant=no_nan)
     for variant in ("none", "location+hours"):
+        assert next(iter(summary["results"][variant])) == "all"  # the pooled row first, then the categories
+        assert summary["results"][variant]["location"]["clarify_rate"] is None  # no request to ask it on
+        assert summary["results"][variant]["no_location"]["constraint_satisfaction"] is None  # nothing recommended
         overall = summary["results"][variant]["all"]
+        assert overall["constraint_satisfaction_parsed"] == 1.0  # every recommendation checked on its own fields
         assert overall["out_of_catalog"] == 0
         assert overall["clarify_rate"] == 1.0
         assert overall["satisfied_city"] == 1.0
         assert overall["not_held_correct"] == 1.0 and overall["false_refusal"] == 0.0
     assert "piano tuning" in summary["not_in_catalog_topics"]["kept"]
     report = (out / "results.md").read_text()
-    assert "| location+hours | all |" in report and "Not-in-catalog topics verified absent: " in report
+    assert "| location+hours | all | 1.000 / " in report and "Not-in-catalog topics verified absent: " in report
+    assert "| constraint satisfaction (parsed / intended) |" in report
+    assert "nan" not in report and re.search(r"\| location \|[^\n]*\| – \|", report)  # a rate over no request
+    rows = [line.split(" | ")[1] for line in report.splitlines() if line.startswith("| none | ")]
+    assert rows[0] == "all" and "location" in rows[1:]
 
 
 def test_not_in_catalog_topics_are_verified_absent_when_the_benchmark_runs(catalog: Path):
@@ -117,12 +129,7 @@ def test_not_held_requests_are_refused_and_held_ones_are_not(catalog: Path, tmp_
     with CatalogStore.open(catalog / "catalog.sqlite") as store:
         queries = catalog_bench.generate(store, 280, seed=11)
         with CatalogAssistant(catalog, load_settings(), trail_dir=tmp_path) as assistant:
-
-            def answer(text: str) -> tuple[CatalogOutcome, list[str], str]:
-                assistant.reset()
-                turn = assistant.ask(text)
-                return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply
-
+            answer = catalog_bench.answer_with(assistant)
             table = catalog_bench.summarise(catalog_bench.evaluate(queries, store, answer, 5))
     assert table["not_in_catalog"]["queries"] == 40
     assert table["not_in_catalog"]["not_held_correct"] >= 0.95
@@ -208,12 +215,7 @@ def test_the_sf_directories_meet_their_floors(sf_catalogs: dict[str, Path], tmp_
     with CatalogStore.open(catalog / "catalog.sqlite") as store:
         queries = catalog_bench.generate(store, 210, seed=11)
         with CatalogAssistant(catalog, load_settings(), trail_dir=tmp_path) as assistant:
-
-            def answer(text: str) -> tuple[CatalogOutcome, list[str], str]:
-                assistant.reset()
-                turn = assistant.ask(text)
-                return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply
-
+            answer = catalog_bench.answer_with(assistant)
             table = catalog_bench.summarise(catalog_bench.evaluate(queries, store, answer, 5))
     overall = table["all"]
     assert overall["out_of_catalog"] == 0 and overall["clarify_rate"] == 1.0

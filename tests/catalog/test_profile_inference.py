@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+import tomli_w
 from typer.testing import CliRunner
 
 from tests.catalog.test_export211 import sf_read
@@ -99,7 +100,7 @@ def test_a_re_ingest_keeps_what_a_person_edited(programs: Path, tmp_path: Path) 
     target = tmp_path / "catalog"
     settings = load_settings()
     report = build_catalog(programs, target, settings, mapping=MAPPING, help_line="211")
-    assert report.profile == str(target / PROFILE_FILE) and report.profile_kept == []
+    assert report.profile == str(target / PROFILE_FILE) and report.profile_kept == {}
     profile = CatalogProfile.load(target)
     assert (profile.country, profile.region, profile.region_aliases) == ("CA", "Ontario", ("ON",))
     assert (profile.help_line, profile.language) == ("211", "en")
@@ -118,10 +119,37 @@ def test_a_re_ingest_keeps_what_a_person_edited(programs: Path, tmp_path: Path) 
     )
     report = build_catalog(programs, target, settings, mapping=MAPPING, language="fr")
     profile = CatalogProfile.load(target)
-    assert profile.region == "Eastern Ontario" and report.profile_kept == ["region"]  # the edit wins
+    # the edit wins; the help line given once is a value a person set too
+    assert profile.region == "Eastern Ontario" and report.profile_kept == {
+        "region": "Eastern Ontario",
+        "help_line": "211",
+    }
     assert profile.postal_code_pattern == r"[A-Z]\d[A-Z] ?\d[A-Z]\d"  # deleted: inferred again
     assert profile.region_aliases == ("QC",)  # not edited: follows the data
     assert (profile.help_line, profile.language) == ("211", "fr")  # given once, kept; given again, replaced
+
+
+def test_every_value_a_person_set_is_kept_and_reported(tmp_path: Path) -> None:
+    """The walkthrough's edits of profile.toml (a name, a help line, the postal-code prefix, a place alias): a
+    re-ingest keeps all four and says so, whether the data infers the field or not."""
+    path = write_programs(
+        tmp_path / "zips.csv",
+        [
+            [str(i), f"Program {i}", "Ottawa", "ON", f"3312{i}" + "-1966" * (i % 2), "(613) 555-0199"]
+            for i in range(1, 5)
+        ],
+    )
+    target = tmp_path / "c"
+    build_catalog(path, target, load_settings(), mapping=MAPPING)
+    assert CatalogProfile.load(target).postal_code_prefix == 5
+    edits = {"name": "Lakeside 211", "help_line": "211", "postal_code_prefix": 3, "place_aliases": {"Bytown": "Ottawa"}}
+    edited = tomllib.loads((target / PROFILE_FILE).read_text(encoding="utf-8")) | edits
+    (target / PROFILE_FILE).write_text(tomli_w.dumps(edited), encoding="utf-8")
+    report = build_catalog(path, target, load_settings(), mapping=MAPPING)
+    assert report.profile_kept == edits, report.profile_kept
+    profile = CatalogProfile.load(target)
+    assert (profile.name, profile.help_line, profile.postal_code_prefix) == ("Lakeside 211", "211", 3)
+    assert profile.place_aliases == {"Bytown": "Ottawa"}
 
 
 def test_the_help_line_and_name_are_never_guessed(tmp_path: Path) -> None:
@@ -158,7 +186,8 @@ def test_the_ingest_command_prints_the_profile_path(programs: Path, tmp_path: Pa
     )
     assert result.exit_code == 0, result.output
     assert f"profile: {target / PROFILE_FILE}" in " ".join(result.output.split())
-    assert "country: phone numbers: 3 of 3 sampled are valid there" in result.output
+    assert "country: CA (phone numbers: 3 of 3 sampled are valid there)" in result.output
+    assert "region: Ontario, also ON (state/province of 3 of 3 records)" in result.output
     assert CatalogProfile.load(target).help_line == "211"
 
 

@@ -35,7 +35,13 @@ from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
 from tracerag.catalog.parse import parse_request
 from tracerag.catalog.profile import CatalogProfile
-from tracerag.catalog.reply import Recommendation, no_match_reply, place_phrase, templated_reply
+from tracerag.catalog.reply import (
+    Recommendation,
+    constraint_label,
+    no_match_reply,
+    place_phrase,
+    templated_reply,
+)
 from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
 from tracerag.catalog.words import WordList
@@ -375,7 +381,8 @@ class CatalogAssistant:
         """Why nothing was found, and what would find something: for each constraint but the location, how many
         services match without it (strict filter on the catalog, so the numbers are real). A topic held only by
         the records that state it counts those records only."""
-        parts = [f"I checked {checked} candidate(s)." if checked else "No service meets all the exact constraints."]
+        # With nothing checked, the reply's "I found no services ... matching" has said it: no second sentence.
+        parts = [f"I checked {checked} candidate(s)."] if checked else []
         structural = self.state.structural
         match = self._topic_match()
         holders = match.holders if match is not None and match.via == "passage" else None
@@ -463,5 +470,5 @@ def describe(c: Constraints) -> str:
     parts = [f"{s.kind}: {', '.join(s.values) if s.kind in LOCATION or not s.said else s.said}" for s in c.structural]
     if c.topic and c.of(ConstraintKind.SERVICE_TYPE) is None:
         parts.insert(0, f"'{c.topic}'")  # no service type says what is asked for: the words do
-    parts += [("not " if s.negated else "") + s.text for s in c.semantic]
+    parts += [constraint_label(s) for s in c.semantic]  # "no ID required", as the evidence lines say it
     return "; ".join(parts) or "your request"

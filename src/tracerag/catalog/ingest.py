@@ -22,7 +22,7 @@ from tracerag.catalog import export211
 from tracerag.catalog.hsds import HsdsStats, read_hsds, read_taxonomy
 from tracerag.catalog.mapping import read_mapped
 from tracerag.catalog.model import ServiceRecord
-from tracerag.catalog.profile_inference import infer, write_profile
+from tracerag.catalog.profile_inference import Inference, infer, write_profile
 from tracerag.catalog.rows import ReadStats
 from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.words import WordList
@@ -62,8 +62,8 @@ class CatalogReport:
     eligibility_unlinked: int = 0  # eligibility rows that name no known service
     documents: int = 0  # documents in the collection after the build
     profile: str = ""  # the profile written beside the catalog
-    profile_inferred: dict[str, str] = field(default_factory=dict)  # field -> how it was inferred
-    profile_kept: list[str] = field(default_factory=list)  # fields a person had set, kept over the inference
+    profile_inferred: dict[str, str] = field(default_factory=dict)  # field -> "value (how it was inferred)"
+    profile_kept: dict[str, Any] = field(default_factory=dict)  # every value a person had set, kept
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,9 +87,30 @@ class CatalogReport:
             "documents": self.documents,
             "profile": self.profile,
             "profile_inferred": dict(self.profile_inferred),
-            "profile_kept": list(self.profile_kept),
+            "profile_kept": dict(self.profile_kept),
             "seconds": round(self.seconds, 2),
         }
+
+
+def inferred_values(inference: Inference) -> dict[str, str]:
+    """What the ingest inferred, for the report: each value and how it was found ("US (addresses: 4,058 of
+    4,059 records)"), with the values read along with it (the region's aliases, the postal-code prefix)."""
+    values = inference.values
+
+    def shown(value: Any) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{k} → {v}" for k, v in value.items())
+        return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+
+    out = {}
+    for key, how in inference.how.items():
+        value = shown(values.get(key))
+        if key == "region" and values.get("region_aliases"):
+            value += f", also {shown(values['region_aliases'])}"
+        if key == "postal_code_pattern" and values.get("postal_code_prefix"):
+            value += f", matched on its first {values['postal_code_prefix']} characters"
+        out[key] = f"{value} ({how})"
+    return out
 
 
 def record_document(record: ServiceRecord, language: str = LANGUAGE) -> Document:
@@ -245,7 +266,7 @@ def build_catalog(
     report.eligibility_rows = stats.eligibility_rows
     report.eligibility_unlinked = stats.eligibility_unlinked
     report.profile = str(written.path)
-    report.profile_inferred = written.how
+    report.profile_inferred = inferred_values(inference)
     report.profile_kept = written.kept
     report.seconds = time.perf_counter() - start
     return report

@@ -42,7 +42,6 @@ from tracerag.catalog.profile import PROFILE_FILE, CatalogProfile
 from tracerag.errors import ConfigError
 
 INFERRED_FILE = "profile.inferred.toml"
-INFERRED_FIELDS = ("country", "region", "region_aliases", "postal_code_pattern", "postal_code_prefix", "place_aliases")
 GIVEN_FIELDS = ("language", "help_line", "name")
 PHONE_SAMPLE = 40  # distinct numbers tried under every calling code: ~1 s, and plenty to tell plans apart
 NOISE_SHARE = 0.01  # postal-code shapes rarer than this are typing errors, not a form of the code
@@ -267,11 +266,12 @@ def _same(a: Any, b: Any) -> bool:
 
 @dataclass
 class ProfileWrite:
-    """What `write_profile` wrote: the profile, its path, and which values a person had set (kept)."""
+    """What `write_profile` wrote: the profile, its path, and every value a person had set (kept over what the
+    data says, or over the default where nothing is inferred: a name, a help line)."""
 
     profile: CatalogProfile
     path: Path
-    kept: list[str]
+    kept: dict[str, Any]
     how: dict[str, str]
 
 
@@ -283,7 +283,7 @@ def write_profile(catalog_dir: Path, inference: Inference, given: Mapping[str, A
     last = _read(catalog_dir / INFERRED_FILE)
     given = {k: v for k, v in (given or {}).items() if v is not None}
     merged: dict[str, Any] = {}
-    kept: list[str] = []
+    kept: dict[str, Any] = {}
     for key, info in CatalogProfile.model_fields.items():
         if key == "version":
             continue
@@ -292,8 +292,7 @@ def write_profile(catalog_dir: Path, inference: Inference, given: Mapping[str, A
             merged[key] = given[key]
         elif key in current and not _same(current[key], default) and not _same(current[key], last.get(key, default)):
             merged[key] = current[key]  # set by a person: the file's value is not what was inferred, nor a default
-            if key in INFERRED_FIELDS and not _same(current[key], inference.values.get(key, default)):
-                kept.append(key)
+            kept[key] = current[key]
         elif key in inference.values:
             merged[key] = inference.values[key]
     try:

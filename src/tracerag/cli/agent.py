@@ -8,6 +8,7 @@ Options are checked before a run starts, so a bad one writes no trail; a run tha
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -22,6 +23,7 @@ from tracerag.cli.app import (
     ConfigOpt,
     ExitCode,
     app,
+    counted,
     data_text,
     err,
     friendly,
@@ -35,7 +37,7 @@ from tracerag.config import load_settings
 from tracerag.errors import ConfigError, TrailError
 from tracerag.model import Document, RunStatus
 from tracerag.trail import Event, find_trail, list_trails, read_trail
-from tracerag.trail.events import ReevalEvent, ResultEvent, VerdictEvent
+from tracerag.trail.events import CatalogParseEvent, ReevalEvent, ResultEvent, RunEvent, VerdictEvent
 
 if TYPE_CHECKING:
     from tracerag.agent.pipeline import AgentResult
@@ -86,7 +88,7 @@ def ask(
         if replay_run:
             recorded = find_trail(trail_roots(col.path, settings), replay_run)
             report = replay(col, recorded, trail_dir=trails)
-            _print_result(report.replayed, json_out)
+            _print_result(report.replayed, json_out, collection, trail_dir)
             if report.same:
                 err.print(data_text(f"replay reproduced the recorded ranking of {replay_run}", "green"))
                 return ExitCode.OK
@@ -101,13 +103,13 @@ def ask(
             err.print(data_text(f"agent with {model.name}:{model.model}"))
         with err.status("the agent is working (each step goes to the trail)…"):
             result = Agent(col, model, trail_dir=trails).run(question, k)
-    _print_result(result, json_out)
+    _print_result(result, json_out, collection, trail_dir)
     if result.status in (RunStatus.FAILED, RunStatus.TRUNCATED):
         return ExitCode.PARTIAL
     return ExitCode.OK
 
 
-def _print_result(result: AgentResult, json_out: bool) -> None:
+def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_dir: Path | None) -> None:
     if json_out:
         write_json(
             {
@@ -142,7 +144,11 @@ def _print_result(result: AgentResult, json_out: bool) -> None:
             f"{t.get('wall_s', 0):.1f} s"
         )
     )
-    out.print(data_text(f"trail: {result.trail_path}  (tracerag trail show {result.run_id} -c ...)"))
+    # A command to copy: the run id finds the trail among the collection's (a private folder's too); one
+    # written to --trail-dir is named by its file.
+    run = result.run_id if trail_dir is None or result.trail_path is None else str(result.trail_path)
+    show = shlex.join(["tracerag", "trail", "show", run, "-c", str(collection)])
+    out.print(data_text(f"trail: {result.trail_path}  ({show})"))
 
 
 @trail_app.command("list")
@@ -160,11 +166,20 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
             damaged += 1
             table.add_row(data_text(path.stem), Text("damaged", style="red"), data_text(exc))
             continue
-        result = next((e for e in reversed(events) if e.kind == "result"), None)
-        question = events[0].question if events and events[0].kind == "run" else ""
-        table.add_row(data_text(path.stem), data_text(result.status if result else "unfinished"), data_text(question))
+        table.add_row(data_text(path.stem), *(data_text(cell) for cell in _trail_summary(events)))
     out.print(table)
     return ExitCode.PARTIAL if damaged else ExitCode.OK
+
+
+def _trail_summary(events: list[Event]) -> tuple[str, str]:
+    """A trail's status and question for `trail list`. An agent run: its result's status ("unfinished" before
+    one); a catalog conversation has no result, only turns: "catalog · N turns", and its first request."""
+    requests = [e.request for e in events if isinstance(e, CatalogParseEvent)]
+    if requests or any(e.kind.startswith("catalog_") for e in events):
+        return f"catalog · {counted(len(requests), 'turn')}", requests[0] if requests else ""
+    result = next((e for e in reversed(events) if isinstance(e, ResultEvent)), None)
+    question = events[0].question if events and isinstance(events[0], RunEvent) else ""
+    return (str(result.status) if result else "unfinished"), question
 
 
 @trail_app.command("show")
@@ -206,6 +221,7 @@ def trail_export(
 
 
 @trail_app.command("schema")
+@friendly
 def trail_schema() -> None:
     """Print the JSON Schema every trail line validates against."""
     from tracerag.trail import event_schema

@@ -10,6 +10,7 @@ markup string, and the consoles parse no emoji codes and highlight nothing.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from enum import IntEnum
@@ -28,10 +29,20 @@ from tracerag.errors import CollectionBusyError, TraceError
 from tracerag.text import json_dumps, safe_block, safe_line
 
 app = typer.Typer(help="TRACE: accountable source discovery over noisy historical collections.", no_args_is_help=True)
+
+
+class _Console(Console):
+    """A console that leaves a closed pipe to `friendly`: Rich's own handler exits 1, which means partial here."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # print nothing more
+        raise BrokenPipeError
+
+
 # No emoji codes (":smile:" stays text) and no highlighting of numbers or paths in data. Markup stays on for the
 # styles written in this code; data never goes into a markup string (see `data_text`).
-out = Console(emoji=False, highlight=False)
-err = Console(stderr=True, emoji=False, highlight=False)
+out = _Console(emoji=False, highlight=False)
+err = _Console(stderr=True, emoji=False, highlight=False)
 
 CollectionOpt = Annotated[Path, typer.Option("--collection", "-c", help="Collection directory.")]
 ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Settings TOML file (or TRACERAG_CONFIG).")]
@@ -57,12 +68,18 @@ P = ParamSpec("P")
 
 def friendly(fn: Callable[P, ExitCode | None]) -> Callable[P, None]:
     """The one place where outcomes become exit codes: a command's returned `ExitCode`, `CollectionBusyError`
-    (3), any other `TraceError` (2, one red line). Bugs still show their traceback."""
+    (3), any other `TraceError` (2, one red line), a reader that closed the pipe (0, quietly). Bugs still show
+    their traceback."""
 
     @wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        outcome = None
         try:
             outcome = fn(*args, **kwargs)
+            sys.stdout.flush()  # what is still buffered meets a closed pipe here, not after the exit code is set
+        except BrokenPipeError:
+            _quiet_stdout()
+            raise typer.Exit(int(outcome or ExitCode.OK)) from None  # the command's own outcome, if it got one
         except CollectionBusyError as exc:
             _print_error(exc)
             raise typer.Exit(ExitCode.BUSY) from None
@@ -76,6 +93,17 @@ def friendly(fn: Callable[P, ExitCode | None]) -> Callable[P, None]:
             raise typer.Exit(int(outcome))
 
     return wrapper
+
+
+def _quiet_stdout() -> None:
+    """After `tracerag search … | head -3`: the reader took what it wanted and closed the pipe, which is no
+    failure (Click would exit 1). Point stdout at devnull so that the flush at exit does not fail again (Python's
+    docs, signal module, "Note on SIGPIPE")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout without a file descriptor (a test runner's buffer): nothing to flush
+        pass
 
 
 def _print_error(exc: TraceError) -> None:
@@ -94,6 +122,12 @@ def data_text(value: object, style: str = "", *, block: bool = False) -> Text:
     """Untrusted text as a literal, styled `Text` for a console: one line (a cell, a title) or, with `block`, a
     paragraph. The only way data is printed by the CLI modules."""
     return Text(safe_block(value) if block else safe_line(value), style=style)
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 document`, `2 documents`: a count with its noun, singular where the count is 1 (English, as the CLI's
+    own words are)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def write_stdout(text: str) -> None:

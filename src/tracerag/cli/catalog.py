@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import tomllib
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 catalog_app = typer.Typer(help="Build catalogs of public services for `tracerag chat`.", no_args_is_help=True)
 
+JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")  # what the mapped reader reads as JSON lines
 CatalogOpt = Annotated[Path, typer.Option("--catalog", help="Catalog directory (made by `tracerag catalog ingest`).")]
 
 
@@ -61,6 +62,13 @@ def catalog_ingest(
         str | None, typer.Option("--help-line", help="What to call when nothing fits (e.g. 211); never guessed.")
     ] = None,
     name: Annotated[str | None, typer.Option(help="The directory's name as shown to people.")] = None,
+    encoding: Annotated[
+        str | None,
+        typer.Option(
+            help="Encoding of a 211 export or a mapped file (utf-8, cp1252, ...; wins over the mapping's `encoding`); "
+            "default: UTF-8, else detected. An HSDS datapackage is UTF-8."
+        ),
+    ] = None,
     dense: Annotated[bool, typer.Option("--dense/--no-dense", help="Also embed the service texts (slow).")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     config: ConfigOpt = None,
@@ -76,6 +84,8 @@ def catalog_ingest(
             table = tomllib.loads(mapping.read_text(encoding="utf-8"))
         except (OSError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{mapping}: cannot read the mapping: {exc}") from None
+    if encoding is not None:
+        table = _with_encoding(source, table, encoding)
     report = build_catalog(
         source,
         catalog,
@@ -99,11 +109,34 @@ def catalog_ingest(
                 out.print(Text.assemble("  ", (data_text(item, "yellow"))))
         elif isinstance(value, dict):
             out.print(data_text(f"{key}: {sum(value.values()) if key == 'filtered' else len(value)}"))
-            for item, detail in value.items():
-                out.print(Text.assemble("  ", data_text(f"{item}: {detail}")))
+            for item, detail in value.items():  # a kept place_aliases table reads as its pairs
+                shown = ", ".join(f"{k} → {v}" for k, v in detail.items()) if isinstance(detail, dict) else detail
+                out.print(Text.assemble("  ", data_text(f"{item}: {shown}")))
         else:
             out.print(data_text(f"{key}: {value}"))
     return outcome
+
+
+def _with_encoding(source: Path, mapping: dict[str, Any] | None, encoding: str) -> dict[str, Any] | None:
+    """`--encoding` is the mapping's `encoding` key (which the readers' warnings tell to change): set on the
+    mapping, or on an empty one for a 211 export read without a mapping. A file that needs a mapping and has none
+    is left to `build_catalog`'s error, which says so."""
+    from tracerag.catalog import export211
+    from tracerag.ingest.encoding import asked_encoding
+
+    try:
+        asked_encoding(encoding)  # a codec Python does not know is refused before anything is read
+    except ConfigError as exc:
+        raise ConfigError(f"--encoding: {exc}") from None
+    what = "an HSDS datapackage folder" if source.is_dir() else "JSON" if source.suffix.lower() in JSON_SUFFIXES else ""
+    if what:  # their readers read UTF-8 only, as their standards say: refused, not ignored
+        raise ConfigError(
+            f"--encoding {encoding}: {source} is {what}, read as UTF-8; --encoding applies to a 211 export or a "
+            "CSV file read with --mapping"
+        )
+    if mapping is None:
+        return {"encoding": encoding} if source.is_file() and export211.sniff(source, encoding) else None
+    return mapping | {"encoding": encoding}
 
 
 @app.command()

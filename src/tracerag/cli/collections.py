@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.table import Column, Table
 
 from tracerag.cli.app import (
     CollectionOpt,
@@ -15,6 +15,7 @@ from tracerag.cli.app import (
     ExitCode,
     WaitOpt,
     app,
+    counted,
     data_text,
     err,
     friendly,
@@ -22,7 +23,7 @@ from tracerag.cli.app import (
     progress_bar,
     write_json,
 )
-from tracerag.cli.views import ingest_progress, print_embedded, print_ingest_report
+from tracerag.cli.views import ingest_progress, language_counts, print_embedded, print_ingest_report
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError, NothingIngestedError
@@ -149,18 +150,25 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
         return
     _print_activity(stats["activity"])
     emb = stats["embedding"]
-    out.print(f"{stats['documents']} documents · {stats['chunks']} chunks · {stats['indexed_points']} indexed")
+    out.print(
+        f"{counted(stats['documents'], 'document')} · {counted(stats['chunks'], 'chunk')} · "
+        f"{stats['indexed_points']:,} indexed"
+    )
     out.print(data_text(f"embedding: {emb.get('name')} {emb.get('version')} (dim {emb.get('dim')})"))
     if stats["chunks_without_vectors"]:
-        out.print(f"[yellow]{stats['chunks_without_vectors']} chunks without vectors: run `tracerag embed`[/yellow]")
-    table = Table("corpus", "documents", "from", "to", "languages")
+        missing = counted(stats["chunks_without_vectors"], "chunk")
+        out.print(f"[yellow]{missing} without vectors: run `tracerag embed`[/yellow]")
+    # A corpus name is what --corpus takes: on one line when the terminal allows (the other columns wrap first),
+    # folded onto more lines when it does not, never cut short.
+    widest = max((len(c["name"]) for c in stats["corpora"]), default=0)
+    table = Table(Column("corpus", overflow="fold", min_width=widest), "documents", "from", "to", "languages")
     for c in stats["corpora"]:
         table.add_row(
             data_text(c["name"]),
             str(c["documents"]),
             data_text(c["date_min"] or ""),
             data_text(c["date_max"] or ""),
-            data_text(", ".join(f"{k} {v}" for k, v in c["languages"].items())),
+            data_text(language_counts(c["languages"], c["languages_detected"])),
         )
     out.print(table)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,9 +100,11 @@ def _demo_searches(
     retriever = Retriever(col)
     results = {}
     for query in queries:
-        flags = f" --channels {','.join(channels)}" if channels else ""
-        flags += f" --windows {query.windows}" if query.windows else ""
-        out.print(Text.assemble("\n$ ", (safe_line(f"tracerag search {query.text!r} --explain{flags}"), "bold")))
+        # The command as a user would type it, collection included: copied, it runs the same search.
+        command = ["tracerag", "search", query.text, "-c", str(col.path), "--explain"]
+        command += ["--channels", ",".join(channels)] if channels else []
+        command += ["--windows", query.windows] if query.windows else []
+        out.print(Text.assemble("\n$ ", (safe_line(shlex.join(command)), "bold")))
         out.print(Text("  " + safe_line(query.shows), style="italic"))
         start = time.perf_counter()
         ranking = retriever.search(SearchRequest(query=query.text, k=DEMO_K, channels=channels, windows=query.windows))

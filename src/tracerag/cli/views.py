@@ -5,7 +5,7 @@ each other, so they live here, over the app module's consoles and progress bars.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.text import Text
 
-from tracerag.cli.app import data_text, err, out, progress_bar, write_json
+from tracerag.cli.app import counted, data_text, err, out, progress_bar, write_json
 from tracerag.collection import Collection, IngestReport
 from tracerag.text import json_dumps, safe_line
 
@@ -32,12 +32,14 @@ class IngestProgress:
         self._progress.start()
 
     def update(self, docs: int, chunks: int) -> None:
-        self._progress.update(self._task, completed=docs, extra=f"{chunks} chunks")
+        self._progress.update(self._task, completed=docs, extra=counted(chunks, "chunk"))
         self._chunks = chunks
 
     def within(self, doc_id: str, done: int, total: int) -> None:
         if done < total:
-            self._progress.update(self._task, extra=f"{self._chunks} chunks · {safe_line(doc_id)} {done / total:.0%}")
+            self._progress.update(
+                self._task, extra=f"{counted(self._chunks, 'chunk')} · {safe_line(doc_id)} {done / total:.0%}"
+            )
 
     def finish(self, report: IngestReport) -> None:
         self._progress.update(self._task, completed=report.read, total=report.read)
@@ -74,11 +76,18 @@ def print_ingest_report(report: IngestReport, json_out: bool) -> None:
     out.print(
         f"read {report.read} · added {report.added} · updated {report.updated} · unchanged {report.unchanged} · "
         f"resumed {report.resumed} · skipped {len(report.skipped)} · warnings {len(report.warnings)} · "
-        f"{report.chunks} chunks "
-        f"({report.embedded} embedded) in {report.seconds:.1f} s ({rate})"
+        f"{counted(report.chunks, 'chunk')} ({report.embedded} embedded) in {report.seconds:.1f} s ({rate})"
     )
     if report.languages:
-        out.print(data_text("languages: " + ", ".join(f"{k} {v}" for k, v in sorted(report.languages.items()))))
+        out.print(data_text("languages: " + language_counts(report.languages, report.detected)))
+
+
+def language_counts(languages: Mapping[str, int], detected: Mapping[str, int]) -> str:
+    """`fr 293 (12 detected), de 242`: documents per language, and how many of them had it detected at ingest."""
+    return ", ".join(
+        f"{lang} {n}" + (f" ({detected[lang]} detected)" if detected.get(lang) else "")
+        for lang, n in sorted(languages.items())
+    )
 
 
 def embed_missing(col: Collection) -> None:
@@ -100,7 +109,7 @@ def embed_missing(col: Collection) -> None:
 
 
 def print_embedded(done: int, seconds: float) -> None:
-    out.print(f"embedded {done} chunks in {seconds:.1f} s ({done / seconds if seconds else 0:.1f} chunks/s)")
+    out.print(f"embedded {counted(done, 'chunk')} in {seconds:.1f} s ({done / seconds if seconds else 0:.1f} chunks/s)")
 
 
 def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
@@ -110,13 +119,16 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
     console.print(
         Text.assemble(
             (safe_line(params["query"]), "bold"),
-            f"  ·  {len(result['results'])} documents  ·  channels ",
+            f"  ·  {counted(len(result['results']), 'document')}  ·  channels ",
             safe_line(", ".join(params["active_channels"]) or "none"),
             f"  ·  {result['seconds'] * 1000:.0f} ms",
         )
     )
     if params.get("query_date"):
         console.print(data_text(f"date in query: {params['query_date'][0]} … {params['query_date'][1]}"))
+    if explain_:  # what the date and phrase channels took from the query, or why they stayed silent
+        for name, reading in params.get("channel_readings", {}).items():
+            console.print(data_text(f"{name}: {reading['why']}", "" if reading["acts"] else "dim"))
     for r in result["results"]:
         meta = " · ".join(
             x for x in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}") if x

@@ -11,7 +11,8 @@ taxonomy names and texts are verified, when the benchmark runs, not to hold its 
 (`verify_topics`), asked in a real city of the catalog, near one of its zips, in a city with a typo, or nowhere;
 the expected outcome is no recommendation and a reply saying that nothing matches, naming the topic and the place
 as the catalog spells it. Metrics per category and per structured-index variant: structural constraint
-satisfaction of the recommendations (checked on the record's own fields against the intended constraints),
+satisfaction of the recommendations, checked on the record's own fields against the constraints the assistant
+parsed ("parsed") and against those the template meant ("intended"),
 out-of-catalog recommendations (ids the catalog lacks), recall of the gold set in the top k (|top-k ∩ gold| /
 min(k, |gold|)), the clarifying-question rate, the rate of correct "nothing matches" replies on `not_in_catalog`
 and the false-refusal rate ("nothing matches" on a request the catalog holds) on every other category.
@@ -27,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
-from typing import Any
+from typing import Any, NamedTuple
 
 import pycountry
 import Stemmer
@@ -374,12 +375,36 @@ def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQ
     return queries[:n]
 
 
+class Answer(NamedTuple):
+    """What the assistant made of one request: its outcome, the ids it recommended, its reply, and the structural
+    constraints it parsed (what "parsed" satisfaction is measured against)."""
+
+    outcome: CatalogOutcome
+    recommended: list[str]
+    reply: str
+    parsed: list[Structural]
+
+
+def answer_with(assistant: CatalogAssistant) -> Callable[[str], Answer]:
+    """`evaluate`'s `answer`: each request in a fresh conversation of `assistant`."""
+
+    def answer(text: str) -> Answer:
+        assistant.reset()
+        turn = assistant.ask(text)
+        return Answer(
+            turn.outcome, [r.record.id for r in turn.recommendations], turn.reply, list(turn.constraints.structural)
+        )
+
+    return answer
+
+
 @dataclass
 class QueryOutcome:
     query: CatalogQuery
     outcome: CatalogOutcome
     recommended: list[str]
     satisfied: float  # share of recommendations meeting every intended structural constraint
+    satisfied_parsed: float  # share of recommendations meeting every structural constraint the assistant parsed
     out_of_catalog: int
     by_kind: dict[str, tuple[int, int]]  # constraint kind -> (recommendations meeting it, recommendations)
     recall: float
@@ -399,19 +424,20 @@ def nothing_matches_reply(q: CatalogQuery, outcome: CatalogOutcome, recommended:
 def evaluate(
     queries: Sequence[CatalogQuery],
     store: CatalogStore,
-    answer: Callable[[str], tuple[CatalogOutcome, list[str], str]],
+    answer: Callable[[str], Answer],
     k: int,
     progress: Callable[[], None] | None = None,
 ) -> list[QueryOutcome]:
-    """`answer(text)` → (outcome, recommended ids, reply text) from a fresh conversation per request."""
+    """`answer(text)` (see `answer_with`) from a fresh conversation per request."""
     known = set(store.all_ids())
     outcomes = []
     for q in queries:
         started = time.perf_counter()
-        outcome, recommended, reply = answer(q.text)
+        outcome, recommended, reply, parsed = answer(q.text)
         seconds = time.perf_counter() - started
         records = store.get([r for r in recommended if r in known])
         ok = [rid for rid in recommended if rid in records and filters.satisfies(records[rid], q.structural)]
+        ok_parsed = [rid for rid in recommended if rid in records and filters.satisfies(records[rid], parsed)]
         by_kind = {
             str(c.kind): (sum(filters.satisfies(records[r], [c]) for r in records), len(records)) for c in q.structural
         }
@@ -423,6 +449,7 @@ def evaluate(
                 outcome,
                 recommended,
                 len(ok) / len(recommended) if recommended else 1.0,
+                len(ok_parsed) / len(recommended) if recommended else 1.0,
                 sum(1 for r in recommended if r not in known),
                 by_kind,
                 recall,
@@ -436,14 +463,15 @@ def evaluate(
     return outcomes
 
 
-def summarise(outcomes: Sequence[QueryOutcome]) -> dict[str, dict[str, float]]:
-    """Metrics per category and overall ("all" pools the categories; the rates say which ones they cover)."""
-    groups: dict[str, list[QueryOutcome]] = defaultdict(list)
-    for o in outcomes:
-        groups[o.query.category].append(o)
-        groups["all"].append(o)
-    table = {}
-    nan = float("nan")
+def summarise(outcomes: Sequence[QueryOutcome]) -> dict[str, dict[str, float | None]]:
+    """Metrics overall ("all", first: it pools the categories; the rates say which ones they cover), then per
+    category in `CATEGORIES` order. A rate over no request (no clarifying question asked where every request
+    names a place) is None, which JSON writes as null: NaN is not JSON."""
+    groups: dict[str, list[QueryOutcome]] = {"all": list(outcomes)}
+    for category in CATEGORIES:
+        if any(o.query.category == category for o in outcomes):
+            groups[category] = [o for o in outcomes if o.query.category == category]
+    table: dict[str, dict[str, float | None]] = {}
     for name, items in groups.items():
         located = [o for o in items if o.query.category not in ("no_location", "not_in_catalog")]
         unlocated = [o for o in items if o.query.category == "no_location"]
@@ -452,27 +480,36 @@ def summarise(outcomes: Sequence[QueryOutcome]) -> dict[str, dict[str, float]]:
         with_recs = [o for o in located if o.recommended]
         table[name] = {
             "queries": float(len(items)),
-            "constraint_satisfaction": mean(o.satisfied for o in with_recs) if with_recs else 1.0,
+            # over the recommendations made: a category that recommends nothing (no location, not held) has none
+            "constraint_satisfaction": mean(o.satisfied for o in with_recs) if with_recs else None,
+            "constraint_satisfaction_parsed": mean(o.satisfied_parsed for o in with_recs) if with_recs else None,
             "out_of_catalog": float(sum(o.out_of_catalog for o in items)),
-            "recall_at_k": mean(o.recall for o in located) if located else nan,
-            "answered": mean(o.outcome == CatalogOutcome.ANSWER for o in located) if located else nan,
-            "clarify_rate": mean(o.outcome == CatalogOutcome.CLARIFY for o in unlocated) if unlocated else nan,
+            "recall_at_k": mean(o.recall for o in located) if located else None,
+            "answered": mean(o.outcome == CatalogOutcome.ANSWER for o in located) if located else None,
+            "clarify_rate": mean(o.outcome == CatalogOutcome.CLARIFY for o in unlocated) if unlocated else None,
             # not_in_catalog: nothing recommended / and the reply says nothing matches, naming topic and place
-            "not_held_unrecommended": mean(not o.recommended for o in not_held) if not_held else nan,
-            "not_held_correct": mean(o.says_nothing_matches for o in not_held) if not_held else nan,
+            "not_held_unrecommended": mean(not o.recommended for o in not_held) if not_held else None,
+            "not_held_correct": mean(o.says_nothing_matches for o in not_held) if not_held else None,
             # every other category: "nothing in this directory matches" said of what the catalog holds
-            "false_refusal": mean(o.outcome == CatalogOutcome.NO_MATCH for o in held) if held else nan,
+            "false_refusal": mean(o.outcome == CatalogOutcome.NO_MATCH for o in held) if held else None,
             "seconds": mean(o.seconds for o in items),
         }
         for kind in sorted({k for o in items for k in o.by_kind}):
             met = sum(o.by_kind[kind][0] for o in items if kind in o.by_kind)
             seen = sum(o.by_kind[kind][1] for o in items if kind in o.by_kind)
-            table[name][f"satisfied_{kind}"] = met / seen if seen else float("nan")
+            table[name][f"satisfied_{kind}"] = met / seen if seen else None
     return table
 
 
+def _rate(value: float | None) -> str:
+    """A rate for the report: three decimals, or a dash where no request measured it."""
+    return "–" if value is None else f"{value:.3f}"
+
+
 def markdown(summary: dict) -> str:
-    """Variants as rows, per category: satisfaction, out-of-catalog, recall@k, answered, clarify rate."""
+    """Variants as rows, each variant's pooled `all` row first, then its categories, in the README's columns:
+    constraint satisfaction (parsed / intended), out-of-catalog, recall@k, answered, clarify rate, not held,
+    false refusals."""
     k = summary["k"]
     lines = [
         f"# Catalog assistant: {summary['queries']} generated requests, k = {k}",
@@ -485,16 +522,18 @@ def markdown(summary: dict) -> str:
     if summary.get("skipped_categories"):
         lines.append("")
     lines += [
-        f"| variant | category | constraint satisfaction | out-of-catalog | R@{k} of gold | answered | clarify rate "
-        "| not held: says nothing matches | false refusal |",
+        "| variant | category | constraint satisfaction (parsed / intended) | out-of-catalog | "
+        f"R@{k} of gold | answered | clarifying question without a location | not in the catalog: says nothing "
+        "matches | false refusals |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for variant, table in summary["results"].items():
         for category, m in table.items():
             lines.append(
-                f"| {variant} | {category} | {m['constraint_satisfaction']:.3f} | {int(m['out_of_catalog'])} | "
-                f"{m['recall_at_k']:.3f} | {m['answered']:.3f} | {m['clarify_rate']:.3f} | "
-                f"{m.get('not_held_correct', float('nan')):.3f} | {m.get('false_refusal', float('nan')):.3f} |"
+                f"| {variant} | {category} | {_rate(m.get('constraint_satisfaction_parsed'))} / "
+                f"{_rate(m['constraint_satisfaction'])} | {int(m['out_of_catalog'])} | "
+                f"{_rate(m['recall_at_k'])} | {_rate(m['answered'])} | {_rate(m['clarify_rate'])} | "
+                f"{_rate(m.get('not_held_correct'))} | {_rate(m.get('false_refusal'))} |"
             )
     topics = summary.get("not_in_catalog_topics")
     if topics:
@@ -506,17 +545,16 @@ def markdown(summary: dict) -> str:
         ]
     lines += [
         "",
-        "Constraint satisfaction is measured against the constraints the template put in the request, so it also",
-        "counts what the parser misread; per constraint kind (all categories):",
+        "Parsed satisfaction is measured against the constraints the assistant understood, intended satisfaction",
+        "against those the template put in the request (so it also counts what the parser misread); intended, per",
+        "constraint kind (all categories):",
         "",
         "| variant | " + " | ".join(KINDS) + " |",
         "|---|" + "---|" * len(KINDS),
     ]
     for variant, table in summary["results"].items():
         row = table["all"]
-        lines.append(
-            f"| {variant} | " + " | ".join(f"{row.get(f'satisfied_{k}', float('nan')):.3f}" for k in KINDS) + " |"
-        )
+        lines.append(f"| {variant} | " + " | ".join(_rate(row.get(f"satisfied_{k}")) for k in KINDS) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -566,13 +604,7 @@ def run_benchmark(
             with CatalogAssistant(
                 catalog_dir, settings, llm=model, variant=variant, k=k, trail_dir=trails_dir(out_dir)
             ) as assistant:
-
-                def answer(text: str, assistant: CatalogAssistant = assistant) -> tuple[CatalogOutcome, list[str], str]:
-                    assistant.reset()
-                    turn = assistant.ask(text)
-                    return turn.outcome, [r.record.id for r in turn.recommendations], turn.reply
-
-                outcomes = evaluate(selected, store, answer, k, progress=tick)
+                outcomes = evaluate(selected, store, answer_with(assistant), k, progress=tick)
             results[label] = summarise(outcomes)
         topics = verify_topics(store).to_dict()
     finally:
