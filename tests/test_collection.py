@@ -147,7 +147,8 @@ def test_library_documents_with_bad_dates_are_kept_undated_with_a_warning(tmp_pa
         Document("bad", "Autre texte.", date="1887-13"),
         Document("century", "Texte du siècle.", date="18xx"),
     ]
-    with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:
+    settings = load_settings(ingest={"detect_language": False})  # the languages stay as given: none
+    with Collection.open(tmp_path / "c", settings, mode="write", create=True, embed_model="none") as col:
         report = col.ingest(docs, dense=False)
         assert (report.read, report.added, report.skipped, dict(report.languages)) == (3, 3, [], {"?": 3})
         [warning] = report.warnings

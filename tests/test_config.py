@@ -64,7 +64,7 @@ def test_a_file_with_nonsense_is_named_with_every_problem(tmp_path: Path):
 
 def test_nonsense_in_the_environment_is_refused_too(monkeypatch):
     monkeypatch.setenv("TRACERAG_AGENT__RERANK", "cross-encoder")
-    with pytest.raises(ConfigError, match=r"agent\.rerank = 'cross-encoder': Input should be 'embedding' or 'llm'"):
+    with pytest.raises(ConfigError, match=r"TRACERAG_AGENT__RERANK = 'cross-encoder': Input should be 'embedding'"):
         load_settings()
 
 
@@ -111,3 +111,13 @@ def test_window_years():
     for bad in ("", "y", "0", "-5y", "5 years", "ten years", "5.5y"):
         with pytest.raises(ValueError, match="number of years"):
             window_years(bad)
+
+
+def test_an_unknown_section_or_key_is_named_as_such_and_an_env_value_by_its_variable(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[bogus]\nx = 1\n[retrieval]\nrrf_kk = 3\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown key 'retrieval.rrf_kk'; unknown section 'bogus'"):
+        load_settings(bad)
+    monkeypatch.setenv("TRACERAG_RETRIEVAL__RRF_K", "abc")
+    with pytest.raises(ConfigError, match=r"in the environment: TRACERAG_RETRIEVAL__RRF_K = 'abc'"):
+        load_settings()

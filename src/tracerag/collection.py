@@ -43,6 +43,7 @@ from tracerag.errors import (
 )
 from tracerag.ingest import RecordWarning
 from tracerag.ingest.chunk import iter_chunks
+from tracerag.ingest.language import DETECTED, LANGUAGE_SOURCE, LanguageDetector
 from tracerag.ingest.normalise import hyphenation_forms, normalise
 from tracerag.locks import Holder, WriterLock
 from tracerag.model import Chunk, Document
@@ -73,6 +74,7 @@ class IngestReport:
     skipped: list[RecordError] = field(default_factory=list)
     warnings: list[RecordWarning] = field(default_factory=list)
     languages: Counter = field(default_factory=Counter)
+    detected: Counter = field(default_factory=Counter)  # of `languages`, those detected (none in the data)
     corpora: Counter = field(default_factory=Counter)
 
     def to_dict(self) -> dict:
@@ -88,10 +90,31 @@ class IngestReport:
             "seconds": round(self.seconds, 2),
             "chunks_per_second": round(self.chunks / self.seconds, 1) if self.seconds else None,
             "languages": dict(self.languages),
+            "languages_detected": dict(self.detected),
             "corpora": dict(self.corpora),
             "errors": [{"file": e.file, "line": e.line, "reason": e.reason} for e in self.skipped],
             "warnings": [{"file": w.file, "line": w.line, "reason": w.reason} for w in self.warnings],
         }
+
+
+class _LanguageOf:
+    """Sets the detected language of a document that states none (the detector is loaded at its first use: a
+    labelled collection never pays the 1.3 s; with candidates it is loaded at once, so a bad code stops the
+    ingest before anything is written)."""
+
+    def __init__(self, candidates: Sequence[str]):
+        self._candidates = tuple(candidates)
+        self._detector = LanguageDetector(self._candidates) if self._candidates else None
+
+    def language_of(self, doc: Document) -> str | None:
+        if self._detector is None:
+            self._detector = LanguageDetector(self._candidates)
+        title = f"{doc.title}\n" if doc.title else ""
+        language = self._detector.detect(title + doc.text)
+        if language is not None:
+            doc.language = language
+            doc.fields[LANGUAGE_SOURCE] = DETECTED
+        return language
 
 
 def _write_manifest(path: Path, data: dict) -> None:
@@ -403,6 +426,7 @@ class Collection:
                 self._resume(pending[i : i + self.settings.ingest.batch_documents], dense, report, tick)
         batch: list[Document] = []
         seen: set[str] = set()
+        detect = _LanguageOf(self.settings.ingest.languages) if self.settings.ingest.detect_language else None
 
         def commit() -> None:
             self._ingest_batch(batch, dense, report, tick)
@@ -430,6 +454,8 @@ class Collection:
                 report.warnings.append(RecordWarning(f"document {item.id}: {exc}; kept undated", **where))
             seen.add(item.id)
             report.read += 1
+            if not item.language and detect is not None and (language := detect.language_of(item)):
+                report.detected[language] += 1
             report.languages[item.language or "?"] += 1
             report.corpora[item.corpus] += 1
             batch.append(item)
@@ -747,7 +773,9 @@ def _shared_engine(
             if holder is not None:
                 raise CollectionBusyError(f"{path} is being created by {holder.describe()}; retry shortly")
             raise CollectionError(f"{path}: its index is missing ({index}); run `tracerag ingest` into it again")
-        return QdrantEdgeEngine(index, dim, k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b)
+        return QdrantEdgeEngine(
+            index, dim, k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b, query_tf=settings.retrieval.query_tf
+        )
 
     patience = None if wait else (WRITER_PATIENCE_S if writer else READER_PATIENCE_S)
     return SharedEngine(

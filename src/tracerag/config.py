@@ -20,8 +20,10 @@ from tracerag.errors import ConfigError
 
 # What the index holds beyond the settings: 2 = Word tokenizer (numbers kept), no stopword list, the document's
 # title in every chunk's index text; 3 = OCR line-end hyphenation joined in the index text (`l'opi-\nnion`,
-# `par¬\nlementaire`, ALTO SUBS_CONTENT). A collection built by another version must be rebuilt.
-INDEX_VERSION = 3
+# `par¬\nlementaire`, ALTO SUBS_CONTENT); 4 = the language of a document without one detected at ingest (its
+# chunks go to that language's stemmed field instead of `text_xx`). A collection built by another version must be
+# rebuilt.
+INDEX_VERSION = 4
 
 
 # The closed sets and formats settings are checked against when loaded, so that a typo is refused with the key,
@@ -35,6 +37,7 @@ LLM_MODEL_FORMS = "'openai:MODEL', 'local' or 'replay:DIR'"
 _LLM_MODEL = re.compile(r"local|(openai|replay):\S.*")
 _URL = re.compile(r"https?://[^\s/]+\S*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}")  # ISO 639-1, or 639-3 where a language has no two-letter code
 
 
 def window_years(spec: str) -> int:
@@ -94,14 +97,21 @@ def chunk_settings(values: dict[str, Any], where: Path | str) -> ChunkSettings:
         raise ConfigError(f"{where} [chunk]: {_problems(exc)}; ingest into a new collection") from None
 
 
-def _problems(exc: ValidationError) -> str:
-    """Each problem as `key = value: rule`, on one line, without pydantic's links."""
+def _problems(exc: ValidationError, *, env: bool = False) -> str:
+    """Each problem as `key = value: rule`, on one line, without pydantic's links; with `env`, each key named as
+    the environment variable that set it (TRACERAG_RETRIEVAL__RRF_K)."""
     parts = []
     for error in exc.errors():
         key = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in error["loc"]).removeprefix(".")
+        if env:
+            names = [str(x).upper() for x in error["loc"] if not isinstance(x, int)]
+            key = "TRACERAG_" + "__".join(names) + "".join(f"[{x}]" for x in error["loc"] if isinstance(x, int))
         rule = error["msg"].removeprefix("Value error, ")
         value = error.get("input")
-        if rule.startswith(f"{key}.") or not key:  # a rule across keys names them itself
+        if error["type"] == "extra_forbidden":
+            what = "section" if len(error["loc"]) == 1 and isinstance(value, dict) else "key"
+            parts.append(f"unknown {what} {key!r}")
+        elif rule.startswith(f"{key}.") or not key:  # a rule across keys names them itself
             parts.append(rule)
         elif isinstance(value, dict | list) or error["type"] == "missing":
             parts.append(f"{key}: {rule}")
@@ -115,6 +125,24 @@ class IngestSettings(_Section):
         None, description="TSV or JSON file of historical → modern spellings applied to the index text only."
     )
     batch_documents: int = Field(64, gt=0, description="Documents committed to the store and index together.")
+    detect_language: bool = Field(
+        True,
+        description="Detect the language of a document that states none (py3langid), so that it is stemmed; a "
+        "language in the data always wins. Detected documents carry fields.language_source = 'detected'.",
+    )
+    languages: tuple[str, ...] = Field(
+        (),
+        description="The languages detection may choose from, e.g. ['fr', 'de', 'en']; empty: every language the "
+        "detector knows (97).",
+    )
+
+    @field_validator("languages")
+    @classmethod
+    def _language_codes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [code for code in value if not _LANGUAGE_CODE.fullmatch(code)]
+        if bad:
+            raise ValueError(f"{bad[0]!r} is not a language code: expected lower-case ISO 639 codes such as 'fr'")
+        return tuple(dict.fromkeys(value))
 
 
 class EmbedSettings(_Section):
@@ -165,6 +193,12 @@ class RetrievalSettings(_Section):
     windows: str | None = Field(None, description="Temporal windowing, e.g. '5y' or '10y'; None disables it.")
     bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
+    query_tf: bool = Field(
+        False,
+        description="BM25 counts a repeated query word as often as it is repeated (Lucene, bm25s). Off by default: "
+        "with one index per language merged by raw score, a repeated common word of one language inflates its "
+        "score in another language's index (ocr-known-item nDCG@10 0.985 -> 0.974); see benchmarks/bm25_query_tf.py.",
+    )
 
     @field_validator("channels")
     @classmethod
@@ -281,6 +315,8 @@ class Settings(BaseSettings):
             "chunk": self.chunk.model_dump(mode="json"),
             "embed_model": self.embed.model,
             "index_version": INDEX_VERSION,
+            # which field a document without a language is indexed in
+            "language_detection": [self.ingest.detect_language, list(self.ingest.languages)],
         }
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -304,7 +340,10 @@ def load_settings(path: Path | None = None, **overrides: Any) -> Settings:
             data[key] = value
     try:
         # Init kwargs win over env vars in pydantic-settings; file + overrides are explicit, env is ambient.
-        env = Settings()
+        try:
+            env = Settings()
+        except ValidationError as exc:
+            raise ConfigError(f"invalid settings in the environment: {_problems(exc, env=True)}") from None
         merged = env.model_dump()
         for key, value in data.items():
             if isinstance(value, dict) and isinstance(merged.get(key), dict):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import calendar
 import re
 from datetime import date
+from typing import NamedTuple
 
 from tracerag.model import DateRange
 
@@ -68,6 +69,8 @@ _MONTH_YEAR = re.compile(rf"\b({_MONTH_ALT})\s+(1[5-9]\d\d|20\d\d)\b", re.I)
 _ISO_IN_TEXT = re.compile(r"\b(1[5-9]\d\d|20\d\d)-(\d\d)(?:-(\d\d))?\b")
 _DECADE = re.compile(r"\b(1[5-9]\d0|20\d0)(?:s|er\b|'s)")
 _YEAR = re.compile(r"(?<![\d-])(1[5-9]\d\d|20\d\d)(?![\d-])")
+# "1880-1890", "1880–1890", "1880/1890", "1880 and 1890", "entre 1880 et 1890": two years, a dash or one short word
+_YEAR_RANGE = re.compile(r"(?<![\d-])(1[5-9]\d\d|20\d\d)(?:\s*[-–—/]\s*|\s+\w{1,5}\s+)(1[5-9]\d\d|20\d\d)(?![\d-])")
 
 
 def parse_partial_date(value: str) -> DateRange:
@@ -165,11 +168,26 @@ def date_parts(value: str | None) -> list[int] | None:
     return [int(part) for part in canonical.split("-")]
 
 
-def find_query_date(query: str) -> tuple[DateRange, str] | None:
+class QueryDate(NamedTuple):
+    """A date written in a query: the range it covers, the words that said it, and where they stand
+    (`query[start:end] == said`), so a caller can tell a date the query states from one inside quoted text."""
+
+    range: DateRange
+    said: str
+    start: int
+    end: int
+
+
+def find_query_date(query: str) -> QueryDate | None:
     """The most specific date written in a query, with the text that expressed it; None if there is none.
 
-    Used by the date channel, which must stay silent when a query carries no date.
+    Two years joined by a dash or one short word ("1880-1890", "1880 and 1890", "1880 bis 1890") are the span
+    between them: the joining word is not read, so no language's words are needed. Whether the date is a
+    constraint the query states, or a year inside a pasted passage, is the date channel's question.
     """
+    m = _YEAR_RANGE.search(query)
+    if m and int(m.group(1)) < int(m.group(2)):
+        return QueryDate(DateRange(f"{m.group(1)}-01-01", f"{m.group(2)}-12-31"), m.group(0), m.start(), m.end())
     for pattern, build in (
         (_ISO_IN_TEXT, lambda m: f"{m.group(1)}-{m.group(2)}" + (f"-{m.group(3)}" if m.group(3) else "")),
         (_DAY_MONTH_YEAR, lambda m: f"{m.group(3)}-{_MONTHS[m.group(2).lower()]:02d}-{int(m.group(1)):02d}"),
@@ -179,14 +197,14 @@ def find_query_date(query: str) -> tuple[DateRange, str] | None:
         m = pattern.search(query)
         if m:
             try:
-                return parse_partial_date(build(m)), m.group(0)
+                return QueryDate(parse_partial_date(build(m)), m.group(0), m.start(), m.end())
             except ValueError:
                 continue
     m = _DECADE.search(query)
     if m:
         y = int(m.group(1))
-        return DateRange(f"{y:04d}-01-01", f"{y + 9:04d}-12-31"), m.group(0)
+        return QueryDate(DateRange(f"{y:04d}-01-01", f"{y + 9:04d}-12-31"), m.group(0), m.start(), m.end())
     m = _YEAR.search(query)
     if m:
-        return parse_partial_date(m.group(1)), m.group(0)
+        return QueryDate(parse_partial_date(m.group(1)), m.group(0), m.start(), m.end())
     return None

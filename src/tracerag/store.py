@@ -10,13 +10,14 @@ import json
 import sqlite3
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
 import numpy as np
 
 from tracerag.errors import CollectionError, ReadOnlyError
+from tracerag.ingest.language import DETECTED, LANGUAGE_SOURCE
 from tracerag.model import Chunk, Document
 
 _SCHEMA = """
@@ -67,6 +68,8 @@ class CorpusInfo:
     date_min: str | None
     date_max: str | None
     languages: dict[str, int]
+    # of `languages`, the documents whose language was detected at ingest (`tracerag.ingest.language`)
+    languages_detected: dict[str, int] = field(default_factory=dict)
 
 
 # Texts longer than this (characters) are stored in parts of this length (`document_parts`).
@@ -363,18 +366,22 @@ class DocumentStore:
         # One statement, so one snapshot: two queries let a writer's commit in between add a corpus the first
         # did not see (a reader's `info` during an ingest failed so).
         infos: dict[str, CorpusInfo] = {}
-        for name, lang, n, dmin, dmax in self._db.execute(
-            "SELECT corpus, coalesce(language, '?'), count(*), min(date_start), max(date_end) FROM documents "
-            "GROUP BY corpus, language ORDER BY corpus"
+        for name, lang, n, detected, dmin, dmax in self._db.execute(
+            "SELECT corpus, coalesce(language, '?'), count(*), "
+            f"sum(coalesce(json_extract(fields, '$.{LANGUAGE_SOURCE}') = '{DETECTED}', 0)), min(date_start), "
+            "max(date_end) FROM documents GROUP BY corpus, language ORDER BY corpus"
         ):
             info = infos.get(name)
             if info is None:
-                infos[name] = CorpusInfo(name, n, dmin, dmax, {lang: n})
-                continue
-            info.languages[lang] = n
-            infos[name] = CorpusInfo(
-                name, info.documents + n, _least(info.date_min, dmin), _most(info.date_max, dmax), info.languages
-            )
+                info = infos[name] = CorpusInfo(name, n, dmin, dmax, {lang: n})
+            else:
+                info.languages[lang] = n
+                span = (_least(info.date_min, dmin), _most(info.date_max, dmax))
+                info = infos[name] = CorpusInfo(
+                    name, info.documents + n, *span, info.languages, info.languages_detected
+                )
+            if detected:
+                info.languages_detected[lang] = detected
         return list(infos.values())
 
     def iter_documents(self) -> Iterator[Document]:

@@ -125,6 +125,17 @@ class EngineContract:
         assert scores == sorted(scores, reverse=True)
         assert len(reader.bm25("ouvriers port grève", 1)["fr"]) == 1
 
+    def test_bm25_counts_a_repeated_query_word(self, reader):
+        # as Lucene and bm25s score: a word twice adds its part of the score twice (linear query term frequency)
+        def en(query: str) -> dict[str, float]:
+            return {h.chunk_id: h.score for h in reader.bm25(query, 10)["en"]}
+
+        once, twice, alone = en("Liverpool strike"), en("Liverpool Liverpool strike"), en("Liverpool")
+        assert twice["en1#0"] == pytest.approx(once["en1#0"])  # no Liverpool in en1: nothing more
+        assert twice["en2#0"] == pytest.approx(once["en2#0"] + alone["en2#0"])
+        # repeats are counted after stemming: "strikes" and "strike" are one English word
+        assert en("Liverpool strikes strike")["en1#0"] == pytest.approx(2 * en("strike")["en1#0"])
+
     def test_bm25_without_a_match_is_empty(self, reader):
         assert reader.bm25("zeppelin", 10) == {}
         assert reader.bm25("", 10) == {}
@@ -363,4 +374,4 @@ class EngineContract:
 
 class TestQdrantEdgeEngine(EngineContract):
     def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
-        return QdrantEdgeEngine(path, dim)
+        return QdrantEdgeEngine(path, dim, query_tf=True)  # the contract covers counting too

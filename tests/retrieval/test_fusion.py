@@ -1,11 +1,27 @@
-"""Fusion against rankings worked out by hand: max-pooling, RRF, tie-breaking and the choice of best chunk."""
+"""Fusion against rankings worked out by hand: the RRF primitive and its weights, CombSUM and CombMNZ over
+normalised scores, max-pooling, tie-breaking and the choice of best chunk."""
 
 from __future__ import annotations
 
 import pytest
 
 from tracerag.model import ChannelEvidence, Hit
-from tracerag.retrieval.fusion import RRF_K, best_chunks, fuse, max_pool, merge_fields, rrf
+from tracerag.retrieval.fusion import (
+    RRF_K,
+    Fused,
+    Method,
+    Normalisation,
+    best_chunks,
+    comb_mnz,
+    comb_sum,
+    fuse,
+    fuse_scored,
+    max_pool,
+    merge_fields,
+    normalise,
+    rrf,
+    rrf_documents,
+)
 
 
 def hits(channel: str, *chunk_ids: str) -> list[Hit]:
@@ -24,6 +40,117 @@ DENSE = hits("dense", "A#1", "C#0", "D#0")
 
 def test_rrf_k_is_60():
     assert RRF_K == 60
+
+
+# -- the primitive and its siblings ------------------------------------------------------------------------
+# Definitions: RRF, Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual
+# rank learning methods", SIGIR 2009: score(d) = Σ_r 1 / (k + r(d)), k = 60. CombSUM and CombMNZ, Fox & Shaw,
+# "Combination of multiple searches", TREC-2 (1994): CombSUM = Σ of the scores, CombMNZ = CombSUM × the number
+# of non-zero (here: present) scores; over min-max normalised scores as Lee (SIGIR 1997) applied them.
+
+A = ["x", "y", "z"]
+B = ["y", "w"]
+A_SCORED = [("x", 10.0), ("y", 6.0), ("z", 2.0)]  # min-max: x 1, y 0.5, z 0
+B_SCORED = [("y", 0.9), ("w", 0.3)]  # min-max: y 1, w 0
+
+
+def by_key(fused: list[Fused]) -> dict[str, Fused]:
+    return {f.key: f for f in fused}
+
+
+def test_rrf_primitive_by_hand():
+    fused = rrf({"a": A, "b": B})
+    assert [f.key for f in fused] == ["y", "x", "w", "z"]
+    f = by_key(fused)
+    assert f["y"].score == pytest.approx(1 / 62 + 1 / 61)  # 0.032522
+    assert f["y"].contributions == {"a": pytest.approx(1 / 62), "b": pytest.approx(1 / 61)}
+    assert f["x"].score == pytest.approx(1 / 61) and f["w"].score == pytest.approx(1 / 62)
+    assert f["z"].score == pytest.approx(1 / 63)
+    assert {key: v.best_rank for key, v in f.items()} == {"y": 1, "x": 1, "w": 2, "z": 3}
+    for v in fused:  # the contributions are the score, split by ranking
+        assert sum(v.contributions.values()) == v.score
+
+
+def test_weighted_rrf_by_hand():
+    fused = rrf({"a": A, "b": B}, weights={"a": 1.0, "b": 0.5})
+    # y 1/62 + 0.5/61 = 0.024326; x 1/61 = 0.016393; z 1/63 = 0.015873; w 0.5/62 = 0.008065
+    assert [(f.key, round(f.score, 6)) for f in fused] == [
+        ("y", 0.024326),
+        ("x", 0.016393),
+        ("z", 0.015873),
+        ("w", 0.008065),
+    ]
+    assert by_key(fused)["w"].contributions == {"b": pytest.approx(0.5 / 62)}
+
+
+def test_rrf_with_all_weights_one_is_plain_rrf():
+    assert rrf({"a": A, "b": B}, weights={"a": 1, "b": 1}) == rrf({"a": A, "b": B})
+
+
+def test_comb_sum_over_min_max_by_hand():
+    fused = comb_sum({"a": A_SCORED, "b": B_SCORED})
+    # y 0.5 + 1 = 1.5, x 1, then w and z at 0: w was 2nd in b, z 3rd in a, so w first
+    assert [(f.key, f.score) for f in fused] == [("y", 1.5), ("x", 1.0), ("w", 0.0), ("z", 0.0)]
+    assert by_key(fused)["y"].contributions == {"a": 0.5, "b": 1.0}
+
+
+def test_comb_mnz_over_min_max_by_hand():
+    fused = comb_mnz({"a": A_SCORED, "b": B_SCORED})
+    # y is in both rankings: 2 × 1.5 = 3; the others in one: unchanged
+    assert [(f.key, f.score) for f in fused] == [("y", 3.0), ("x", 1.0), ("w", 0.0), ("z", 0.0)]
+    assert by_key(fused)["y"].contributions == {"a": 1.0, "b": 2.0}
+
+
+def test_weighted_comb_sum_tie_goes_to_the_better_single_rank_then_the_key():
+    fused = comb_sum({"a": A_SCORED, "b": B_SCORED}, weights={"a": 2.0, "b": 1.0})
+    # x 2 × 1 = 2; y 2 × 0.5 + 1 = 2: equal, both 1st somewhere, so by key
+    assert [(f.key, f.score) for f in fused][:2] == [("x", 2.0), ("y", 2.0)]
+
+
+def test_comb_sum_over_z_scores_by_hand():
+    fused = comb_sum({"a": A_SCORED, "b": B_SCORED}, normalisation=Normalisation.ZSCORE)
+    # a: mean 6, population std sqrt(32/3) = 3.26599 -> x 1.22474, y 0, z -1.22474; b: mean 0.6, std 0.3 -> y 1, w -1
+    assert [(f.key, round(f.score, 5)) for f in fused] == [("x", 1.22474), ("y", 1.0), ("w", -1.0), ("z", -1.22474)]
+
+
+def test_normalise_degenerate_rankings():
+    assert normalise([5.0]) == [1.0]  # one hit, or all equal: each is the ranking's best
+    assert normalise([2.0, 2.0], Normalisation.ZSCORE) == [0.0, 0.0]
+    assert normalise([]) == []
+    assert normalise([3.0, 1.0, 2.0]) == [1.0, 0.0, 0.5]
+
+
+def test_fuse_scored_dispatches_and_rrf_reads_only_the_order():
+    scored = {"a": A_SCORED, "b": B_SCORED}
+    assert fuse_scored(Method.RRF, scored) == rrf({"a": A, "b": B})
+    assert fuse_scored(Method.WRRF, scored, k=10, weights={"a": 1, "b": 3}) == rrf(
+        {"a": A, "b": B}, 10, {"a": 1, "b": 3}
+    )
+    assert fuse_scored(Method.COMBSUM, scored) == comb_sum(scored)
+    assert fuse_scored(Method.COMBMNZ, scored, normalisation=Normalisation.ZSCORE) == comb_mnz(
+        scored, normalisation=Normalisation.ZSCORE
+    )
+    with pytest.raises(ValueError, match="wrrf"):
+        fuse_scored(Method.RRF, scored, weights={"a": 1, "b": 1})
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: rrf({"a": ["x", "y", "x"]}), "more than once"),
+        (lambda: rrf({"a": A, "b": B}, weights={"a": 1.0}), "no weight for ranking"),
+        (lambda: rrf({"a": A}, weights={"a": -1.0}), "at least 0"),
+        (lambda: rrf({"a": A}, k=0), "at least 1"),
+        (lambda: comb_sum({"a": [("x", float("nan"))]}), "not finite"),
+    ],
+)
+def test_fusion_refuses_bad_input_naming_it(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_rrf_of_nothing_is_nothing():
+    assert rrf({}) == [] and rrf({"a": []}) == [] and comb_mnz({"a": []}) == []
 
 
 def test_max_pool_keeps_each_documents_best_chunk_and_renumbers_ranks():
@@ -51,7 +178,7 @@ def test_max_pool_of_nothing_is_nothing():
 
 
 def test_rrf_scores_by_hand():
-    fused = rrf({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})
+    fused = rrf_documents({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})
     # document ranks: bm25 A1 B2 C3; dense A1 C2 D3
     expected = {
         "A": 1 / 61 + 1 / 61,  # 0.032787
@@ -73,7 +200,7 @@ def test_rrf_scores_by_hand():
 
 
 def test_rrf_with_another_k():
-    fused = rrf({"bm25": [ev("bm25", 1, "X"), ev("bm25", 2, "Y")], "dense": [ev("dense", 1, "Y")]}, k=10)
+    fused = rrf_documents({"bm25": [ev("bm25", 1, "X"), ev("bm25", 2, "Y")], "dense": [ev("dense", 1, "Y")]}, k=10)
     assert [d.doc_id for d in fused] == ["Y", "X"]
     assert fused[0].score == pytest.approx(1 / 12 + 1 / 11)
     assert fused[1].score == pytest.approx(1 / 11)
@@ -85,7 +212,7 @@ def test_rrf_equal_scores_and_equal_best_rank_fall_back_to_doc_id():
         "bm25": [ev("bm25", 1, "Z"), ev("bm25", 2, "F"), ev("bm25", 3, "M")],
         "dense": [ev("dense", 1, "M"), ev("dense", 2, "G"), ev("dense", 3, "Z")],
     }
-    fused = rrf(channels)
+    fused = rrf_documents(channels)
     assert fused[0].score == fused[1].score == 1 / 61 + 1 / 63
     # F and G: 1/62 each, best rank 2 each -> id order too
     assert [d.doc_id for d in fused] == ["M", "Z", "F", "G"]
@@ -99,7 +226,7 @@ def test_rrf_equal_scores_prefer_the_better_single_channel_rank():
         "bm25": [ev("bm25", 1, "z"), ev("bm25", 2, "f1"), ev("bm25", 3, "f2"), ev("bm25", 4, "a")],
         "dense": [ev("dense", 1, "g1"), ev("dense", 2, "g2"), ev("dense", 3, "g3"), ev("dense", 4, "a")],
     }
-    fused = rrf(channels, k=2)
+    fused = rrf_documents(channels, k=2)
     scores = {d.doc_id: d.score for d in fused}
     assert scores["z"] == scores["a"] == scores["g1"] == 1 / 3
     assert scores["f1"] == scores["g2"] == 1 / 4
@@ -108,8 +235,8 @@ def test_rrf_equal_scores_prefer_the_better_single_channel_rank():
 
 
 def test_rrf_is_independent_of_channel_order():
-    a = rrf({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})
-    b = rrf({"dense": max_pool(DENSE), "bm25": max_pool(BM25)})
+    a = rrf_documents({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})
+    b = rrf_documents({"dense": max_pool(DENSE), "bm25": max_pool(BM25)})
     assert [(d.doc_id, d.score) for d in a] == [(d.doc_id, d.score) for d in b]
 
 
@@ -139,7 +266,7 @@ def test_fuse_best_chunk_is_not_the_first_channels_chunk():
     assert bm25_evidence.chunk_id == "A#0"  # what bm25 alone would cite
     assert a.best_chunk_id == "A#1"  # 1/63 + 1/61 > 1/61
     # rrf alone keeps the first channel's chunk; fuse must replace it
-    assert rrf({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})[0].best_chunk_id == "A#0"
+    assert rrf_documents({"bm25": max_pool(BM25), "dense": max_pool(DENSE)})[0].best_chunk_id == "A#0"
 
 
 def test_fuse_one_channel_is_that_channels_document_order():

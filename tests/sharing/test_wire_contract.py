@@ -22,7 +22,7 @@ def shared(path: Path, dim: int | None, *, writer: bool, notes: list[str] | None
     return SharedEngine(
         path,
         state_dir=state,
-        open_engine=lambda: QdrantEdgeEngine(path, dim),
+        open_engine=lambda: QdrantEdgeEngine(path, dim, query_tf=True),
         writer=writer,
         label=str(path),
         patience=20.0,

@@ -28,6 +28,7 @@ from tracerag.config import AgentSettings
 from tracerag.errors import TraceError
 from tracerag.llm import StructuredLLM
 from tracerag.model import Filter, RankedSource, RunStatus, SubQuestion
+from tracerag.retrieval.fusion import RRF_K, rrf
 from tracerag.retrieval.search import Retriever, SearchRequest
 from tracerag.trail import EventListener, JsonlWriter, Trail
 from tracerag.trail.events import ResultEvent, RunEvent
@@ -184,13 +185,10 @@ class Agent:
         }
 
 
-def rrf_order(lists: list[list[str]], k: int = 60) -> list[str]:
-    """Documents of several rankings in reciprocal-rank-fusion order (ties by first appearance)."""
-    scores: dict[str, float] = {}
-    for ranking in lists:
-        for rank, doc_id in enumerate(ranking, start=1):
-            scores[doc_id] = scores.get(doc_id, 0.0) + 1.0 / (k + rank)
-    return sorted(scores, key=lambda d: -scores[d])
+def rrf_order(lists: list[list[str]], k: int = RRF_K) -> list[str]:
+    """Documents of several rankings in reciprocal-rank-fusion order: the retrieval's one RRF, so ties go as
+    everywhere else (best single rank, then document id)."""
+    return [f.key for f in rrf({str(i): ranking for i, ranking in enumerate(lists)}, k)]
 
 
 def _versions() -> dict[str, str]:

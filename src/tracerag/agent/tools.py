@@ -199,7 +199,10 @@ TRAIL_DEPTH = 50  # hits kept per channel (and per field) in the trail: more tha
 
 def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None, step: int) -> None:
     """Each channel's ranking (a lexical channel's per-field rankings with it) and their fusion, to the trail."""
-    for channel, hits in ranking.channel_hits.items():
+    readings = ranking.params.get("channel_readings", {})
+    # a date or phrase channel that stayed silent has no hits, yet its reason belongs in the trail
+    silent: dict[str, list[Hit]] = {name: [] for name in readings if name not in ranking.channel_hits}
+    for channel, hits in (ranking.channel_hits | silent).items():
         fields = ranking.field_hits.get(channel, {})
         ctx.trail.emit(
             ChannelEvent(
@@ -210,6 +213,7 @@ def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None
                 ranking=_ranked(hits),
                 fields={name: _ranked(field_hits) for name, field_hits in fields.items()},
                 field_merge=ranking.params.get("field_merge") if fields else None,
+                reading=readings[channel]["why"] if channel in readings else None,
             )
         )
     ctx.trail.emit(

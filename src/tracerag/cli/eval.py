@@ -32,13 +32,20 @@ from tracerag.text import safe_line
 def eval_(
     benchmark: Annotated[str | None, typer.Option(help="Benchmark name (see --list) or a BEIR-layout folder.")] = None,
     runs: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="Comma-separated runs: bm25, dense, phrase, bm25+date, hybrid, hybrid+windows, runs of --run-config, "
             "the peer bm25s, and agent (the TRACE agent, with --llm or llm.model). The first is the baseline of the "
-            "significance tests."
+            "significance tests. Default: bm25,hybrid, or none when --run-file is given."
         ),
-    ] = "bm25,hybrid",
+    ] = None,
+    run_file: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--run-file",
+            help="NAME=PATH: a saved TREC run (e.g. from `tracerag fuse`) scored after --runs; repeatable.",
+        ),
+    ] = None,
     out_dir: Annotated[
         Path, typer.Option("--out", help="Report folder (results.json, results.md, runs/*.trec).")
     ] = Path("reports/eval"),
@@ -72,6 +79,16 @@ def eval_(
         return ExitCode.OK
     if benchmark is None:
         raise ConfigError("--benchmark NAME or folder is required (see --list)")
+    run_files: dict[str, Path] = {}
+    for item in run_file or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise ConfigError(f"--run-file {item!r}: expected NAME=PATH")
+        if name.strip() in run_files:
+            raise ConfigError(f"--run-file: the name {name.strip()!r} is given twice")
+        run_files[name.strip()] = Path(path.strip())
+    if runs is None:
+        runs = "" if run_files else "bm25,hybrid"
     with progress_bar() as progress:
         evaluation = run_evaluation(
             benchmark,
@@ -79,6 +96,7 @@ def eval_(
             runs.split(","),
             out_dir,
             run_config=run_config,
+            run_files=run_files,
             limit=limit,
             sample=sample,
             seed=seed,

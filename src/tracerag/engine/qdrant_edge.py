@@ -10,6 +10,10 @@ Every use of the young Edge API lives in this module. Layout of a point (one per
   span is mostly function words) 0.025 nDCG@10 while gaining PIAF 0.003. A query
   is scored against every language field present and each field's ranking is returned as it is (`FieldHits`,
   keyed by the language): their scores are on different scales, and merging them is retrieval's decision;
+- BM25 counts a word the query repeats as often as it repeats it (linear query term frequency, as Lucene and
+  bm25s do). Edge's TextQuery scores a query as a set of words, so a query with repeats is a weighted sum of
+  set-of-words scores, one per repeat level (`_repeat_levels`, `_counted`), repeats counted on the field's own
+  analysed tokens;
 - vector "dense" (cosine, HNSW) when the collection has an embedding model; it may be added later.
 Payload indexes are created with enable_hnsw=False: their extra HNSW links are not needed for our filters
 and at 60k points they took the optimize step from 44 s to 108 s.
@@ -29,15 +33,18 @@ write (`_prepare_for_writes`); a reader opens it as it is, as slowly as before.
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
-from qdrant_edge import Bm25Params as _Bm25Params
 from qdrant_edge import (
+    Bm25,
+    Bm25Config,
     CountRequest,
     DatetimeIndexParams,
     DisabledStemmer,
@@ -50,6 +57,7 @@ from qdrant_edge import (
     FacetRequest,
     FieldCondition,
     Filter,
+    HasIdCondition,
     HasVectorCondition,
     KeywordIndexParams,
     Language,
@@ -72,6 +80,7 @@ from qdrant_edge import (
     TokenizerType,
     UpdateOperation,
 )
+from qdrant_edge import Bm25Params as _Bm25Params
 
 from tracerag import model
 from tracerag.engine import EngineHit, FieldHits, IndexedChunk
@@ -216,12 +225,67 @@ def _text_index(language: str) -> TextIndexParams:
     )
 
 
+@functools.cache
+def _analyzer(language: str) -> Bm25:
+    """Edge's own analyzer with the settings of `_text_index(language)`: its sparse vector's indices are the
+    hashes of the tokens that field's index stores, so two words count as one term exactly when the index
+    makes one token of them (folding, stemming and all; tests/engine/test_query_tf.py checks it on words)."""
+    stemmer, _ = LANGUAGES[language]
+    return Bm25(
+        Bm25Config(
+            tokenizer=TokenizerType.Word,
+            lowercase=True,
+            ascii_folding=True,
+            stopwords=StopwordsSet(),
+            stemmer=SnowballParams(stemmer) if stemmer is not None else DisabledStemmer(),
+        )
+    )
+
+
+# The pieces the Word tokenizer cuts text into: runs of letters and digits (it splits on "_" too, which \w keeps).
+_WORD_PIECE = re.compile(r"[^\W_]+")
+
+
+def query_terms(text: str, language: str) -> list[tuple[str, int]]:
+    """The terms of a query as the text index of `language` analyses them, in order of first occurrence: each
+    term's first surface word and how many times the query holds it ("Strikes strike" is one English term,
+    twice). A word the analyzer drops is left out."""
+    analyzer = _analyzer(language)
+    counts: dict[tuple[int, ...], list] = {}
+    for word in _WORD_PIECE.findall(text):
+        token = tuple(analyzer.embed_query(word).indices)
+        if token:
+            counts.setdefault(token, [word, 0])[1] += 1
+    return [(word, n) for word, n in counts.values()]
+
+
+def _repeat_levels(terms: list[tuple[str, int]]) -> list[tuple[int, str]]:
+    """BM25 with query term frequency as a weighted sum of set-of-words BM25 scores: with the query's distinct
+    counts c1 < c2 < ..., level j scores the terms the query holds at least c_j times, weighted c_j - c_(j-1),
+    so a term held n times is counted n times in all. "paris paris london": [(1, "paris london"), (1, "paris")]."""
+    levels = []
+    previous = 0
+    for count in sorted({n for _, n in terms}):
+        levels.append((count - previous, " ".join(word for word, n in terms if n >= count)))
+        previous = count
+    return levels
+
+
+QUERY_TF_DEPTH = 0  # least first depth of a query with repeats, beyond 2 k (see `_counted`)
+
+
 class QdrantEdgeEngine:
     """A Qdrant Edge shard in `path`. `dim=None` makes a lexical-only index (no dense vectors)."""
 
-    def __init__(self, path: Path, dim: int | None, *, k1: float = 1.2, b: float = 0.75):
+    # The least first depth of a query with repeats (`_counted`); a class attribute a benchmark may set.
+    query_tf_depth: int = QUERY_TF_DEPTH
+
+    def __init__(self, path: Path, dim: int | None, *, k1: float = 1.2, b: float = 0.75, query_tf: bool = False):
         self.path = Path(path)
         self.dim = dim
+        # Whether BM25 counts a repeated query word (`retrieval.query_tf`; False: once, as Edge's TextQuery
+        # alone does). benchmarks/bm25_query_tf.py measures what counting gains and costs.
+        self.query_tf = query_tf
         self._bm25 = _Bm25Params(k=k1, b=b)
         if (self.path / "segments").exists():
             self._shard = EdgeShard.load(str(self.path))  # no config: a reader must not write the shard's files
@@ -377,22 +441,77 @@ class QdrantEdgeEngine:
                 found[field.removeprefix("text_")] = sorted(hits, key=lambda h: (-h.score, h.chunk_id))
         return found
 
+    def _lexical(self, text: str, k: int, conditions: Callable[[str], list]) -> FieldHits:
+        """BM25 of `text` in every field, `conditions(field)` the filter's; a word the query repeats counted as
+        often as it is repeated. A field where the query repeats nothing is one TextQuery (all of them in one
+        batch); one where it does is `_counted`."""
+        plain: dict[str, QueryRequest] = {}
+        counted: dict[str, list[tuple[int, str]]] = {}
+        for f in self._present_fields():
+            levels = _repeat_levels(query_terms(text, f.removeprefix("text_"))) if self.query_tf else []
+            if len(levels) < 2 and (not levels or levels[0][0] == 1):
+                query = TextQuery(f, text, self._bm25)
+                plain[f] = QueryRequest(limit=k, query=query, filter=_must(conditions(f)), with_payload=_PAYLOAD)
+            else:
+                counted[f] = levels
+        found = self._per_field(plain)
+        for f, levels in counted.items():
+            hits = self._counted(f, levels, k, conditions(f))
+            if hits:
+                found[f.removeprefix("text_")] = hits
+        return {field: found[field] for field in sorted(found)}
+
+    def _counted(self, field: str, levels: list[tuple[int, str]], k: int, conditions: list) -> list[EngineHit]:
+        """BM25 with query term frequency over one field: sum over the repeat levels of weight x set-of-words
+        BM25 (`_repeat_levels`), exact. Edge's TextQuery cannot rescore prefetched points, so: (1) the top
+        `depth` chunks of level 0 (every term once) are the candidates; (2) each other level scores exactly
+        those (an id filter). A chunk left out scores at most the last candidate's level-0 score at level 0,
+        and at a level j at most that and the level's best score anywhere (a level's terms are a subset of
+        level 0's); when the k-th total is below that bound, the depth grows. A fixed prefetch depth instead
+        (a Formula over prefetches) changed 19 of Cranfield's 135 top-10 lists with repeats at depth 1000: a
+        long query repeats common words, which match almost every chunk."""
+        top_weight = levels[0][0]
+        depth = max(2 * k, self.query_tf_depth)
+        flt = _must(conditions)
+        while True:
+            # ids and scores only: reading the payload of a thousand points costs ten times their scoring
+            first = self._shard.query(
+                QueryRequest(limit=depth, query=TextQuery(field, levels[0][1], self._bm25), filter=flt)
+            )
+            if not first:
+                return []
+            totals = {p.id: top_weight * p.score for p in first}
+            last = first[-1].score
+            bound = top_weight * last  # the most a chunk left out can total
+            if len(levels) > 1:
+                only = HasIdCondition(set(totals))
+                batch = []
+                for _, words in levels[1:]:
+                    query = TextQuery(field, words, self._bm25)
+                    batch.append(QueryRequest(limit=len(first), query=query, filter=_must([*conditions, only])))
+                    batch.append(QueryRequest(limit=1, query=query, filter=flt))  # the level's best anywhere
+                found = self._shard.query_batch(QueryBatchRequest(batch))
+                for j, (weight, _) in enumerate(levels[1:]):
+                    for point in found[2 * j]:
+                        totals[point.id] += weight * point.score
+                    best = found[2 * j + 1][0].score if found[2 * j + 1] else 0.0
+                    bound += weight * min(last, best)
+            top = sorted(totals.items(), key=lambda item: (-item[1], str(item[0])))[:k]
+            if len(first) < depth or top[-1][1] >= bound:
+                break  # every matching chunk was scored, or none left out can reach the top k
+            depth *= 4
+        payloads = {r.id: r.payload for r in self._shard.retrieve([pid for pid, _ in top], _PAYLOAD, False)}
+        hits = [_engine_hit(pid, payloads.get(pid), score) for pid, score in top]
+        return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
+
     def bm25(self, text: str, k: int, filter: model.Filter | None = None) -> FieldHits:
-        flt = self._filter(filter)
-        return self._per_field(
-            {
-                f: QueryRequest(limit=k, query=TextQuery(f, text, self._bm25), filter=flt, with_payload=_PAYLOAD)
-                for f in self._present_fields()
-            }
-        )
+        return self._lexical(text, k, lambda field: self._conditions(filter))
 
     def phrase(self, text: str, k: int, filter: model.Filter | None = None) -> FieldHits:
         """Chunks containing the words of `text` in order (after folding and stemming), ranked by BM25."""
-        requests = {}
-        for f in self._present_fields():
-            flt = self._filter(filter, extra=[FieldCondition(f, match=MatchPhrase(text))])
-            requests[f] = QueryRequest(limit=k, query=TextQuery(f, text, self._bm25), filter=flt, with_payload=_PAYLOAD)
-        return self._per_field(requests)
+        return self._lexical(
+            text, k, lambda field: self._conditions(filter, extra=[FieldCondition(field, match=MatchPhrase(text))])
+        )
 
     def dense(self, vector: np.ndarray, k: int, filter: model.Filter | None = None) -> list[EngineHit]:
         if not self.dim:
@@ -408,7 +527,10 @@ class QdrantEdgeEngine:
     def count(self, filter: model.Filter | None = None) -> int:
         return int(self._shard.count(CountRequest(exact=True, filter=self._filter(filter))))
 
-    def _filter(self, flt: model.Filter | None, extra: list | None = None) -> Filter | None:
+    def _filter(self, flt: model.Filter | None) -> Filter | None:
+        return _must(self._conditions(flt))
+
+    def _conditions(self, flt: model.Filter | None, extra: list | None = None) -> list:
         must = list(extra or [])
         if flt is not None:
             if flt.corpora:
@@ -424,12 +546,19 @@ class QdrantEdgeEngine:
                 must.append(FieldCondition("date_end", range=RangeDateTime(gte=_day_start(flt.date_from))))
             for key, value in flt.fields:
                 must.append(FieldCondition(f"fields.{key}", match=MatchValue(value)))
-        return Filter(must=must) if must else None
+        return must
+
+
+def _must(conditions: list) -> Filter | None:
+    return Filter(must=conditions) if conditions else None
 
 
 def _hit(point: ScoredPoint) -> EngineHit:
     """A scored point as an engine hit; every query here asks for the ids in the payload (`_PAYLOAD`)."""
-    payload = point.payload
+    return _engine_hit(point.id, point.payload, point.score)
+
+
+def _engine_hit(point_id: object, payload: dict | None, score: float) -> EngineHit:
     if payload is None:
-        raise RuntimeError(f"qdrant-edge returned point {point.id} without the payload it was asked for")
-    return EngineHit(payload["chunk_id"], payload["doc_id"], float(point.score))
+        raise RuntimeError(f"qdrant-edge returned point {point_id} without the payload it was asked for")
+    return EngineHit(payload["chunk_id"], payload["doc_id"], float(score))

@@ -5,7 +5,7 @@ scores down by query group, compute the diagnostics, and write results.json, res
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from tracerag.eval.runner import (
     search_all,
     select_queries,
 )
-from tracerag.eval.trec import write_run
+from tracerag.eval.trec import read_run, write_run
 from tracerag.llm import StructuredLLM, load_llm
 
 Run = dict[str, list[tuple[str, float]]]
@@ -40,7 +40,7 @@ AGENT_RUN = "agent"
 
 def evaluate_runs(
     bench: Benchmark,
-    collection: Collection,
+    collection: Collection | None,
     names: Sequence[str],
     specs: dict[str, RunSpec],
     query_ids: Sequence[str],
@@ -49,31 +49,48 @@ def evaluate_runs(
     progress: Callable[[str, int], Callable[[], None]] | None = None,
     extra: dict[str, Any] | None = None,
     llm: StructuredLLM | None = None,
+    saved: Mapping[str, Run] | None = None,
 ) -> dict[str, Any]:
-    """Runs in the order of `names` (the first is the baseline of the significance tests); returns the summary
-    written to results.json, with `extra` (e.g. the ingest report) added. `progress(label, total)` returns a
-    callback advanced once per query."""
+    """Runs in the order of `names`, then the `saved` runs (read from run files; the first of all is the baseline of
+    the significance tests); returns the summary written to results.json, with `extra` (e.g. the ingest report)
+    added. A run of several channels also leaves each channel's own ranking in `runs/channels/NAME.CHANNEL.trec`,
+    for `tracerag fuse`. `progress(label, total)` returns a callback advanced once per query. `collection` may be
+    None when every run is a peer's or saved."""
     qrels = {q: bench.qrels[q] for q in query_ids}
     runs: dict[str, Run] = {}
     seconds: dict[str, float] = {}
     agent_stats: dict[str, float] = {}
     for name in names:
         start = time.perf_counter()
+        tick = progress(f"run {name}", len(query_ids)) if progress and name not in PEERS else None
         if name in PEERS:
             runs[name] = PEERS[name](bench, query_ids)
+        elif collection is None:
+            raise ConfigError(f"run {name!r} needs the benchmark's collection")
         elif name == AGENT_RUN:
-            tick = progress(f"run {name}", len(query_ids)) if progress else None
             runs[name], agent_stats = agent_all(collection, bench, query_ids, llm, trails_dir(out_dir), progress=tick)
         else:
-            tick = progress(f"run {name}", len(query_ids)) if progress else None
-            runs[name] = search_all(collection, bench, query_ids, specs[name], progress=tick)
+            spec = specs[name]
+            by_channel: dict[str, Run] = {}
+            several = len(spec.channels) > 1
+            runs[name] = search_all(
+                collection, bench, query_ids, spec, progress=tick, channel_runs=by_channel if several else None
+            )
+            for channel, run in by_channel.items():
+                if any(run.values()):  # a channel that never fired (dense without vectors) leaves no file
+                    write_run(out_dir / "runs" / "channels" / f"{name}.{channel}.trec", run, f"{name}.{channel}")
         seconds[name] = (time.perf_counter() - start) / len(query_ids)
         write_run(out_dir / "runs" / f"{name}.trec", runs[name], name)
+    for name, run in (saved or {}).items():
+        runs[name] = {q: list(run.get(q, [])) for q in query_ids}
 
-    results = {name: evaluate(qrels, run) | {"seconds_per_query": seconds[name]} for name, run in runs.items()}
+    results = {
+        name: evaluate(qrels, run) | ({"seconds_per_query": seconds[name]} if name in seconds else {})
+        for name, run in runs.items()
+    }
     if agent_stats:
         results[AGENT_RUN] |= {f"agent_{key}": value for key, value in agent_stats.items()}
-    first = names[0]
+    first = next(iter(runs))
     pvalues = {
         name: {m: compare(qrels, runs[first], run, m) for m in DEFAULT_METRICS}
         for name, run in runs.items()
@@ -102,7 +119,7 @@ def evaluate_runs(
         "description": bench.description,
         "queries": len(query_ids),
         "documents": len(bench.documents),
-        "collection": str(collection.path),
+        "collection": str(collection.path) if collection else None,
         "runs": results,
         "pvalues_vs_first": pvalues,
         "by_group": by_group,
@@ -201,6 +218,7 @@ def run_evaluation(
     out_dir: Path,
     *,
     run_config: Path | None = None,
+    run_files: Mapping[str, Path] | None = None,
     limit: int | None = None,
     sample: int | None = None,
     seed: int = 0,
@@ -215,11 +233,17 @@ def run_evaluation(
     start), the benchmark's collection built under `collections` (default: the cache) or reused, then
     `evaluate_runs` into `out_dir`. `ingest_progress(label, documents)` returns a callback told the documents
     ingested so far, and `progress(label, total)` one advanced once per query; `notify` is told of
-    what the user may not expect (no model for the agent run, dense runs without vectors)."""
+    what the user may not expect (no model for the agent run, dense runs without vectors). `run_files` (name →
+    TREC run file, `--run-file NAME=PATH`) are scored after the runs named, with the same metrics and tests; when
+    every run is a peer's or a file, no collection is built."""
     say = notify or (lambda message: None)
     names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
-    if not names:
-        raise ConfigError("--runs names no run")
+    if not names and not run_files:
+        raise ConfigError("--runs names no run (and no --run-file is given)")
+    clash = sorted(set(names) & set(run_files or {}))
+    if clash:
+        raise ConfigError(f"--run-file names {clash} are also in --runs: give the file another name")
+    saved = {name: _read_run_file(name, path) for name, path in (run_files or {}).items()}
     configured = load_run_config(run_config) if run_config else {}
     specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS and n != AGENT_RUN], configured)}
     model = None
@@ -231,10 +255,32 @@ def run_evaluation(
     query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
     if not query_ids:
         raise ConfigError(f"{bench.name}: no judged query selected")
+    for name, run in saved.items():
+        if not set(run) & set(bench.queries):
+            raise ConfigError(
+                f"--run-file {name}={run_files and run_files[name]}: none of its queries is a query of {bench.name} "
+                "(a run of another benchmark?)"
+            )
+    if all(name in PEERS for name in names):
+        summary = evaluate_runs(bench, None, names, specs, query_ids, out_dir, saved=saved)
+        return Evaluation(summary, len(query_ids), 0)
     root = collections or settings.cache_dir / "eval"
     built = ingest_progress(f"ingest {bench.name}", len(bench.documents)) if ingest_progress else None
+    embedding: list[Callable[[int], None]] = []
+
+    def embedded(done: int, total: int) -> None:  # a bar of its own, made when embedding starts
+        if ingest_progress and not embedding:
+            embedding.append(ingest_progress(f"embed {bench.name} (chunks)", total))
+        for tick in embedding:
+            tick(done)
+
     col, report = build_collection(
-        bench, root, settings, dense=dense, progress=(lambda docs, chunks: built(docs)) if built else None
+        bench,
+        root,
+        settings,
+        dense=dense,
+        progress=(lambda docs, chunks: built(docs)) if built else None,
+        embed_progress=embedded,
     )
     with col:
         if any("dense" in s.channels for s in specs.values()) and col.store.count_chunks(without_vectors=True):
@@ -242,6 +288,17 @@ def run_evaluation(
                 raise ConfigError(f"{col.path} has chunks without vectors: run `tracerag embed -c {col.path}` first")
             say("--no-dense: runs that name the dense channel run without it")
         extra = {"ingest": report.to_dict() | {"errors": len(report.skipped)}}
-        summary = evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=progress, extra=extra, llm=model)
+        summary = evaluate_runs(
+            bench, col, names, specs, query_ids, out_dir, progress=progress, extra=extra, llm=model, saved=saved
+        )
     ended_early = round(summary["runs"].get(AGENT_RUN, {}).get("agent_ended_early", 0.0) * len(query_ids))
     return Evaluation(summary, len(query_ids), ended_early)
+
+
+def _read_run_file(name: str, path: Path) -> Run:
+    """A saved run to score; its name is a run name like any other (no whitespace, as a TREC tag)."""
+    if not name or any(ch.isspace() for ch in name):
+        raise ConfigError(f"--run-file {name}={path}: the name must be non-empty and without spaces")
+    if not Path(path).is_file():
+        raise ConfigError(f"--run-file {name}={path}: no such file")
+    return read_run(path)

@@ -152,19 +152,19 @@ def search_all(
             SearchRequest(benchmark.queries[qid].text, k=depth, channels=spec.channels, windows=spec.windows or "")
         )
         if own_scores:
-            run[qid] = _in_order((d.doc_id, d.channels[0].score) for d in ranking.documents)
+            run[qid] = strictly_decreasing((d.doc_id, d.channels[0].score) for d in ranking.documents)
         else:
             run[qid] = [(d.doc_id, 1.0 / d.rank) for d in ranking.documents]
         if channel_runs is not None:
             for channel in spec.channels:
                 pooled = max_pool(ranking.channel_hits.get(channel, []))
-                channel_runs.setdefault(channel, {})[qid] = _in_order((e.doc_id, e.score) for e in pooled)
+                channel_runs.setdefault(channel, {})[qid] = strictly_decreasing((e.doc_id, e.score) for e in pooled)
         if progress:
             progress()
     return run
 
 
-def _in_order(ranking: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+def strictly_decreasing(ranking: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
     """A channel's documents with its scores, each made smaller than the one before by the least float step where
     the channel ranked equal scores apart (the date channel breaks its ties by the pool's rank): every TREC tool,
     which sorts by score and then by document id, then reads the channel's own order, scores unchanged to 1e-16."""

@@ -8,7 +8,7 @@ from tracerag.collection import Collection
 from tracerag.config import CHANNELS
 from tracerag.errors import ConfigError
 from tracerag.model import Filter, Hit, RankedDocument, Ranking
-from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel
+from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel, Reading, read_phrases
 from tracerag.retrieval.fusion import FIELD_MERGE, fuse, merge_fields
 from tracerag.retrieval.windows import equal_share, parse_window, window_of
 
@@ -52,7 +52,13 @@ class Retriever:
         # deepen while a channel was cut off by the depth and documents are missing.
         want = request.k * (4 if windows else 1)
         runners = self._runners(request.query, channels)
-        dated = DateChannel.for_query(request.query, self.settings.date_scale_days) if "date" in channels else None
+        # What the date and phrase channels took from the query, or why they stayed silent (for --explain).
+        readings: dict[str, Reading] = {}
+        dated = None
+        if "date" in channels:
+            dated, readings["date"] = DateChannel.reading(request.query, self.settings.date_scale_days)
+        if "phrase" in channels:
+            readings["phrase"] = read_phrases(request.query)[1]
         for _ in range(4):
             hits, fields, per_group = self._run_channels(request.query, runners, dated, groups, depth)
             docs = self._fuse_groups(per_group)
@@ -85,6 +91,7 @@ class Retriever:
                 "windows": windows,
                 "per_corpus": len(groups) > 1,
                 "query_date": [dated.target.start, dated.target.end] if dated else None,
+                "channel_readings": {name: {"acts": r.acts, "why": r.why} for name, r in readings.items()},
             },
         )
 

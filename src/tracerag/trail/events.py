@@ -242,6 +242,11 @@ class ChannelEvent(TrailEvent):
         "what `ranking` was merged from.",
     )
     field_merge: FieldMerge | None = Field(default=None, description="How `fields` were merged into `ranking`.")
+    reading: str | None = Field(
+        default=None,
+        description="What the date or phrase channel took from the query, or why it stayed silent (a year inside "
+        "a passage, quoted speech): an empty `ranking` with its reason.",
+    )
 
 
 class FusionEvent(TrailEvent):
