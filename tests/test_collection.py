@@ -424,3 +424,16 @@ def test_a_rebuilt_collection_adopts_the_vectors_of_an_earlier_build(tmp_path):
         pytest.raises(CollectionError, match="not this collection's"),
     ):
         new.adopt_vectors(tmp_path / "lexical")
+
+
+def test_the_dense_channel_waits_until_every_chunk_has_its_vector(tmp_path):
+    """An interrupted embedding leaves some chunks without vectors: searching only those would rank them first,
+    so the dense channel stays out until the collection is fully embedded."""
+    with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True) as col:
+        col.ingest([Document("a", "La grève des mineurs de Carmaux continue.", language="fr")], dense=True)
+        col.ingest([Document("b", "Die Arbeiter streiken in Essen.", language="de")], dense=False)
+        assert col.store.count_chunks(without_vectors=True) == 1
+        request = SearchRequest("grève des mineurs", k=2, channels=("bm25", "dense"))
+        assert Retriever(col).search(request).params["active_channels"] == ["bm25"]
+        col.embed_missing()
+        assert Retriever(col).search(request).params["active_channels"] == ["bm25", "dense"]

@@ -97,11 +97,16 @@ class Retriever:
 
     @property
     def has_vectors(self) -> bool:
-        """A collection ingested with --no-dense has no vectors yet: the dense channel stays out rather than
-        loading the model to search nothing. Asked again until vectors appear, since `embed_missing` or an
-        ingest may add them while this retriever lives."""
+        """Whether every chunk has its vector. A collection ingested with --no-dense has none yet, and one whose
+        embedding was interrupted has only some: the dense channel stays out of both, since searching part of a
+        collection would rank that part first (on ocr-known-item, 1,536 of 8,103 chunks embedded took the hybrid
+        from 0.985 to 0.220 nDCG@10). Asked again until true, since `embed_missing` or an ingest may add vectors
+        while this retriever lives."""
         if not self._has_vectors:
-            self._has_vectors = bool(self.collection.dim) and self.collection.store.has_vectors()
+            store = self.collection.store
+            self._has_vectors = (
+                bool(self.collection.dim) and store.has_vectors() and not store.count_chunks(without_vectors=True)
+            )
         return self._has_vectors
 
     def _runners(self, query: str, channels: tuple[str, ...]) -> list:
