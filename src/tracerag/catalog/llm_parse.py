@@ -105,30 +105,35 @@ def parse_with_llm(
     def drop(what: str, phrase: str, why: str) -> None:
         notes.append(f"model proposed {what} '{phrase}': {why}")
 
-    for phrase in proposed.cities:
-        value = index.lookup_city(phrase)
-        if value is None:
-            drop("city", phrase, "not in the catalog")
-        elif not _grounded(phrase, value, text):
-            drop("city", phrase, "not in the request")
-        else:
-            keep(ConstraintKind.CITY, [value], phrase)
-    for phrase in proposed.counties:
-        value = index.lookup_county(phrase)
-        if value is None:
-            drop("county", phrase, "not in the catalog" if index.counties else "the catalog has no counties")
-        elif not _grounded(phrase, value, text):
-            drop("county", phrase, "not in the request")
-        else:
-            keep(ConstraintKind.COUNTY, [value], phrase)
-    for phrase in proposed.zips:
-        value = index.lookup_postal_code(phrase)
-        if value is None:
-            drop("postal code", phrase, "not in the catalog")
-        elif value not in text:
-            drop("postal code", phrase, "not in the request")
-        else:
-            keep(ConstraintKind.ZIP, [value], phrase)
+    # (what, kind, the phrases, the catalog's lookup, why a lookup may fail, whether the request says it)
+    places = (
+        ("city", ConstraintKind.CITY, proposed.cities, index.lookup_city, "not in the catalog", _grounded),
+        (
+            "county",
+            ConstraintKind.COUNTY,
+            proposed.counties,
+            index.lookup_county,
+            "not in the catalog" if index.counties else "the catalog has no counties",
+            _grounded,
+        ),
+        (
+            "postal code",
+            ConstraintKind.ZIP,
+            proposed.zips,
+            index.lookup_postal_code,
+            "not in the catalog",
+            lambda phrase, value, text: value in text,  # a code is said as written
+        ),
+    )
+    for what, kind, phrases, lookup, absent, said in places:
+        for phrase in phrases:
+            value = lookup(phrase)
+            if value is None:
+                drop(what, phrase, absent)
+            elif not said(phrase, value, text):
+                drop(what, phrase, "not in the request")
+            else:
+                keep(kind, [value], phrase)
     for phrase in proposed.weekdays:
         sub = Constraints()
         matchers.weekdays(RequestWords(f"on {phrase}"), index, sub, today, tonight="")

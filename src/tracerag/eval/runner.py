@@ -118,8 +118,9 @@ def build_collection(
     Another eval building the same collection is waited for; once built, evals share it as readers."""
     path = collection_dir(root, benchmark, settings)
     with Collection.open(path, settings, mode="write", create=True, wait=True) as col:
-        if dense and col.dim:
-            _adopt_earlier_vectors(col, path)
+        store = col.store
+        if dense and col.dim and (not store.has_vectors() or store.count_chunks(without_vectors=True)):
+            _adopt_earlier_vectors(col, path)  # only while something is left to embed: a complete build needs none
         report = col.ingest(benchmark.documents, dense=dense, progress=progress)
         if dense and col.dim and col.store.count_chunks(without_vectors=True):
             # built lexically before (a --no-dense eval of the same corpus): embed what lacks a vector now
