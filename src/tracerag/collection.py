@@ -571,17 +571,22 @@ class Collection:
             raise CollectionError(f"{self.path} has no embedding model (built with 'none')")
         total = self.store.count_chunks(without_vectors=True)
         done = 0
-        report = IngestReport()
         after = ("", -1)
         while True:
             chunks = self.store.chunks_without_vectors(self.settings.embed.batch_size * 4, after)
             if not chunks:
                 break
             after = (chunks[-1].doc_id, chunks[-1].n)
-            vectors = self._vectors_for(chunks, report)
-            self.engine.set_vectors([c.id for c in chunks], vectors)
+            texts = {c.text_hash: c.index_text for c in chunks}
+            vectors = dict(zip(texts, self._encode(list(texts.values())), strict=True))
+            # Every chunk of these texts, later pages' too: a stored vector takes its text off every later page.
+            served = self.store.chunks_with_texts(vectors)
+            self.engine.set_vectors([cid for cid, _ in served], np.stack([vectors[h] for _, h in served]))
             self.engine.flush()
-            done += len(chunks)
+            # Stored last: a vector in the store says its chunks are in the index, so that an embed interrupted
+            # before this line (Ctrl-C, kill) does the page again instead of leaving its chunks without vectors.
+            self.store.put_vectors(vectors)
+            done += len(served)
             if progress:
                 progress(done, total)
         self.engine.optimize()

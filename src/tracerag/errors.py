@@ -62,7 +62,15 @@ class LLMCallFailed(LLMError):
 
 
 class TrailError(TraceError):
-    """A trail file is missing, or a line of it does not match the event schema."""
+    """A trail file is missing, or a line of it does not match the event schema. A damaged line carries its file
+    and line, so that a listing can show them apart from the reason."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None):
+        self.file = file
+        self.line = line
+        self.reason = message
+        where = file if line is None else f"{file}:{line}"
+        super().__init__(f"{where}: {message}" if file else message)
 
 
 class CollectionBusyError(CollectionError):

@@ -37,8 +37,10 @@ def test_mapped_columns_and_unmapped_ones_as_fields() -> None:
     assert c3.fields == {"genre": "report"}
 
 
-def test_unmapped_title_and_date_are_plain_fields() -> None:
-    docs, _ = split(list(table.read(FIXTURES / "catalog.csv")))
+def test_title_and_date_are_read_by_name_unless_asked_for_none() -> None:
+    by_name, _ = split(list(table.read(FIXTURES / "catalog.csv")))
+    assert (by_name["c1"].title, by_name["c1"].date) == ("Lettre de Paris", "1887-05")
+    docs, _ = split(list(table.read(FIXTURES / "catalog.csv", title_column="", date_column="")))
     assert docs["c1"].title is None and docs["c1"].date is None
     assert docs["c1"].fields == {"title": "Lettre de Paris", "date": "1887-5", "shelfmark": "MS-1", "genre": "letter"}
 

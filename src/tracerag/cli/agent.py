@@ -156,18 +156,22 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
 def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     """The runs recorded in a collection, newest last (exit 1 when a trail file is damaged)."""
     table = Table("run", "status", "question")
-    damaged = 0
+    damaged: list[TrailError] = []
     # With the runs made while it was read-only here (they went to a private folder).
     paths = [path for root in trail_roots(collection, load_settings()) for path in list_trails(root)]
     for path in sorted(paths, key=lambda p: p.name):
         try:
             events = read_trail(path)
         except TrailError as exc:  # one damaged trail does not hide the others
-            damaged += 1
-            table.add_row(data_text(path.stem), Text("damaged", style="red"), data_text(exc))
+            damaged.append(exc)
+            # The run column names the file; a path in a narrow cell would be cut before its line number.
+            where = f"line {exc.line}: " if exc.line is not None else ""
+            table.add_row(data_text(path.stem), Text("damaged", style="red"), data_text(where + exc.reason))
             continue
         table.add_row(data_text(path.stem), *(data_text(cell) for cell in _trail_summary(events)))
     out.print(table)
+    for bad in damaged:  # each in full, `file:line: reason` on one line, never cut
+        err.print(Text.assemble(("damaged trail", "red"), " ", data_text(bad)), soft_wrap=True)
     return ExitCode.PARTIAL if damaged else ExitCode.OK
 
 

@@ -15,7 +15,15 @@ from tracerag.model import Document
 
 # The options each reader understands beyond `encoding` (which every reader takes) and `corpus`/`language`
 # (every reader but hipe's, whose files say both).
-_CSV_OPTIONS = ("id_column", "text_column", "title_column", "date_column", "corpus_column", "language_column")
+_CSV_OPTIONS = (
+    "id_column",
+    "text_column",
+    "title_column",
+    "date_column",
+    "corpus_column",
+    "language_column",
+    "on_columns",  # told which column fills which field, file by file
+)
 
 
 def read_checked(path: Path, fmt: str | None, options: Mapping[str, Any]) -> Iterator[Item]:

@@ -56,7 +56,11 @@ class _Columns:
     def from_header(cls, line: str) -> _Columns:
         names = line.split("\t")
         if "TOKEN" not in names:
-            raise ValueError("first line is not a TOKEN header row")
+            # A `.tsv` is taken for HIPE by its suffix: say how a plain table of one document per row is read.
+            raise ValueError(
+                "first line is not a TOKEN header row (not HIPE: a table of one document per row is read with "
+                "--format csv --delimiter '\\t')"
+            )
 
         def pos(name: str) -> int | None:
             return names.index(name) if name in names else None

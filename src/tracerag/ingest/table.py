@@ -1,14 +1,19 @@
-"""CSV reader: one document per row, columns mapped to `Document` fields by options.
+"""CSV reader: one document per row, columns mapped to `Document` fields by name or by options.
 
 Options (column names as written in the header, surrounding spaces ignored):
 
-- `id_column` ("id") and `text_column` ("text"): required in the header; every row needs both.
-- `title_column`, `date_column`, `corpus_column`, `language_column`: optional columns (None: not read). Dates
-  are partial ISO (`1887`, `1887-5` → `1887-05`, `1887-05-17`); languages are lower-cased.
+- `id_column`, `text_column`: by default the column named `id` (else `doc_id`) and the one named `text`; one of
+  each is required in the header, and every row needs both.
+- `title_column`, `date_column`, `corpus_column`, `language_column`: by default (None) the column named `title`,
+  `date`, `corpus`, `language` when the header has one: TRACE's own field names, so a table that uses them needs
+  no mapping; "" reads none. An option naming a column always wins (the column named like the field is then an
+  ordinary one). Dates are partial ISO (`1887`, `1887-5` → `1887-05`, `1887-05-17`); languages are lower-cased.
 - `field_columns`: the columns copied into `Document.fields` (None: every column not mapped above; []: none).
   Values are stripped; empty cells are left out.
 - `corpus`, `language`: constants for rows without a value (or when there is no such column).
 - `delimiter` (","): e.g. ";" or "\\t" (a tab also makes a folder's `.tsv` files count).
+- `on_columns`: called with each file's `ColumnChoice` (which column fills which field), so that the ingest can
+  say what it used.
 
 - `encoding`: the files' encoding (`--encoding`); by default UTF-8 when the file is, else what
   `ingest.encoding` detects from its first MiB, said in one `RecordWarning` for the file.
@@ -24,7 +29,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +53,37 @@ _SNIPPET = 200
 _ESCAPED = re.compile("[\udc00-\udcff]")
 # Full OCR pages exceed csv's default 128 KiB field limit; 2**31 - 1 fits a C long everywhere.
 _FIELD_LIMIT = 2**31 - 1
+# The columns read by name when no option names one: TRACE's own field names (`doc_id` is what a chunk, a hit and
+# the trail call a document's id), in the order tried.
+BY_NAME: dict[str, tuple[str, ...]] = {
+    "id": ("id", "doc_id"),
+    "text": ("text",),
+    "title": ("title",),
+    "date": ("date",),
+    "corpus": ("corpus",),
+    "language": ("language",),
+}
+_REQUIRED = ("id", "text")
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnChoice:
+    """Which column of a file fills which `Document` field, and which were found by name rather than by option:
+    said by the ingest, so that a table mapped by its header is never mapped silently."""
+
+    file: str
+    mapped: tuple[tuple[str, str], ...]  # (field, column), in `BY_NAME` order; fields without a column left out
+    by_name: tuple[str, ...]  # the fields whose column was found by its name
+    fields: tuple[str, ...]  # the columns kept in `Document.fields`
+
+    def describe(self) -> str:
+        """`docs.csv: id, text, date from the columns of those names, title from 'headline'; other columns kept as
+        fields: 'genre'`, on one line."""
+        same = [key for key, column in self.mapped if key in self.by_name and column == key]
+        parts = [f"{', '.join(same)} from the column{'s of those names' if len(same) > 1 else ' of that name'}"]
+        parts = (parts if same else []) + [f"{key} from {column!r}" for key, column in self.mapped if key not in same]
+        kept = ", ".join(map(repr, self.fields)) if self.fields else "none"
+        return f"{self.file}: {', '.join(parts)}; other columns kept as fields: {kept}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +102,8 @@ class _Columns:
 def read(
     path: Path,
     *,
-    id_column: str = "id",
-    text_column: str = "text",
+    id_column: str | None = None,
+    text_column: str | None = None,
     title_column: str | None = None,
     date_column: str | None = None,
     corpus_column: str | None = None,
@@ -77,9 +113,10 @@ def read(
     corpus: str | None = None,
     language: str | None = None,
     encoding: str | None = None,
+    on_columns: Callable[[ColumnChoice], None] | None = None,
 ) -> Iterator[Item]:
     """Stream the rows of the CSV files under `path` as documents (options: see the module docstring)."""
-    mapped = {
+    columns_asked = {
         "id": id_column,
         "text": text_column,
         "title": title_column,
@@ -108,10 +145,26 @@ def read(
             yield header
             continue
         header_line, names = header
+        mapped, by_name = choose_columns(names, columns_asked)
         cols = _resolve(names, mapped, field_columns, file=str(f), line=header_line)
         if isinstance(cols, RecordError):
-            yield cols
+            # A required column looked for by name and not found: say the names tried and the option to use.
+            hints = [
+                f"the {key} is read from {' or '.join(map(repr, BY_NAME[key]))}, or the column --{key}-column names"
+                for key in _REQUIRED
+                if key not in by_name and not columns_asked[key]
+            ]
+            yield RecordError("; ".join([cols.reason, *hints]), file=str(f), line=header_line) if hints else cols
             continue
+        if on_columns is not None:
+            on_columns(
+                ColumnChoice(
+                    file=str(f),
+                    mapped=tuple((key, column) for key, column in mapped.items() if column),
+                    by_name=by_name,
+                    fields=tuple(name for name, _ in cols.fields),
+                )
+            )
         for item in rows_of_width(rows, len(names), f, delimiter):
             if isinstance(item, RecordWarning):
                 row_warning = item
@@ -228,6 +281,25 @@ def _parse(
             )
             continue
         yield start, row
+
+
+def choose_columns(names: list[str], asked: dict[str, str | None]) -> tuple[dict[str, str | None], tuple[str, ...]]:
+    """The column of each field for a header of `names`: the one an option names, else the first of its
+    `BY_NAME` names in the header (None: not read; "" asks for none); and which fields were found by name. A
+    required field found by no name keeps its first name, so that the header check reports it missing."""
+    present = {n.strip() for n in names}
+    mapped: dict[str, str | None] = {}
+    by_name: list[str] = []
+    for key, names_of_key in BY_NAME.items():
+        column = asked.get(key)
+        if column is None or (column == "" and key in _REQUIRED):
+            column = next((n for n in names_of_key if n in present), None)
+            if column is not None:
+                by_name.append(key)
+            elif key in _REQUIRED:
+                column = names_of_key[0]
+        mapped[key] = column or None
+    return mapped, tuple(by_name)
 
 
 def _resolve(

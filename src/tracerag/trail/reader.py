@@ -22,22 +22,32 @@ def read_trail(path: Path) -> list[Event]:
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
-                raise TrailError(f"{path}:{n}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+                raise TrailError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(path), line=n) from None
             if not line.strip():
                 continue
             try:
                 event = EVENT_ADAPTER.validate_json(line)
             except ValidationError as exc:
-                first = exc.errors()[0]
-                where = ".".join(map(str, first["loc"])) or "line"
-                raise TrailError(f"{path}:{n}: not a trail event ({where}: {first['msg']})") from None
+                raise TrailError(_invalid(exc), file=str(path), line=n) from None
             if not event.stamped:  # the stamps have defaults for emitters; a written line always has them
                 missing = next(name for name in STAMPS if name not in event.model_fields_set)
-                raise TrailError(f"{path}:{n}: not a trail event ({event.kind}.{missing}: Field required)")
+                reason = f"not a trail event ({event.kind}.{missing}: Field required)"
+                raise TrailError(reason, file=str(path), line=n)
             events.append(event)
     if not events or not isinstance(events[0], RunEvent):
-        raise TrailError(f"{path}: a trail starts with a 'run' event")
+        raise TrailError("a trail starts with a 'run' event", file=str(path))
     return events
+
+
+def _invalid(exc: ValidationError) -> str:
+    """Why a line is no event: not JSON (where in the line), or which field of which event is wrong."""
+    first = exc.errors()[0]
+    if first["type"] == "json_invalid":
+        # pydantic says "at line 1 column N" of the one line it was given: the column is what tells.
+        detail = str(first.get("ctx", {}).get("error", first["msg"])).replace("at line 1 column", "at column")
+        return f"not JSON ({detail})"
+    where = ".".join(map(str, first["loc"])) or "line"
+    return f"not a trail event ({where}: {first['msg']})"
 
 
 def trail_path(collection_dir: Path, run: str) -> Path:
