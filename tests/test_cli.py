@@ -86,8 +86,10 @@ def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert re.search(r"^ 1\. figaro-1887-05-17-p1  press · 1887-05-17 · fr$", out, flags=re.M)
-    # found 1st by bm25 and by phrase: RRF 1/61 + 1/61 = 0.03279
-    assert "RRF 0.03279 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
+    # found 1st by bm25 and by phrase, the one document found: min-max 1 in each, CombSUM 1 + 1, every channel
+    # weighing 1 since a collection of two documents is too small to calibrate
+    assert "score 2.00000 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
+    assert "fusion: combsum (minmax): every channel weighs 1: too small to calibrate" in out
     assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
     assert re.search(r"phrase\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
     assert "channels bm25, phrase" in out
@@ -107,7 +109,7 @@ def test_search_json(ingested):
     result = invoke("search", "document", "-c", path, "--json", "-k", "5")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert data["params"]["query"] == "document"
     assert data["params"]["k"] == 5
     assert data["params"]["active_channels"] == ["bm25"]
@@ -118,8 +120,8 @@ def test_search_json(ingested):
         docs = col.store.get_documents([r["doc_id"] for r in results])
     previous = float("inf")
     for r in results:
-        assert r["rrf_score"] <= previous
-        previous = r["rrf_score"]
+        assert r["score"] <= previous
+        previous = r["score"]
         chunk = r["best_chunk"]
         assert {"chunk_id", "start", "end", "text"} <= set(chunk)
         assert chunk["text"] == docs[r["doc_id"]].text[chunk["start"] : chunk["end"]]
@@ -128,7 +130,8 @@ def test_search_json(ingested):
             assert {"channel", "rank", "score", "chunk_id", "span"} <= set(c)
     bm25 = results[0]["channels"][0]
     assert bm25["channel"] == "bm25" and bm25["rank"] == 1
-    assert results[0]["rrf_score"] == round(1 / 61, 6)
+    assert results[0]["score"] == 1.0  # CombSUM of min-max scores: the one channel's best document is 1
+    assert data["params"]["fusion"]["method"] == "combsum" and data["params"]["fusion"]["weights_from"] == "equal"
 
 
 def test_search_json_span_of_a_longer_document(ingested):

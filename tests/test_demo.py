@@ -77,9 +77,9 @@ def test_the_demo_answers_offline_from_the_packaged_sample(fresh_machine: Path) 
     line = re.search(r"\$ (tracerag search '[^']+' -c \S+ --explain --channels \S+)", out)
     assert line, out
     copied = runner.invoke(app, shlex.split(line[1])[1:], env={"COLUMNS": "400"})
-    assert copied.exit_code == 0 and "RRF" in copied.output, copied.output
+    assert copied.exit_code == 0 and "fusion: combsum" in copied.output, copied.output
     assert "1. luxzeit-1858-07-10-revue-politique" in out and "comte Walcwski" in out
-    assert "RRF" in out and "bm25 rank" in out and "phrase rank" in out and "date rank" in out
+    assert "fusion: combsum" in out and "bm25 rank" in out and "phrase rank" in out and "date rank" in out
     assert "dense rank" not in out and "--no-dense: no vectors" in out
     assert not (fresh_machine / "cache").exists()
 
@@ -126,23 +126,23 @@ def test_each_sample_query_finds_what_it_promises(lexical_sample: Collection) ->
     assert {q.text for q in queries} == set(LEXICAL_FIRST) | set(HYBRID_FIRST)
     for query, expected in LEXICAL_FIRST.items():
         assert _top(lexical_sample, query, DEMO_LEXICAL)[0] == expected, query
-    # the questions asked again are those the lexical channels answer badly: the French regulation is not in
-    # their top 3, the German article is not first
+    # the questions asked again with the dense channel: the lexical channels miss the French regulation (not in
+    # their top 3); the German article on the Spanish cabinet they find first since the language indexes are
+    # merged on one scale (`query_idf`: by raw score the French revue scored higher), and the dense channel keeps it
     assert HYBRID_FIRST["police regulation about dogs"] not in _top(
         lexical_sample, "police regulation about dogs", DEMO_LEXICAL
     )
     spanish = _top(lexical_sample, "Spanish cabinet ministers", DEMO_LEXICAL)
-    assert HYBRID_FIRST["Spanish cabinet ministers"] in spanish[1:]
+    assert spanish[0] == HYBRID_FIRST["Spanish cabinet ministers"]
     assert {q.text for q in queries if q.hybrid} == set(HYBRID_FIRST)
 
 
 @pytest.mark.slow
 def test_the_dense_channel_brings_the_other_languages_to_the_top(tmp_path: Path) -> None:
-    """On the BnL articles and four English ones (29 chunks, ~12 s to embed on 2 cores)."""
-    docs = [d for d in sample_source().documents() if isinstance(d, Document)]
-    chosen = [d for d in docs if d.corpus == "bnl/luxzeit"]
-    for corpus in ("chronam/nytribune", "chronam/saltlaketribune"):
-        chosen += [d for d in docs if d.corpus == corpus][:2]
+    """On the whole sample, as the demo embeds it. (On the BnL articles and four English ones alone, 29 chunks,
+    CombSUM put an English article first for the dogs, 1.511 against 1.503: with so few documents, the min-max
+    scale of the dense channel is set by a handful of them.)"""
+    chosen = [d for d in sample_source().documents() if isinstance(d, Document)]
     with Collection.open(tmp_path / "col", load_settings(), mode="write", create=True) as col:
         col.ingest(chosen, dense=True)
         for query, expected in HYBRID_FIRST.items():

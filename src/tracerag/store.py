@@ -262,6 +262,18 @@ class DocumentStore:
             )
         ]
 
+    def chunks_with_texts(self, hashes: Iterable[str]) -> list[tuple[str, str]]:
+        """(chunk id, text hash) of every chunk whose index text has one of `hashes`, in (doc_id, n) order: the
+        chunks one computed vector serves."""
+        out: list[tuple[str, str]] = []
+        for part in _batches(list(dict.fromkeys(hashes)), 500):
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT id, text_hash FROM chunks WHERE text_hash IN ({marks}) ORDER BY doc_id, n", part
+            )
+            out.extend((str(r[0]), str(r[1])) for r in rows)
+        return out
+
     def count_chunks(self, *, without_vectors: bool = False) -> int:
         query = (
             f"SELECT count(*) FROM chunks c {self._WITHOUT_VECTOR}"
@@ -277,6 +289,10 @@ class DocumentStore:
 
     def count_documents(self) -> int:
         return int(self._db.execute("SELECT count(*) FROM documents").fetchone()[0])
+
+    def document_ids(self) -> list[str]:
+        """The ids of the indexed documents, sorted (a seeded draw from them is then reproducible)."""
+        return [row[0] for row in self._db.execute("SELECT id FROM documents WHERE state = 'indexed' ORDER BY id")]
 
     def get_documents(self, doc_ids: Sequence[str], *, text: bool = True) -> dict[str, Document]:
         """The documents of `doc_ids` that are stored; with `text=False` their metadata only (text ''): what a
@@ -383,6 +399,16 @@ class DocumentStore:
             if detected:
                 info.languages_detected[lang] = detected
         return list(infos.values())
+
+    def metadata_keys(self, column: str = "fields") -> list[str]:
+        """The top-level keys of the documents' `fields` (with a scalar value: what the index gives each chunk, and
+        `--field` can filter on) or, with `column="source"`, of their `source`; sorted. One pass over the documents,
+        for a search that found nothing to say why."""
+        if column not in ("fields", "source"):
+            raise ValueError(f"column must be 'fields' or 'source', not {column!r}")
+        scalar = "WHERE j.type NOT IN ('null', 'array', 'object')" if column == "fields" else ""
+        rows = self._db.execute(f"SELECT DISTINCT j.key FROM documents d, json_each(d.{column}) j {scalar} ORDER BY 1")
+        return [str(row[0]) for row in rows]
 
     def iter_documents(self) -> Iterator[Document]:
         ids = [r[0] for r in self._db.execute("SELECT id FROM documents ORDER BY id")]

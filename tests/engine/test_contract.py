@@ -136,6 +136,20 @@ class EngineContract:
         # repeats are counted after stemming: "strikes" and "strike" are one English word
         assert en("Liverpool strikes strike")["en1#0"] == pytest.approx(2 * en("strike")["en1#0"])
 
+    def test_field_stats_give_each_fields_size_and_the_query_terms_frequencies(self, reader):
+        stats = reader.field_stats("grève strike strikes Streik")
+        assert sorted(stats) == ["de", "en", "fr"]  # every field that holds a chunk
+        assert {field: s.chunks for field, s in stats.items()} == {"de": 1, "en": 2, "fr": 4}
+        # terms as each field analyses them, in order of first occurrence: "strikes" is English "strike" again,
+        # counted twice (the contract's engines count repeats); document frequencies are the field's own
+        en = [(t.term, t.counted, t.chunks) for t in stats["en"].terms]
+        assert en == [("grève", 1, 0), ("strike", 2, 2), ("Streik", 1, 0)]
+        fr = {t.term: t.chunks for t in stats["fr"].terms}
+        assert fr["grève"] == 1  # fr1#0; "grévistes" is another French stem
+        assert {t.term: t.chunks for t in stats["de"].terms}["Streik"] == 1
+        assert all(not s.terms for s in reader.field_stats(" ?! ").values())
+        assert {t.chunks for s in reader.field_stats("zeppelin").values() for t in s.terms} == {0}
+
     def test_bm25_without_a_match_is_empty(self, reader):
         assert reader.bm25("zeppelin", 10) == {}
         assert reader.bm25("", 10) == {}
@@ -269,6 +283,19 @@ class EngineContract:
         engine.delete([])  # nothing to do
         engine.delete(["no-such-doc"])
         assert engine.count() == len(CHUNKS) - 3
+
+    def test_field_stats_follow_writes(self, engine):
+        def strike() -> tuple[int, int]:
+            en = engine.field_stats("strike")["en"]
+            return en.chunks, en.terms[0].chunks
+
+        assert strike() == (2, 2)
+        engine.delete(["en2"])
+        assert strike() == (1, 1)
+        engine.upsert(CHUNKS[6:], VECTORS[6:])
+        assert strike() == (2, 2)
+        engine.delete(["en1", "en2"])
+        assert "en" not in engine.field_stats("strike")
 
     def test_upsert_twice_is_idempotent(self, engine):
         before = ids(engine.bm25("grève ouvriers", 10))

@@ -98,7 +98,8 @@ def test_eval_list_and_errors(tmp_path: Path) -> None:
 def test_named_run_configurations_from_a_file(tmp_path: Path, datasets_dir: Path) -> None:
     config = tmp_path / "runs.toml"
     config.write_text(
-        '[runs.lexical]\nchannels = ["bm25", "phrase"]\n\n[runs.bm25-10y]\nchannels = ["bm25"]\nwindows = "10y"\n'
+        '[runs.lexical]\nchannels = ["bm25", "phrase"]\nfusion = "rrf"\n\n'
+        '[runs.bm25-10y]\nchannels = ["bm25"]\nwindows = "10y"\n'
     )
     out = tmp_path / "report"
     args = [
@@ -106,7 +107,7 @@ def test_named_run_configurations_from_a_file(tmp_path: Path, datasets_dir: Path
         "--benchmark",
         "cranfield",
         "--runs",
-        "bm25,lexical,bm25-10y",
+        "bm25,lexical,bm25-10y,hybrid,hybrid-rrf",
         "--run-config",
         str(config),
         "--no-dense",
@@ -121,7 +122,19 @@ def test_named_run_configurations_from_a_file(tmp_path: Path, datasets_dir: Path
     ]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
-    assert set(json.loads((out / "results.json").read_text())["runs"]) == {"bm25", "lexical", "bm25-10y"}
+    assert set(json.loads((out / "results.json").read_text())["runs"]) == {
+        "bm25",
+        "lexical",
+        "bm25-10y",
+        "hybrid",
+        "hybrid-rrf",
+    }
+    # the eval calibrated its collection as an ingest does (Cranfield: 1,400 documents), and said how it fused
+    (collection,) = (tmp_path / "cols").iterdir()
+    assert (collection / "calibration.json").is_file()
     config.write_text('[runs.bad]\nchannels = ["bm26"]\n')
     bad = runner.invoke(app, args)
     assert bad.exit_code == 2 and "runs.bad.channels" in bad.output
+    config.write_text('[runs.bad]\nchannels = ["bm25"]\nfusion = "borda"\n')
+    bad = runner.invoke(app, args)
+    assert bad.exit_code == 2 and "runs.bad.fusion must be one of calibrated, rrf" in bad.output

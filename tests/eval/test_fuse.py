@@ -15,7 +15,7 @@ from tracerag.errors import ConfigError
 from tracerag.eval.datasets import load_benchmark
 from tracerag.eval.fuse import fuse_runs, parse_weights
 from tracerag.eval.harness import evaluate_runs
-from tracerag.eval.runner import run_specs, select_queries, strictly_decreasing
+from tracerag.eval.runner import RunSpec, select_queries, strictly_decreasing
 from tracerag.eval.trec import Run, read_run, write_run
 from tracerag.retrieval import Retriever, SearchRequest
 from tracerag.retrieval.fusion import Method, max_pool
@@ -144,9 +144,9 @@ def test_rrf_of_saved_channel_runs_is_the_in_process_fusion(tmp_path: Path, hipe
     bench = load_benchmark("hipe-entities-dated", datasets_dir)
     queries = select_queries(bench, limit=60)
     report = tmp_path / "report"
-    evaluate_runs(
-        bench, hipe_collection.collection, ["bm25+date"], {s.name: s for s in run_specs(["bm25+date"])}, queries, report
-    )
+    # the in-process fusion as plain RRF, which is what `tracerag fuse` does by default
+    rrf_spec = RunSpec("bm25+date", ("bm25", "date"), fusion="rrf")
+    evaluate_runs(bench, hipe_collection.collection, ["bm25+date"], {"bm25+date": rrf_spec}, queries, report)
     channels = sorted((report / "runs" / "channels").glob("*.trec"))
     assert [p.name for p in channels] == ["bm25+date.bm25.trec", "bm25+date.date.trec"]
     fused = tmp_path / "fused.trec"

@@ -11,6 +11,7 @@ import pytest
 from tracerag.errors import ConfigError
 from tracerag.model import DateRange, Filter
 from tracerag.retrieval import Retriever, SearchRequest
+from tracerag.retrieval.channels import Bm25Channel, PhraseChannel
 from tracerag.retrieval.explain import explain
 from tracerag.retrieval.fusion import merge_fields
 from tracerag.retrieval.windows import window_of
@@ -274,11 +275,12 @@ def test_a_window_that_runs_out_leaves_its_share_to_others(col, retriever):
 
 def test_windows_change_a_ranking_dominated_by_one_period(col, retriever):
     flt = Filter(date_from="1850-01-01", date_to="1899-12-31")
-    plain = search(retriever, "Paris", k=10, filter=flt).doc_ids()
+    # "London": 6 of its top 10 from one decade (field_merge query_idf; "Paris" was 4 of 10 by raw score, 2 now)
+    plain = search(retriever, "London", k=10, filter=flt).doc_ids()
     spans = col.store.date_spans(plain)
     plain_windows = Counter(window_of(spans[d][0], 10) for d in plain)
     assert max(plain_windows.values()) > 2  # one decade crowds the others out
-    windowed = search(retriever, "Paris", k=10, filter=flt, windows="10y")
+    windowed = search(retriever, "London", k=10, filter=flt, windows="10y")
     assert max(Counter(d.window for d in windowed.documents).values()) == 2
     # windowing reorders and picks within the same candidates; the best document stays first
     assert windowed.doc_ids()[0] == plain[0]
@@ -334,10 +336,13 @@ def test_each_language_fields_ranking_is_kept_and_merged_in_sight(col, retriever
         assert [h.rank for h in hits] == list(range(1, len(hits) + 1))  # ranks within the field
         assert {docs[h.doc_id].language for h in hits} == {field}  # each field holds its own language
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    # the channel's ranking is the fields merged by raw score, done by retrieval and named in the params
-    assert ranking.params["field_merge"] == "max_raw_score"
-    assert ranking.channel_hits["bm25"] == merge_fields(fields, ranking.params["depth"])
-    assert ranking.channel_hits["phrase"] == merge_fields(ranking.field_hits.get("phrase", {}), ranking.params["depth"])
+    # the channel's ranking is the fields merged on one scale (retrieval/fields.py), by retrieval, named in the params
+    assert ranking.params["field_merge"] == "query_idf"
+    stats = Bm25Channel(col.engine).field_stats("Paris London Berlin")
+    assert ranking.channel_hits["bm25"] == merge_fields(fields, ranking.params["depth"], "query_idf", stats)
+    phrase = ranking.field_hits.get("phrase", {})
+    stats = PhraseChannel(col.engine).field_stats("Paris London Berlin")
+    assert ranking.channel_hits["phrase"] == merge_fields(phrase, ranking.params["depth"], "query_idf", stats)
 
 
 def test_explain_shows_each_fields_ranking_and_where_a_result_came_from(col, retriever):

@@ -114,7 +114,7 @@ def test_hostile_text_takes_no_style(col, events):
 
 def test_verbose_adds_channels_fusion_and_llm_calls(col, events):
     text = _render(events, col.documents, verbose=True)
-    assert "channel bm25" in text and "(merged from fr)" in text and "fusion rrf(k=60)" in text
+    assert "channel bm25" in text and "(merged from fr)" in text and "fusion combsum(minmax)" in text
     calls = text[text.rindex("LLM calls") :]
     for purpose in ("plan", "action", "review", "reeval", "briefing", "rerank"):
         assert purpose in calls

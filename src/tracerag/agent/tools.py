@@ -200,6 +200,7 @@ TRAIL_DEPTH = 50  # hits kept per channel (and per field) in the trail: more tha
 def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None, step: int) -> None:
     """Each channel's ranking (a lexical channel's per-field rankings with it) and their fusion, to the trail."""
     readings = ranking.params.get("channel_readings", {})
+    fusion = ranking.params.get("fusion", {})
     # a date or phrase channel that stayed silent has no hits, yet its reason belongs in the trail
     silent: dict[str, list[Hit]] = {name: [] for name in readings if name not in ranking.channel_hits}
     for channel, hits in (ranking.channel_hits | silent).items():
@@ -220,8 +221,11 @@ def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None
         FusionEvent(
             sq=sq,
             step=step,
-            method=FusionMethod.RRF,
+            method=FusionMethod(fusion.get("method", "rrf")),
             rrf_k=ranking.params["rrf_k"],
+            normalisation=fusion.get("normalisation"),
+            weights=fusion.get("weights"),
+            why=fusion.get("why"),
             ranking=[
                 {
                     "doc_id": d.doc_id,

@@ -2,16 +2,16 @@
 
 `app.py` holds the Typer app, the consoles, the shared options and the one error edge (outcomes become exit codes:
 0 all good, 1 partial, 2 bad usage or input, 3 busy); one module per command group registers its commands on it:
-`collections` (ingest, embed, info), `search`, `eval`, `fuse`, `demo`, `agent` (ask, trail), `catalog` (catalog
-ingest and eval, chat). Command modules import `app.py` (and `views.py`, what several of them print), never each
-other; this file registers them, and adds the sub-apps to the app, in one place.
+`collections` (ingest, embed, info), `calibrate`, `search`, `eval`, `fuse`, `demo`, `agent` (ask, trail),
+`catalog` (catalog ingest and eval, chat). Command modules import `app.py` (and `views.py`, what several of them
+print), never each other; this file registers them, and adds the sub-apps to the app, in one place.
 """
 
 from __future__ import annotations
 
 # isort: off
 # Each import registers its commands, in the order `tracerag --help` lists them.
-from tracerag.cli import collections, search, eval, fuse, demo, agent, catalog  # noqa: F401
+from tracerag.cli import collections, calibrate, search, eval, fuse, demo, agent, catalog  # noqa: F401
 
 # isort: on
 from tracerag.cli.app import ExitCode, app, write_stdout

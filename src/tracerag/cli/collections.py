@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,12 +24,21 @@ from tracerag.cli.app import (
     progress_bar,
     write_json,
 )
-from tracerag.cli.views import ingest_progress, language_counts, print_embedded, print_ingest_report
+from tracerag.cli.views import (
+    fusion_line,
+    ingest_progress,
+    language_counts,
+    print_calibrated,
+    print_embedded,
+    print_ingest_report,
+)
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError, NothingIngestedError
 from tracerag.ingest.checked import read_checked, take_documents
+from tracerag.ingest.table import ColumnChoice
 from tracerag.ingest_job import ingest_into
+from tracerag.retrieval import Retriever, calibration
 
 
 @app.command()
@@ -47,13 +57,22 @@ def ingest(
     ] = None,
     corpus: Annotated[str | None, typer.Option(help="Sub-corpus name for all records (jsonl, csv, txt, alto).")] = None,
     language: Annotated[str | None, typer.Option(help="Language for all records (jsonl, csv, txt, alto).")] = None,
-    id_column: Annotated[str, typer.Option(help="CSV: id column.")] = "id",
-    text_column: Annotated[str, typer.Option(help="CSV: text column.")] = "text",
-    title_column: Annotated[str | None, typer.Option(help="CSV: title column.")] = None,
-    date_column: Annotated[str | None, typer.Option(help="CSV: date column.")] = None,
-    corpus_column: Annotated[str | None, typer.Option(help="CSV: sub-corpus column.")] = None,
-    language_column: Annotated[str | None, typer.Option(help="CSV: language column.")] = None,
-    delimiter: Annotated[str, typer.Option(help="CSV: delimiter.")] = ",",
+    # A table whose columns are named like TRACE's fields needs none of these; '' reads no title, date, ...
+    id_column: Annotated[str | None, typer.Option(help="CSV: id column (default: 'id', else 'doc_id').")] = None,
+    text_column: Annotated[str | None, typer.Option(help="CSV: text column (default: 'text').")] = None,
+    title_column: Annotated[
+        str | None, typer.Option(help="CSV: title column (default: 'title' if present; '' for none).")
+    ] = None,
+    date_column: Annotated[
+        str | None, typer.Option(help="CSV: date column (default: 'date' if present; '' for none).")
+    ] = None,
+    corpus_column: Annotated[
+        str | None, typer.Option(help="CSV: sub-corpus column (default: 'corpus' if present; '' for none).")
+    ] = None,
+    language_column: Annotated[
+        str | None, typer.Option(help="CSV: language column (default: 'language' if present; '' for none).")
+    ] = None,
+    delimiter: Annotated[str, typer.Option(help="CSV: delimiter ('\\t' for a tab).")] = ",",
     encoding: Annotated[
         str | None,
         typer.Option(help="Encoding of the files (utf-8, latin-1, cp1252, ...); default: UTF-8, else detected."),
@@ -91,10 +110,11 @@ def ingest(
         "date_column": date_column,
         "corpus_column": corpus_column,
         "language_column": language_column,
-        "delimiter": delimiter,
+        "delimiter": "\t" if delimiter == "\\t" else delimiter,  # `--delimiter '\t'` as a shell passes it
         "encoding": encoding,
         "unit": unit,
         "date": date,
+        "on_columns": _ColumnsSaid(),
     }
     records = read_checked(path, fmt, options)
     if limit is not None:
@@ -114,6 +134,7 @@ def ingest(
                 progress=hooks.update,
                 document_progress=hooks.within,
                 notify=lambda message: err.print(data_text(message)),
+                after=lambda col, _: print_calibrated(calibration.refresh(col)),
             )
             hooks.finish(report)
     except NothingIngestedError as exc:
@@ -124,18 +145,48 @@ def ingest(
     return ExitCode.PARTIAL if report.skipped else ExitCode.OK
 
 
+class _ColumnsSaid:
+    """Says on stderr which column fills which field, for the first table and for each one mapped otherwise than
+    the one before (a folder of tables with one header says it once)."""
+
+    def __init__(self) -> None:
+        self._last: tuple[object, ...] | None = None
+
+    def __call__(self, choice: ColumnChoice) -> None:
+        key = (choice.mapped, choice.fields)
+        if key != self._last:
+            self._last = key
+            err.print(data_text(f"columns of {choice.describe()}"), soft_wrap=True)  # one line, to grep
+
+
 @app.command()
 @friendly
 def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = None) -> None:
-    """Compute the embeddings of chunks ingested with --no-dense (resumable)."""
-    with (
-        Collection.open(collection, load_settings(config), mode="write", wait=wait) as col,
-        progress_bar() as progress,
-    ):
-        task = progress.add_task("embed", total=col.store.count_chunks(without_vectors=True), extra="")
-        start = time.perf_counter()
-        done = col.embed_missing(progress=lambda d, t: progress.update(task, completed=d, total=t))
-    print_embedded(done, time.perf_counter() - start)
+    """Compute the embeddings of chunks ingested with --no-dense (resumable: run it again after Ctrl-C)."""
+    reached = [0, 0]  # chunks embedded so far, of how many: what an interrupted run keeps
+
+    def update(done: int, total: int) -> None:
+        reached[:] = [done, total]
+        progress.update(task, completed=done, total=total)
+
+    try:
+        with (
+            Collection.open(collection, load_settings(config), mode="write", wait=wait) as col,
+            progress_bar() as progress,
+        ):
+            reached[1] = col.store.count_chunks(without_vectors=True)
+            task = progress.add_task("embed", total=reached[1], extra="")
+            start = time.perf_counter()
+            done = col.embed_missing(progress=update)
+            seconds = time.perf_counter() - start
+            print_calibrated(calibration.refresh(col))  # the dense channel's weight, now that it can be measured
+    except KeyboardInterrupt:
+        # Each page of vectors is stored once the index has it, so a second run starts after the last one stored.
+        again = shlex.join(["tracerag", "embed", "-c", str(collection)])
+        kept = f"{reached[0]:,} of {counted(reached[1], 'chunk')} embedded and kept" if reached[1] else "nothing done"
+        err.print(data_text(f"interrupted: {kept}; run `{again}` again to resume where it stopped", "yellow"))
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    print_embedded(done, seconds)
 
 
 @app.command()
@@ -145,6 +196,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
     with Collection.open(collection, load_settings(), mode="read") as col:
         stats = col.stats()
         stats["activity"] = col.activity()
+        stats["fusion"] = Retriever(col).fusion_plan().to_dict()  # how searches weigh the channels, and why
     if json_out:
         write_json(stats)
         return
@@ -158,6 +210,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
     if stats["chunks_without_vectors"]:
         missing = counted(stats["chunks_without_vectors"], "chunk")
         out.print(f"[yellow]{missing} without vectors: run `tracerag embed`[/yellow]")
+    out.print(data_text(f"fusion: {fusion_line(stats['fusion'])}"))
     # A corpus name is what --corpus takes: on one line when the terminal allows (the other columns wrap first),
     # folded onto more lines when it does not, never cut short.
     widest = max((len(c["name"]) for c in stats["corpora"]), default=0)

@@ -55,12 +55,46 @@ def search(
     with Collection.open(collection, load_settings(config), mode="read") as col:
         start = time.perf_counter()
         ranking = Retriever(col).search(request)
+        if not ranking.documents and flt.fields:
+            _check_field_keys(col, flt)  # a key no document has finds nothing: say so, rather than nothing
         result = explain(ranking, col)
         result["seconds"] = round(time.perf_counter() - start, 4)
     if json_out:
         write_json(result)
         return
     render(result, explain_, out)
+
+
+# What a user may mean by `--field KEY=...` for a key that is not a field: the option that filters on it.
+_OPTION_FOR = {
+    "corpus": "--corpus",
+    "language": "--language",
+    "date": "--from/--to",
+    "id": "--doc-id",
+    "doc_id": "--doc-id",
+}
+
+
+def _check_field_keys(col: Collection, flt: Filter) -> None:
+    """Raise a TraceError naming each `--field` key that no document of `col` has (with the keys it has, and
+    where the key lives when it is no field). Asked only when a search found nothing: one pass over the store."""
+    known = set(col.store.metadata_keys("fields"))
+    unknown = list(dict.fromkeys(key for key, _ in flt.fields if key not in known))
+    if not unknown:
+        return
+    in_source = set(col.store.metadata_keys("source"))
+    notes = []
+    for key in unknown:
+        if key in _OPTION_FOR:
+            notes.append(f"'{key}' is filtered with {_OPTION_FOR[key]}")
+        elif key in in_source:
+            notes.append(f"'{key}' is in the documents' source, which is not filterable")
+    has = f"the fields it has: {', '.join(sorted(known))}" if known else "its documents have no fields"
+    keys = ", ".join(repr(key) for key in unknown)
+    raise TraceError(
+        f"--field: no document in {col.path} has the field{'s' if len(unknown) > 1 else ''} {keys}; {has}"
+        + "".join(f"; {note}" for note in notes)
+    )
 
 
 def _filter(

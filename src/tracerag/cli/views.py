@@ -15,6 +15,8 @@ from rich.text import Text
 
 from tracerag.cli.app import counted, data_text, err, out, progress_bar, write_json
 from tracerag.collection import Collection, IngestReport
+from tracerag.retrieval.explain import fusion_summary
+from tracerag.retrieval.weights import Calibration
 from tracerag.text import json_dumps, safe_line
 
 
@@ -108,8 +110,21 @@ def embed_missing(col: Collection) -> None:
     print_embedded(done, time.perf_counter() - start)
 
 
+def print_calibrated(found: Calibration | None) -> None:
+    """One line on stderr when an ingest or embed calibrated the channel weights again."""
+    if found is not None:
+        weights = ", ".join(f"{c} {w:.2f}" for c, w in found.weights.items())
+        total = sum(found.queries.values())
+        err.print(f"channel weights calibrated on {total} pseudo-queries in {found.seconds:.1f} s: {weights}")
+
+
 def print_embedded(done: int, seconds: float) -> None:
     out.print(f"embedded {counted(done, 'chunk')} in {seconds:.1f} s ({done / seconds if seconds else 0:.1f} chunks/s)")
+
+
+def fusion_line(fusion: Mapping[str, Any]) -> str:
+    """How a search fused its channels, in one line (`retrieval.explain.fusion_summary`)."""
+    return fusion_summary(fusion)
 
 
 def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
@@ -126,7 +141,10 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
     )
     if params.get("query_date"):
         console.print(data_text(f"date in query: {params['query_date'][0]} … {params['query_date'][1]}"))
-    if explain_:  # what the date and phrase channels took from the query, or why they stayed silent
+    if explain_:  # how the channels were fused; what the date and phrase channels took from the query, or why not
+        fusion = params.get("fusion")
+        if fusion:
+            console.print(data_text(f"fusion: {fusion_line(fusion)}"))
         for name, reading in params.get("channel_readings", {}).items():
             console.print(data_text(f"{name}: {reading['why']}", "" if reading["acts"] else "dim"))
     for r in result["results"]:
@@ -145,7 +163,7 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
         if explain_:
             console.print(
                 Text.assemble(
-                    f"    RRF {r['rrf_score']:.5f} · best chunk ",
+                    f"    score {r['score']:.5f} · best chunk ",
                     safe_line(f"{chunk['chunk_id']} chars {chunk['start']}–{chunk['end']}"),
                 )
             )

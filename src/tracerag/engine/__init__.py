@@ -45,6 +45,27 @@ the field of its language only, so the fields never share a chunk. A field that 
 """
 
 
+@dataclass(frozen=True, slots=True)
+class TermStats:
+    """One term of a query as a text field analyses it: its first surface word in the query, how many times the
+    engine's BM25 counts it (the query's count with query term frequency on, else 1), and in how many of the
+    field's chunks it occurs (its document frequency: 0 when the field lacks it)."""
+
+    term: str
+    counted: int
+    chunks: int
+
+
+@dataclass(frozen=True, slots=True)
+class FieldStats:
+    """What a query's BM25 scores in one text field are made of: the field's chunk count (BM25's N) and each
+    query term's statistics, in order of first occurrence. Enough to know the field's IDF of every query term,
+    so that retrieval can put two fields' scores on one scale without the engine fusing anything."""
+
+    chunks: int
+    terms: tuple[TermStats, ...]
+
+
 class SearchEngine(Protocol):
     """The primitives retrieval builds on. Every implementation passes tests/engine/test_contract.py."""
 
@@ -61,6 +82,11 @@ class SearchEngine(Protocol):
     def phrase(self, text: str, k: int, filter: Filter | None = None) -> FieldHits: ...
 
     def count(self, filter: Filter | None = None) -> int: ...
+
+    def field_stats(self, text: str) -> dict[str, FieldStats]:
+        """The term statistics of `text` in every text field that holds a chunk, keyed as `FieldHits` is. Over
+        the whole collection, whatever a search's filter: BM25's IDF is the collection's too."""
+        ...
 
     def flush(self) -> None: ...
 

@@ -63,6 +63,7 @@ from qdrant_edge import (
     Language,
     MatchAny,
     MatchPhrase,
+    MatchText,
     MatchValue,
     Memory,
     Point,
@@ -83,7 +84,7 @@ from qdrant_edge import (
 from qdrant_edge import Bm25Params as _Bm25Params
 
 from tracerag import model
-from tracerag.engine import EngineHit, FieldHits, IndexedChunk
+from tracerag.engine import EngineHit, FieldHits, FieldStats, IndexedChunk, TermStats
 
 if TYPE_CHECKING:  # type aliases that exist only in qdrant_edge's .pyi
     from qdrant_edge import NamedVector, ScoredPoint
@@ -272,6 +273,15 @@ def _repeat_levels(terms: list[tuple[str, int]]) -> list[tuple[int, str]]:
 
 
 QUERY_TF_DEPTH = 0  # least first depth of a query with repeats, beyond 2 k (see `_counted`)
+# The least limit a lexical search asks Edge for. Edge's BM25 score of a chunk can differ in its last float32 bit
+# with the limit asked (its top-k search adds a chunk's term scores in another order): on HIPE-2022, 1-ULP
+# differences between limits 2..39 and 200. Asked at one limit for every k up to retrieval's depth, a field's
+# ranking for a shorter k is a prefix of a longer one's, scores and all, and the merge of fields (which rescales
+# scores, `retrieval/fields.py`) then orders chunks the same whatever k.
+LEAST_LIMIT = 100
+# Document frequencies kept per (field, word) until the next write: an eval's queries share their words, and a
+# count is an index lookup per field. Bounded so that a long-lived server does not grow without end.
+_DF_CACHE_SIZE = 200_000
 
 
 class QdrantEdgeEngine:
@@ -296,7 +306,8 @@ class QdrantEdgeEngine:
             self._create_indexes()
             self._checked = True
         self._for_dense = False  # whether the optimizer settings are those of a shard holding dense vectors
-        self._fields: set[str] | None = None
+        self._fields: dict[str, int] | None = None  # language field → its chunks (BM25's N), from the facet
+        self._dfs: dict[tuple[str, str], int] = {}  # (field, word) → chunks holding the word's token
         # Text indexes are made when a language's first chunk arrives: each one maps a 32 MiB page file that
         # stays resident, so creating all ten up front cost ~130 MiB of RSS for languages a collection lacks.
         self._text_indexes = {k for k in self._shard.info().payload_schema if k.startswith("text_")}
@@ -368,8 +379,8 @@ class QdrantEdgeEngine:
             points.append(Point(point_id(c.chunk_id), vector, payload))
         if points:
             self._shard.update(UpdateOperation.upsert_points(points))
-            if self._fields is not None:
-                self._fields |= {text_field(c.language) for c in chunks}
+            self._fields = None  # chunk counts changed (and an upsert may replace a chunk: not a sum)
+            self._dfs.clear()
             self._written(len(points))
 
     def set_vectors(self, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
@@ -393,6 +404,7 @@ class QdrantEdgeEngine:
                 )
             )
             self._fields = None
+            self._dfs.clear()
 
     def flush(self) -> None:
         self._shard.flush()
@@ -420,13 +432,44 @@ class QdrantEdgeEngine:
 
     # -- reads ----------------------------------------------------------------------------------------
 
-    def _present_fields(self) -> list[str]:
-        """Language fields that hold at least one chunk: only those are queried. Found from the languages stored,
-        mapped as `upsert` maps them ("la", "pl" → text_xx; "fr-ch" → text_fr)."""
+    def _field_sizes(self) -> dict[str, int]:
+        """Language fields that hold at least one chunk, with their chunk counts (BM25's N in that field). Found
+        from the languages stored, mapped as `upsert` maps them ("la", "pl" → text_xx; "fr-ch" → text_fr)."""
         if self._fields is None:
             found = self._shard.facet(FacetRequest("language", limit=100_000, exact=True))
-            self._fields = {text_field(str(hit.value)) for hit in found.hits}
-        return sorted(self._fields)
+            sizes: dict[str, int] = {}
+            for hit in found.hits:
+                if hit.count > 0:  # a language whose chunks were all deleted may still be listed, at 0
+                    field = text_field(str(hit.value))
+                    sizes[field] = sizes.get(field, 0) + int(hit.count)
+            self._fields = sizes
+        return self._fields
+
+    def _present_fields(self) -> list[str]:
+        """Language fields that hold at least one chunk: only those are queried."""
+        return sorted(self._field_sizes())
+
+    def _chunks_with(self, field: str, word: str) -> int:
+        """How many chunks of `field` hold the token `word` analyses to (its BM25 document frequency)."""
+        key = (field, word)
+        if key not in self._dfs:
+            if len(self._dfs) >= _DF_CACHE_SIZE:
+                self._dfs.clear()
+            condition = FieldCondition(field, match=MatchText(word))
+            self._dfs[key] = int(self._shard.count(CountRequest(exact=True, filter=Filter(must=[condition]))))
+        return self._dfs[key]
+
+    def field_stats(self, text: str) -> dict[str, FieldStats]:
+        """Each present field's N and the query's terms as that field analyses them (`query_terms`), each with
+        its document frequency in the field and how many times `bm25` counts it (`query_tf`)."""
+        stats: dict[str, FieldStats] = {}
+        for field, size in sorted(self._field_sizes().items()):
+            terms = query_terms(text, field.removeprefix("text_"))
+            stats[field.removeprefix("text_")] = FieldStats(
+                size,
+                tuple(TermStats(word, n if self.query_tf else 1, self._chunks_with(field, word)) for word, n in terms),
+            )
+        return stats
 
     def _per_field(self, requests: dict[str, QueryRequest]) -> FieldHits:
         """One query per text field, run as a batch; each field's hits best first, ties by chunk id (so the
@@ -444,22 +487,24 @@ class QdrantEdgeEngine:
     def _lexical(self, text: str, k: int, conditions: Callable[[str], list]) -> FieldHits:
         """BM25 of `text` in every field, `conditions(field)` the filter's; a word the query repeats counted as
         often as it is repeated. A field where the query repeats nothing is one TextQuery (all of them in one
-        batch); one where it does is `_counted`."""
+        batch); one where it does is `_counted`. Every k up to `LEAST_LIMIT` is asked of Edge as that limit and
+        cut, so that a shorter k is a prefix of a longer one, scores and all (see `LEAST_LIMIT`)."""
+        limit = max(k, LEAST_LIMIT)
         plain: dict[str, QueryRequest] = {}
         counted: dict[str, list[tuple[int, str]]] = {}
         for f in self._present_fields():
             levels = _repeat_levels(query_terms(text, f.removeprefix("text_"))) if self.query_tf else []
             if len(levels) < 2 and (not levels or levels[0][0] == 1):
                 query = TextQuery(f, text, self._bm25)
-                plain[f] = QueryRequest(limit=k, query=query, filter=_must(conditions(f)), with_payload=_PAYLOAD)
+                plain[f] = QueryRequest(limit=limit, query=query, filter=_must(conditions(f)), with_payload=_PAYLOAD)
             else:
                 counted[f] = levels
         found = self._per_field(plain)
         for f, levels in counted.items():
-            hits = self._counted(f, levels, k, conditions(f))
+            hits = self._counted(f, levels, limit, conditions(f))
             if hits:
                 found[f.removeprefix("text_")] = hits
-        return {field: found[field] for field in sorted(found)}
+        return {field: found[field][:k] for field in sorted(found)}
 
     def _counted(self, field: str, levels: list[tuple[int, str]], k: int, conditions: list) -> list[EngineHit]:
         """BM25 with query term frequency over one field: sum over the repeat levels of weight x set-of-words

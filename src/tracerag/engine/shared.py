@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tracerag.engine import EngineHit, FieldHits, IndexedChunk, SearchEngine, wire
+from tracerag.engine import EngineHit, FieldHits, FieldStats, IndexedChunk, SearchEngine, wire
 from tracerag.errors import CollectionBusyError, CollectionError, ReadOnlyError
 from tracerag.locks import FileLock, Holder, read_extra, read_note, write_note
 from tracerag.model import Filter
@@ -41,13 +41,14 @@ from tracerag.model import Filter
 READER_PATIENCE_S = 30.0  # how long a reader waits for an index that is changing hands or busy, then exit 3
 WRITER_PATIENCE_S = 60.0  # how long a writer waits for the owner to hand over, without --wait
 NOTICE_AFTER_S = 1.0  # a wait longer than this is said on stderr
-_READS = ("bm25", "dense", "phrase", "count")
+_READS = ("bm25", "dense", "phrase", "count", "field_stats")
 # How a client reads each read's reply: a lexical search comes back per field, as the engine found it.
 _DECODE: dict[str, Callable[[Any], Any]] = {
     "bm25": wire.decode_field_hits,
     "phrase": wire.decode_field_hits,
     "dense": wire.decode_hits,
     "count": int,
+    "field_stats": wire.decode_field_stats,
 }
 _counter = itertools.count()
 
@@ -322,6 +323,9 @@ class SharedEngine:
     def count(self, filter: Filter | None = None) -> int:
         return self._read("count", (filter,), {"filter": wire.encode_filter(filter)})
 
+    def field_stats(self, text: str) -> dict[str, FieldStats]:
+        return self._read("field_stats", (text,), {"text": text})
+
     def _write(self, op: str, *args: Any) -> Any:
         if not self.writer:
             raise ReadOnlyError(f"{self.label} is open for reading: {op} needs it opened for writing")
@@ -385,6 +389,8 @@ class SharedEngine:
                     return {"error": {"kind": "moved"}}, False
                 if op == "count":
                     return {"ok": self._local.count(flt)}, False
+                if op == "field_stats":
+                    return {"ok": wire.encode_field_stats(self._local.field_stats(str(args["text"])))}, False
                 k = int(args["k"])
                 if op == "dense":
                     hits = self._local.dense(wire.decode_array(args["vector"]), k, flt)

@@ -2,7 +2,8 @@
 
 A message is a 4-byte big-endian length and that many bytes of UTF-8 JSON holding one object. Arrays travel as
 base64 of their float32 bytes with their shape; filters and hits as plain JSON, a lexical search's hits as an
-object of field → hits (each field's own ranking, never merged on the way). Nothing is ever unpickled: the
+object of field → hits (each field's own ranking, never merged on the way), a query's term statistics as an object of
+field → {chunks, terms: [[term, counted, chunks], ...]}. Nothing is ever unpickled: the
 socket is private to its user (mode 0600, peer credentials checked), and even so a message can only ever
 become data. A frame longer than `MAX_FRAME` or anything but a JSON object is a protocol error.
 """
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tracerag.engine import EngineHit, FieldHits
+from tracerag.engine import EngineHit, FieldHits, FieldStats, TermStats
 from tracerag.model import Filter
 
 MAX_FRAME = 64 * 1024 * 1024  # a reply of 100k hits is ~10 MB; anything near this is not ours
@@ -157,3 +158,33 @@ def decode_field_hits(value: Any) -> FieldHits:
     if not isinstance(value, dict) or not all(isinstance(f, str) for f in value):
         raise WireError("field hits must be an object of field name → hits")
     return {field: decode_hits(hits) for field, hits in value.items()}
+
+
+def encode_field_stats(stats: dict[str, FieldStats]) -> dict[str, dict[str, Any]]:
+    return {
+        field: {"chunks": s.chunks, "terms": [[t.term, t.counted, t.chunks] for t in s.terms]}
+        for field, s in stats.items()
+    }
+
+
+def decode_field_stats(value: Any) -> dict[str, FieldStats]:
+    if not isinstance(value, dict) or not all(isinstance(f, str) and isinstance(s, dict) for f, s in value.items()):
+        raise WireError("field stats must be an object of field name → {chunks, terms}")
+    stats: dict[str, FieldStats] = {}
+    for field, item in value.items():
+        chunks, terms = item.get("chunks"), item.get("terms")
+        if not _count(chunks) or not isinstance(terms, list):
+            raise WireError(f"field stats of {field!r:.40} must be {{chunks: int >= 0, terms: [...]}}")
+        parsed = []
+        for term in terms:
+            if not (
+                isinstance(term, list) and len(term) == 3 and isinstance(term[0], str) and all(map(_count, term[1:]))
+            ):
+                raise WireError("a term's stats are [term, counted, chunks]")
+            parsed.append(TermStats(term[0], term[1], term[2]))
+        stats[field] = FieldStats(chunks, tuple(parsed))
+    return stats
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

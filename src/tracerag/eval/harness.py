@@ -31,6 +31,8 @@ from tracerag.eval.runner import (
 )
 from tracerag.eval.trec import read_run, write_run
 from tracerag.llm import StructuredLLM, load_llm
+from tracerag.retrieval import Retriever
+from tracerag.retrieval.explain import fusion_summary
 
 Run = dict[str, list[tuple[str, float]]]
 PEERS: dict[str, Callable[[Benchmark, Sequence[str]], Run]] = {"bm25s": lambda b, q: bm25s_run(b, q)}
@@ -114,18 +116,23 @@ def evaluate_runs(
             diagnostics["decades"], plot_dir / "decades.png", f"{bench.name}: top-10 documents by decade"
         )
 
+    fusion = Retriever(collection).fusion_plan().to_dict() if collection else None
     summary = {
         "benchmark": bench.name,
         "description": bench.description,
         "queries": len(query_ids),
         "documents": len(bench.documents),
         "collection": str(collection.path) if collection else None,
+        # how the default fusion ("hybrid") weighed the channels on this collection, and why
+        "fusion": fusion,
         "runs": results,
         "pvalues_vs_first": pvalues,
         "by_group": by_group,
         "diagnostics": diagnostics,
     } | (extra or {})
     table = _markdown(bench, len(query_ids), results, pvalues, by_group, diagnostics)
+    if fusion:
+        table += f"\nDefault fusion (`hybrid`): {fusion_summary(fusion)}.\n"
     if agent_stats:
         table += _agent_markdown(results[AGENT_RUN], llm)
     write_reports(out_dir, summary, table)

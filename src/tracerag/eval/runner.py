@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tracerag.collection import Collection, IngestReport
-from tracerag.config import Settings
+from tracerag.config import FUSIONS, Settings
 from tracerag.errors import ConfigError, TraceError
 from tracerag.eval.datasets import Benchmark
 from tracerag.eval.trec import Run
-from tracerag.retrieval import Retriever, SearchRequest
+from tracerag.retrieval import Retriever, SearchRequest, calibration
 from tracerag.retrieval.fusion import max_pool
 
 
@@ -26,10 +26,12 @@ class RunSpec:
     name: str
     channels: tuple[str, ...]
     windows: str | None = None
+    fusion: str | None = None  # retrieval.fusion for this run (None: the settings')
 
 
 _ALL = ("bm25", "dense", "date", "phrase")
-# Built-in runs: which channels, and whether temporal windowing is on. "hybrid" is the default fusion.
+# Built-in runs: which channels, whether temporal windowing is on, and the fusion. "hybrid" is the default fusion
+# (`retrieval.fusion`, calibrated unless set otherwise); "hybrid-rrf" the plain RRF baseline beside it.
 RUNS: dict[str, RunSpec] = {
     s.name: s
     for s in (
@@ -39,6 +41,9 @@ RUNS: dict[str, RunSpec] = {
         RunSpec("bm25+date", ("bm25", "date")),
         RunSpec("hybrid", _ALL),
         RunSpec("hybrid+windows", _ALL, "5y"),
+        RunSpec("hybrid-rrf", _ALL, fusion="rrf"),
+        RunSpec("hybrid-combsum", _ALL, fusion="combsum"),
+        RunSpec("hybrid-combmnz", _ALL, fusion="combmnz"),
     )
 }
 
@@ -60,6 +65,7 @@ def load_run_config(path: Path) -> dict[str, RunSpec]:
     [runs.hybrid-10y]
     channels = ["bm25", "dense", "date", "phrase"]
     windows = "10y"
+    fusion = "rrf"           # optional: retrieval.fusion for this run
     """
     from tracerag.retrieval.search import KNOWN_CHANNELS
     from tracerag.retrieval.windows import parse_window
@@ -73,13 +79,16 @@ def load_run_config(path: Path) -> dict[str, RunSpec]:
         channels = table.get("channels")
         if not channels or not isinstance(channels, list) or set(channels) - set(KNOWN_CHANNELS):
             raise ConfigError(f"{path}: runs.{name}.channels must list some of {', '.join(KNOWN_CHANNELS)}")
-        unknown_keys = set(table) - {"channels", "windows"}
+        unknown_keys = set(table) - {"channels", "windows", "fusion"}
         if unknown_keys:
-            raise ConfigError(f"{path}: runs.{name}: unknown keys {sorted(unknown_keys)} (channels, windows)")
+            raise ConfigError(f"{path}: runs.{name}: unknown keys {sorted(unknown_keys)} (channels, windows, fusion)")
         windows = table.get("windows")
         if windows is not None:
             parse_window(windows)
-        specs[name] = RunSpec(name, tuple(channels), windows)
+        fusion = table.get("fusion")
+        if fusion is not None and fusion not in FUSIONS:
+            raise ConfigError(f"{path}: runs.{name}.fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
+        specs[name] = RunSpec(name, tuple(channels), windows, fusion)
     if not specs:
         raise ConfigError(f"{path}: no [runs.NAME] table")
     return specs
@@ -125,6 +134,8 @@ def build_collection(
         if dense and col.dim and col.store.count_chunks(without_vectors=True):
             # built lexically before (a --no-dense eval of the same corpus): embed what lacks a vector now
             col.embed_missing(progress=embed_progress)
+        if settings.retrieval.fusion == "calibrated":
+            calibration.refresh(col)  # as an ingest does: the default search of a user's collection is calibrated
     return Collection.open(path, settings, mode="read"), report
 
 
@@ -145,7 +156,10 @@ def search_all(
     score-based fusion (`tracerag fuse --method combsum`) can read them. When `channel_runs` is given, it is filled
     with each channel's own document ranking in the same searches (channel → run, the channel's scores), so that a
     fused run can be rebuilt from its channels by `tracerag fuse`."""
-    retriever = Retriever(collection)
+    retrieval = collection.settings.retrieval
+    if spec.fusion is not None:
+        retrieval = retrieval.model_copy(update={"fusion": spec.fusion})
+    retriever = Retriever(collection, retrieval)
     own_scores = len(spec.channels) == 1 and not spec.windows
     run: Run = {}
     for qid in query_ids:

@@ -18,7 +18,8 @@ import numpy as np
 from tracerag.dates import QueryDate, find_query_date
 from tracerag.engine import EngineHit, FieldHits, SearchEngine
 from tracerag.model import DateRange, Filter, Hit
-from tracerag.retrieval.fusion import merge_fields
+from tracerag.retrieval.fields import StatsSource
+from tracerag.retrieval.fusion import FIELD_MERGE, merge_fields
 
 _QUOTED = re.compile(r"[\"“«„]\s*([^\"”»“]+?)\s*[\"”»“]")
 
@@ -98,8 +99,12 @@ class Bm25Channel:
             return {}
         return _field_hits(self.name, self.engine.bm25(text, k, flt))
 
+    def field_stats(self, query: str) -> StatsSource:
+        """The query's term statistics per field, for `merge_fields` to ask if it needs them."""
+        return lambda: self.engine.field_stats(query)
+
     def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
-        return merge_fields(self.run_fields(query, k, flt), k)
+        return merge_fields(self.run_fields(query, k, flt), k, FIELD_MERGE, self.field_stats(query))
 
 
 @dataclass(frozen=True)
@@ -209,8 +214,12 @@ class PhraseChannel:
             self.name, {f: sorted(b.values(), key=lambda h: (-h.score, h.chunk_id))[:k] for f, b in found.items()}
         )
 
+    def field_stats(self, query: str) -> StatsSource:
+        """The term statistics of the phrases searched (not of the words around them), for `merge_fields`."""
+        return lambda: self.engine.field_stats(" ".join(phrases_of(query)))
+
     def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
-        return merge_fields(self.run_fields(query, k, flt), k)
+        return merge_fields(self.run_fields(query, k, flt), k, FIELD_MERGE, self.field_stats(query))
 
 
 def date_score(span: tuple[str, str], target: DateRange, half_life_days: float) -> float:

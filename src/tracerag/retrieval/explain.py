@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tracerag.collection import Collection
 from tracerag.model import Hit, Ranking
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: results' `score` (was `rrf_score`: the fused score is not always RRF's), params.fusion
 
 
 def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20) -> dict[str, Any]:
@@ -47,7 +48,7 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
             {
                 "rank": len(results) + 1,
                 "doc_id": d.doc_id,
-                "rrf_score": round(d.score, 6),
+                "score": round(d.score, 6),  # the fused score, by params.fusion.method
                 "corpus": doc.corpus,
                 "date": doc.date,
                 "language": doc.language,
@@ -99,3 +100,11 @@ def _hit_entry(h: Hit) -> dict[str, Any]:
 
 def _field_entry(found: tuple[str, int] | None) -> dict[str, Any]:
     return {} if found is None else {"field": found[0], "field_rank": found[1]}
+
+
+def fusion_summary(fusion: Mapping[str, Any]) -> str:
+    """A ranking's `params["fusion"]` in one line: "combsum (minmax), weights bm25 1.00 · dense 0.53: why"."""
+    method = fusion["method"] + (f" ({fusion['normalisation']})" if fusion.get("normalisation") else "")
+    weights = fusion.get("weights")
+    shown = ", weights " + " · ".join(f"{c} {w:.2f}" for c, w in weights.items()) if weights else ""
+    return f"{method}{shown}: {fusion['why']}"

@@ -17,9 +17,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from tracerag.model import ChannelEvidence, Hit, RankedDocument
+from tracerag.retrieval.fields import FieldMerge, StatsSource
+from tracerag.retrieval.fields import merge as fields_merge
 
 RRF_K = 60  # Cormack, Clarke & Büttcher (2009): k=60 damps the weight of top ranks; robust across collections.
-FIELD_MERGE = "max_raw_score"  # how `merge_fields` joins a channel's fields; named in every ranking's params
+# The merge a search uses unless `retrieval.field_merge` says otherwise (the settings' default is the same), and
+# the one a channel's own `run` uses; a search names the merge it used in its params.
+FIELD_MERGE = FieldMerge.QUERY_IDF
 
 
 class Method(StrEnum):
@@ -178,21 +182,17 @@ def _check_unique(name: str, keys: Sequence[str]) -> None:
         raise ValueError(f"ranking {name!r} holds {twice} more than once")
 
 
-def merge_fields(fields: Mapping[str, Sequence[Hit]], k: int) -> list[Hit]:
-    """A channel's ranking from its per-field rankings: every field's hits by their raw score, best first, a
-    chunk found in two fields at its best score, ties by chunk id, ranks renumbered 1..n, cut at `k`.
-
-    Raw BM25 scores of two language indexes are not on one scale (each has its own IDF and average length), so
-    this favours the field whose index scores higher. It is the engine's former merge, kept as is so that
-    every figure stays the same; how per-language lists are best fused is measured in issue 11.
-    """
-    best: dict[str, Hit] = {}
-    for hits in fields.values():
-        for hit in hits:
-            if hit.chunk_id not in best or hit.score > best[hit.chunk_id].score:
-                best[hit.chunk_id] = hit
-    ranked = sorted(best.values(), key=lambda h: (-h.score, h.chunk_id))[:k]
-    return [Hit(h.chunk_id, h.doc_id, h.channel, i + 1, h.score) for i, h in enumerate(ranked)]
+def merge_fields(
+    fields: Mapping[str, Sequence[Hit]],
+    k: int,
+    how: FieldMerge | str = FieldMerge.MAX_RAW_SCORE,
+    stats: StatsSource | None = None,
+) -> list[Hit]:
+    """A channel's ranking from its per-field rankings (one BM25 index per language), their scores put on one
+    scale as `how` says (`retrieval.field_merge`; searches use `FIELD_MERGE` by default): see
+    `tracerag.retrieval.fields`. `stats` gives the query's term statistics per field, asked only when `how` needs
+    them and a field found something; without `how`, the raw-score merge, which needs none."""
+    return fields_merge(fields, k, FieldMerge(how), stats)
 
 
 def max_pool(hits: Sequence[Hit]) -> list[ChannelEvidence]:
@@ -208,23 +208,40 @@ def max_pool(hits: Sequence[Hit]) -> list[ChannelEvidence]:
 
 
 def rrf_documents(channels: Mapping[str, Sequence[ChannelEvidence]], k: int = RRF_K) -> list[RankedDocument]:
-    """`rrf` over per-channel document rankings, each document kept with every channel's evidence.
+    """`rrf` over per-channel document rankings, each document kept with every channel's evidence."""
+    return fuse_documents(channels, Method.RRF, k=k)
+
+
+def fuse_documents(
+    channels: Mapping[str, Sequence[ChannelEvidence]],
+    method: Method = Method.RRF,
+    *,
+    k: int = RRF_K,
+    weights: Mapping[str, float] | None = None,
+    normalisation: Normalisation = Normalisation.MINMAX,
+) -> list[RankedDocument]:
+    """Per-channel document rankings fused by `method` (`fuse_scored`), each document kept with every channel's
+    evidence. A channel `weights` does not name weighs 1.
 
     The best chunk of each document is chosen by `best_chunks`, not taken from whichever channel came first
     (this keeps the first channel's chunk until `fuse` replaces it).
     """
     evidence: dict[str, list[ChannelEvidence]] = {}
-    orders: dict[str, list[str]] = {}
+    scored: dict[str, list[tuple[str, float]]] = {}
     for name, ranking in channels.items():
         ordered = sorted(ranking, key=lambda e: e.rank)
-        orders[name] = [ev.doc_id for ev in ordered]
+        scored[name] = [(ev.doc_id, ev.score) for ev in ordered]
         for ev in ordered:
             evidence.setdefault(ev.doc_id, []).append(ev)
+    named = None
+    if weights is not None or method is Method.WRRF:
+        named = {name: float((weights or {}).get(name, 1.0)) for name in channels}
+    fused = fuse_scored(method, scored, k=k, weights=named, normalisation=normalisation)
     return [
         RankedDocument(
             doc_id=f.key, rank=i + 1, score=f.score, channels=evidence[f.key], best_chunk_id=evidence[f.key][0].chunk_id
         )
-        for i, f in enumerate(rrf(orders, k))
+        for i, f in enumerate(fused)
     ]
 
 
@@ -242,9 +259,20 @@ def best_chunks(hits_by_channel: Mapping[str, Sequence[Hit]], k: int = RRF_K) ->
     return best
 
 
-def fuse(hits_by_channel: Mapping[str, Sequence[Hit]], k: int = RRF_K) -> list[RankedDocument]:
-    """Max-pool each channel to documents, RRF across channels, and attach each document's best chunk."""
-    ranked = rrf_documents({name: max_pool(hits) for name, hits in hits_by_channel.items()}, k)
+def fuse(
+    hits_by_channel: Mapping[str, Sequence[Hit]],
+    k: int = RRF_K,
+    method: Method = Method.RRF,
+    *,
+    weights: Mapping[str, float] | None = None,
+    normalisation: Normalisation = Normalisation.MINMAX,
+) -> list[RankedDocument]:
+    """Max-pool each channel to documents, fuse across channels by `method`, and attach each document's best
+    chunk."""
+    pooled = {name: max_pool(hits) for name, hits in hits_by_channel.items()}
+    if method is Method.RRF:
+        weights = None  # plain RRF weighs every channel 1 (a weighted one is WRRF)
+    ranked = fuse_documents(pooled, method, k=k, weights=weights, normalisation=normalisation)
     best = best_chunks(hits_by_channel, k)
     for doc in ranked:
         doc.best_chunk_id = best[doc.doc_id]

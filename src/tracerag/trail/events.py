@@ -89,10 +89,16 @@ class FieldMerge(StrEnum):
     """How a lexical channel's per-field rankings (one text index per language) became its one ranking."""
 
     MAX_RAW_SCORE = "max_raw_score"  # every field's hits by their raw score; a chunk found twice at its best
+    QUERY_IDF = "query_idf"  # each field's scores over the query's IDF mass in that field (retrieval/fields.py)
 
 
 class FusionMethod(StrEnum):
-    RRF = "rrf"  # reciprocal rank fusion of the channels' document rankings, each document by its best chunk
+    """How the channels' document rankings (each document by its best chunk) became one."""
+
+    RRF = "rrf"  # reciprocal rank fusion, every channel 1
+    WRRF = "wrrf"  # weighted reciprocal rank fusion
+    COMBSUM = "combsum"  # sum of each channel's normalised scores, weighted
+    COMBMNZ = "combmnz"  # CombSUM times the number of channels that found the document
 
 
 class RerankMethod(StrEnum):
@@ -253,8 +259,17 @@ class FusionEvent(TrailEvent):
     kind: Literal["fusion"] = "fusion"
     step: int
     method: FusionMethod
-    rrf_k: int = Field(description="The RRF constant.")
+    rrf_k: int = Field(
+        description="The RRF constant (of the fusion, when it is RRF, and of each document's cited chunk)."
+    )
     ranking: list[dict[str, Any]] = Field(description="doc_id, chunk_id, score, and each channel's rank.")
+    normalisation: str | None = Field(default=None, description="How CombSUM/CombMNZ scaled each channel's scores.")
+    weights: dict[str, float] | None = Field(default=None, description="Channel weights (None: every channel 1).")
+    why: str | None = Field(
+        default=None,
+        description="Where the weights come from: the collection's calibration (channels' pseudo-MRR), the "
+        "settings, or why every channel weighs 1.",
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,113 @@
+"""Where a collection's channel weights are kept, and whether they still describe it: `calibration.json` beside
+the collection, written atomically by the writer (`retrieval/calibration.py` measures them). Read by every search
+(`Retriever.fusion_plan`), so this module does not search."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracerag.config import INDEX_VERSION
+from tracerag.errors import ReadOnlyError
+
+if TYPE_CHECKING:
+    from tracerag.collection import Collection
+
+CALIBRATION_FILE = "calibration.json"
+FORMAT = 1  # of calibration.json
+MIN_DOCUMENTS = 50  # below this, a weight measured on a few dozen queries says more about chance than channels
+SEED = 0
+# A stored calibration no longer describes a collection whose documents grew or shrank by more than this share.
+STALE_SHARE = 0.25
+
+
+@dataclass(slots=True)
+class Calibration:
+    """Channel weights and how they were measured. `mrr[c]` is channel c's mean reciprocal rank over the
+    `acted[c]` pseudo-queries it returned anything for, `reference[c]` the best channel's over those same queries,
+    and `weights[c] = mrr[c] / reference[c]` (at most 1). `fused` is each fusion method's MRR on all of them."""
+
+    weights: dict[str, float]
+    mrr: dict[str, float]
+    reference: dict[str, float]
+    acted: dict[str, int]
+    queries: dict[str, int]
+    fused: dict[str, float]
+    state: dict[str, Any]  # the collection when measured (`collection_state`)
+    created: str
+    seconds: float
+    seed: int = SEED
+    format: int = FORMAT
+    channels: list[str] = field(default_factory=list)
+
+    def staleness(self, state: Mapping[str, Any]) -> str | None:
+        """Why this calibration no longer describes a collection in `state`, or None when it still does."""
+        if self.state.get("index_version") != state.get("index_version"):
+            was, now_at = self.state.get("index_version"), state.get("index_version")
+            return f"measured on index version {was}, the collection is at {now_at}"
+        if self.state.get("dense") != state.get("dense"):
+            had = "with" if self.state.get("dense") else "without"
+            has = "now has" if state.get("dense") else "no longer has"
+            return f"measured {had} the dense channel, which the collection {has}"
+        before, now = int(self.state.get("documents", 0)), int(state.get("documents", 0))
+        if before and abs(now - before) > STALE_SHARE * before:
+            return f"measured on {before:,} documents, the collection now holds {now:,}"
+        return None
+
+    def summary(self) -> str:
+        """One line for `--explain`, `info` and the trail: the weights and where they come from."""
+        parts = [f"{c} {self.weights[c]:.2f} (pseudo-MRR {self.mrr[c]:.2f} on {self.acted[c]})" for c in self.weights]
+        total = sum(self.queries.values())
+        return f"calibrated {self.created[:10]} on {total} pseudo-queries from this collection: " + ", ".join(parts)
+
+
+def collection_state(collection: Collection) -> dict[str, Any]:
+    """What a calibration depends on: documents, whether every chunk has a vector, the index version, the model."""
+    store = collection.store
+    dense = bool(collection.dim) and store.has_vectors() and not store.count_chunks(without_vectors=True)
+    return {
+        "documents": store.count_documents(),
+        "chunks": store.count_chunks(),
+        "dense": dense,
+        "index_version": INDEX_VERSION,
+        "embed_model": collection.manifest.get("embedding", {}).get("model") if dense else None,
+    }
+
+
+def as_dict(calibration: Calibration) -> dict[str, Any]:
+    return asdict(calibration)
+
+
+def path_of(collection: Collection) -> Path:
+    return collection.path / CALIBRATION_FILE
+
+
+def save(collection: Collection, calibration: Calibration) -> Path:
+    """Write `calibration.json` atomically; only the collection's writer may."""
+    if collection.mode != "write":
+        raise ReadOnlyError(f"{collection.path}: calibrating writes the collection; open it for writing")
+    path = path_of(collection)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(as_dict(calibration), indent=2, ensure_ascii=False), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load(collection: Collection) -> tuple[Calibration | None, str]:
+    """The stored calibration, or None with why there is none (never calibrated, unreadable, too small)."""
+    path = path_of(collection)
+    if not path.is_file():
+        return None, "not calibrated (run `tracerag calibrate`)"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != FORMAT:
+            return (
+                None,
+                f"{path.name} is in format {data.get('format')}, this TRACE reads {FORMAT}: run `tracerag calibrate`",
+            )
+        return Calibration(**data), ""
+    except (OSError, ValueError, TypeError) as exc:
+        return None, f"{path.name} could not be read ({exc}): run `tracerag calibrate`"
