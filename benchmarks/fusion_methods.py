@@ -23,20 +23,12 @@ from pathlib import Path
 from tracerag.eval.datasets import load_benchmark
 from tracerag.eval.metrics import evaluate
 from tracerag.eval.trec import Run, read_run
+from tracerag.retrieval.calibration import CANDIDATES
 from tracerag.retrieval.fusion import Method, Normalisation, fuse_scored
 
 DEPTH = 100  # documents of each channel per query: what a search fuses (retrieval.depth chunks, max-pooled)
 
-METHODS: list[tuple[str, Method, Normalisation, bool]] = [
-    ("RRF", Method.RRF, Normalisation.MINMAX, False),
-    ("wRRF calibrated", Method.WRRF, Normalisation.MINMAX, True),
-    ("CombSUM min-max", Method.COMBSUM, Normalisation.MINMAX, False),
-    ("CombSUM min-max calibrated (default)", Method.COMBSUM, Normalisation.MINMAX, True),
-    ("CombMNZ min-max", Method.COMBMNZ, Normalisation.MINMAX, False),
-    ("CombMNZ min-max calibrated", Method.COMBMNZ, Normalisation.MINMAX, True),
-    ("CombSUM z-score", Method.COMBSUM, Normalisation.ZSCORE, False),
-    ("CombSUM z-score calibrated", Method.COMBSUM, Normalisation.ZSCORE, True),
-]
+METHODS = CANDIDATES  # name, method, normalisation, weighed by the calibration
 
 
 def fuse(

@@ -138,3 +138,22 @@ def test_named_run_configurations_from_a_file(tmp_path: Path, datasets_dir: Path
     config.write_text('[runs.bad]\nchannels = ["bm25"]\nfusion = "borda"\n')
     bad = runner.invoke(app, args)
     assert bad.exit_code == 2 and "runs.bad.fusion must be one of calibrated, rrf" in bad.output
+
+
+def test_a_benchmark_collection_takes_the_vectors_of_another_benchmark_holding_the_same_texts(tmp_path: Path) -> None:
+    """hipe-entities-dated holds hipe-entities' corpus: built second, it embeds nothing (any benchmark collection
+    of the same model lends the vectors of the texts both hold)."""
+    from tracerag.config import load_settings
+    from tracerag.eval.datasets import Benchmark
+    from tracerag.eval.runner import build_collection
+    from tracerag.model import Document
+
+    docs = [Document("d0", "La grève des mineurs de Carmaux continue."), Document("d1", "Die Arbeiter streiken.")]
+    first = Benchmark("first", "", docs, {}, {})
+    second = Benchmark("second", "", [*docs, Document("d2", "A third text, new here.")], {}, {})
+    col, report = build_collection(first, tmp_path, load_settings(), dense=True)
+    col.close()
+    assert report.embedded == 2
+    col, report = build_collection(second, tmp_path, load_settings(), dense=True)
+    col.close()
+    assert report.embedded == 1  # only the text the first benchmark did not hold

@@ -203,14 +203,17 @@ def _mean(values: Any) -> float:
     return math.fsum(values) / len(values) if values else 0.0
 
 
-# The methods whose MRR a calibration reports beside the weights (why the default is what it is).
+# The fusion methods compared on the pseudo-queries (each calibration reports their MRR beside the weights) and on
+# the benchmarks (benchmarks/fusion_methods.py): name, method, normalisation, weighed by the calibration or not.
 CANDIDATES: tuple[tuple[str, Method, Normalisation, bool], ...] = (
     ("rrf", Method.RRF, Normalisation.MINMAX, False),
-    ("wrrf", Method.WRRF, Normalisation.MINMAX, True),
+    ("wrrf-calibrated", Method.WRRF, Normalisation.MINMAX, True),
     ("combsum-minmax", Method.COMBSUM, Normalisation.MINMAX, False),
-    ("combsum-minmax-weighted", Method.COMBSUM, Normalisation.MINMAX, True),
-    ("combmnz-minmax-weighted", Method.COMBMNZ, Normalisation.MINMAX, True),
-    ("combsum-zscore-weighted", Method.COMBSUM, Normalisation.ZSCORE, True),
+    ("combsum-minmax-calibrated", Method.COMBSUM, Normalisation.MINMAX, True),  # the default
+    ("combmnz-minmax", Method.COMBMNZ, Normalisation.MINMAX, False),
+    ("combmnz-minmax-calibrated", Method.COMBMNZ, Normalisation.MINMAX, True),
+    ("combsum-zscore", Method.COMBSUM, Normalisation.ZSCORE, False),
+    ("combsum-zscore-calibrated", Method.COMBSUM, Normalisation.ZSCORE, True),
 )
 
 
