@@ -24,7 +24,8 @@ from tracerag.eval.datasets import load_benchmark
 from tracerag.eval.metrics import evaluate
 from tracerag.eval.trec import Run, read_run
 from tracerag.retrieval.calibration import CANDIDATES
-from tracerag.retrieval.fusion import Method, Normalisation, fuse_scored
+from tracerag.retrieval.fusion import Method, Normalisation, Normalisations, fuse_scored
+from tracerag.retrieval.search import FusionPlan
 
 DEPTH = 100  # documents of each channel per query: what a search fuses (retrieval.depth chunks, max-pooled)
 
@@ -32,12 +33,21 @@ METHODS = CANDIDATES  # name, method, normalisation, weighed by the calibration
 
 
 def fuse(
-    channels: dict[str, Run], method: Method, normalisation: Normalisation, weights: dict[str, float] | None
+    channels: dict[str, Run],
+    method: Method,
+    normalisation: Normalisations,
+    weights: dict[str, float] | None,
+    *,
+    date_weighs_the_rest: bool = False,
 ) -> Run:
+    """Each query's channel rankings fused as a search fuses them (`FusionPlan.weights_for`: with
+    `date_weighs_the_rest`, a date channel that acted weighs as much as the others together)."""
+    plan = FusionPlan(method, Normalisation.MINMAX, weights, "", "", date_weighs_the_rest)
     fused: Run = {}
     for qid in sorted({q for run in channels.values() for q in run}):
         rankings = {name: run[qid][:DEPTH] for name, run in channels.items() if run.get(qid)}
-        w = {name: weights.get(name, 1.0) for name in rankings} if weights is not None else None
+        found = plan.weights_for(rankings)
+        w = {name: found.get(name, 1.0) for name in rankings} if found is not None else None
         if method is Method.WRRF and w is None:
             w = {name: 1.0 for name in rankings}
         items = fuse_scored(method, rankings, weights=w, normalisation=normalisation)
@@ -72,7 +82,13 @@ def main() -> None:
         for label, method, normalisation, weighted in METHODS:
             if weighted and weights is None:
                 continue
-            run = fuse(channels, method, normalisation, weights if weighted else None)
+            run = fuse(
+                channels,
+                method,
+                normalisation,
+                weights if weighted else None,
+                date_weighs_the_rest=label == "calibrated",
+            )
             row["methods"][label] = _scores(run, qrels, queries)
         rows.append(row)
         print(json.dumps(row))

@@ -86,10 +86,11 @@ def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
     assert result.exit_code == 0, result.output
     out = result.stdout
     assert re.search(r"^ 1\. figaro-1887-05-17-p1  press · 1887-05-17 · fr$", out, flags=re.M)
-    # found 1st by bm25 and by phrase, the one document found: min-max 1 in each, CombSUM 1 + 1, every channel
-    # weighing 1 since a collection of two documents is too small to calibrate
+    # found 1st by bm25 and by phrase, the one document found: 1 in each (its score over the best), CombSUM 1 + 1,
+    # every channel weighing 1 since a collection of two documents is too small to calibrate
     assert "score 2.00000 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
-    assert "fusion: combsum (minmax): every channel weighs 1: too small to calibrate" in out
+    scales = "bm25, date, phrase: max; dense: minmax"
+    assert f"fusion: combsum ({scales}): every channel weighs 1: too small to calibrate" in out
     assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
     assert re.search(r"phrase\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
     assert "channels bm25, phrase" in out
@@ -130,7 +131,7 @@ def test_search_json(ingested):
             assert {"channel", "rank", "score", "chunk_id", "span"} <= set(c)
     bm25 = results[0]["channels"][0]
     assert bm25["channel"] == "bm25" and bm25["rank"] == 1
-    assert results[0]["score"] == 1.0  # CombSUM of min-max scores: the one channel's best document is 1
+    assert results[0]["score"] == 1.0  # CombSUM of scores over the best: the one channel's best document is 1
     assert data["params"]["fusion"]["method"] == "combsum" and data["params"]["fusion"]["weights_from"] == "equal"
 
 

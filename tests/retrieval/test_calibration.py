@@ -115,7 +115,7 @@ def test_a_saved_calibration_is_what_searches_use_until_the_collection_changes(
         ranking = retriever.search(SearchRequest("Paris", k=5))
         assert ranking.params["fusion"]["weights"] == {"bm25": 1.0, "phrase": 0.25}
         assert ranking.params["fusion"]["why"].startswith("calibrated ")
-        # the weights are applied: each document's score is the weighted sum of its channels' min-max scores
+        # the weights are applied: each document's score is the weighted sum of its channels' scaled scores
         top = ranking.documents[0]
         assert top.score <= 1.0 + 0.25 + 1e-9
         with pytest.raises(ReadOnlyError):
@@ -176,7 +176,8 @@ def test_the_calibrate_command_and_ingest_keep_the_weights(tmp_path: Path, small
     )
     result = runner.invoke(app, ["search", "Paris", "-c", str(col), "--explain"])
     assert result.exit_code == 0, result.output
-    assert "fusion: combsum (minmax), weights bm25 1.00" in result.output and "calibrated" in result.output
+    assert "fusion: combsum (bm25, date, phrase: max; dense: minmax), weights bm25 1.00" in result.output
+    assert "calibrated" in result.output
     result = runner.invoke(app, ["calibrate", "-c", str(col)])
     assert result.exit_code == 0 and "pseudo-MRR" in result.output and "saved to" in result.output
 
@@ -209,3 +210,32 @@ def test_a_stated_date_weighs_as_much_as_the_other_channels_together(hipe_collec
     dates = hipe_collection.collection.store.date_spans([d.doc_id for d in ranking.documents])
     years = [dates[d.doc_id][0][:4] if d.doc_id in dates else None for d in ranking.documents]
     assert years[:2] == ["1898", "1898"] and "1898" not in years[2:]  # measured: 1898, 1898, 1899, 1933, ...
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d["weights"].__setitem__("bm25", "heavy"), "weights.bm25: Input should be a valid number"),
+        (lambda d: d["weights"].__setitem__("bm25", -1), "weights.bm25 must be between 0 and 1"),
+        (lambda d: d["weights"].__setitem__("bogus", 1.0), "mrr has no 'bogus'"),
+        (lambda d: d.__setitem__("weights", [1, 2]), "weights: Input should be a valid dictionary"),
+        (lambda d: d.__setitem__("created", 5), "created: Input should be a valid string"),
+        (lambda d: d["state"].__setitem__("documents", "x"), "state.documents must be a number"),
+        (lambda d: d.pop("state"), "state: Field required"),
+    ],
+)
+def test_a_calibration_with_a_value_out_of_place_is_said_and_not_used(
+    tmp_path: Path, small_docs: list[Document], edit, said: str
+) -> None:
+    """Found by a new user editing calibration.json: every reader crashed, `calibrate` included."""
+    with _collection(tmp_path / "c", small_docs[:60]) as col:
+        found = calibration.calibrate(Retriever(col), per_kind=10)
+        assert found is not None
+        data = calibration.as_dict(found)
+        edit(data)
+        (col.path / calibration.CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
+        plan = Retriever(col).fusion_plan()
+        assert plan.weights is None and said in plan.why and "run `tracerag calibrate`" in plan.why
+        assert Retriever(col).search(SearchRequest("Paris", k=3)).documents  # searches still work
+        assert calibration.refresh(col) is not None  # and the writer replaces it
+        assert Retriever(col).fusion_plan().source == "calibration"

@@ -100,7 +100,8 @@ def test_read_trail_gives_typed_events(agent, catalog):
     # the fixture's collection is too small to calibrate: CombSUM with every channel 1, and why
     fusions = [e for e in events if isinstance(e, FusionEvent)]
     assert {e.method for e in fusions} == {FusionMethod.COMBSUM}
-    assert all(e.normalisation == "minmax" and "too small to calibrate" in (e.why or "") for e in fusions)
+    scales = {"bm25": "max", "dense": "minmax", "date": "max", "phrase": "max"}
+    assert all(e.normalisation == scales and "too small to calibrate" in (e.why or "") for e in fusions)
     assert {e.method for e in events if isinstance(e, RerankEvent)} == {RerankMethod.SINGLE, RerankMethod.LLM}
     assert {e.purpose for e in events if isinstance(e, LLMCallEvent)} == set(LLMPurpose) - {
         LLMPurpose.CATALOG_PARSE,

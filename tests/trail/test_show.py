@@ -114,7 +114,8 @@ def test_hostile_text_takes_no_style(col, events):
 
 def test_verbose_adds_channels_fusion_and_llm_calls(col, events):
     text = _render(events, col.documents, verbose=True)
-    assert "channel bm25" in text and "(merged from fr)" in text and "fusion combsum(minmax)" in text
+    assert "channel bm25" in text and "(merged from fr)" in text
+    assert "fusion combsum(bm25 max, dense minmax, date max, phrase max)" in text
     calls = text[text.rindex("LLM calls") :]
     for purpose in ("plan", "action", "review", "reeval", "briefing", "rerank"):
         assert purpose in calls

@@ -28,9 +28,9 @@ from tracerag.cli.views import (
     fusion_line,
     ingest_progress,
     language_counts,
-    print_calibrated,
     print_embedded,
     print_ingest_report,
+    refresh_calibration,
 )
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import load_settings
@@ -38,7 +38,7 @@ from tracerag.errors import ConfigError, NothingIngestedError
 from tracerag.ingest.checked import read_checked, take_documents
 from tracerag.ingest.table import ColumnChoice
 from tracerag.ingest_job import ingest_into
-from tracerag.retrieval import Retriever, calibration
+from tracerag.retrieval import Retriever
 
 
 @app.command()
@@ -134,7 +134,7 @@ def ingest(
                 progress=hooks.update,
                 document_progress=hooks.within,
                 notify=lambda message: err.print(data_text(message)),
-                after=lambda col, _: print_calibrated(calibration.refresh(col)),
+                after=lambda col, _: refresh_calibration(col),
             )
             hooks.finish(report)
     except NothingIngestedError as exc:
@@ -179,7 +179,7 @@ def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = 
             start = time.perf_counter()
             done = col.embed_missing(progress=update)
             seconds = time.perf_counter() - start
-            print_calibrated(calibration.refresh(col))  # the dense channel's weight, now that it can be measured
+            refresh_calibration(col)  # the dense channel's weight, now that it can be measured
     except KeyboardInterrupt:
         # Each page of vectors is stored once the index has it, so a second run starts after the last one stored.
         again = shlex.join(["tracerag", "embed", "-c", str(collection)])

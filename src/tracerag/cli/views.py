@@ -15,6 +15,7 @@ from rich.text import Text
 
 from tracerag.cli.app import counted, data_text, err, out, progress_bar, write_json
 from tracerag.collection import Collection, IngestReport
+from tracerag.retrieval import calibration
 from tracerag.retrieval.explain import fusion_summary
 from tracerag.retrieval.weights import Calibration
 from tracerag.text import json_dumps, safe_line
@@ -108,6 +109,19 @@ def embed_missing(col: Collection) -> None:
 
         done = col.embed_missing(progress=update)
     print_embedded(done, time.perf_counter() - start)
+
+
+def refresh_calibration(col: Collection) -> None:
+    """After an ingest or an embed: calibrate the channel weights again when they are missing or stale
+    (`calibration.refresh`), with a progress bar (with dense, ~3 pseudo-queries/s on 2 cores), and say it."""
+    with progress_bar() as progress:
+        task = progress.add_task("calibrate", total=None, extra="pseudo-queries")
+        found = calibration.refresh(
+            col, progress=lambda done, total: progress.update(task, completed=done, total=total)
+        )
+        if found is None:
+            progress.remove_task(task)  # nothing to do: no empty bar left behind
+    print_calibrated(found)
 
 
 def print_calibrated(found: Calibration | None) -> None:

@@ -29,8 +29,8 @@ from typing import Any
 
 from tracerag.collection import Collection
 from tracerag.model import Hit
-from tracerag.retrieval.fusion import Method, Normalisation, fuse_scored, max_pool
-from tracerag.retrieval.search import Retriever, SearchRequest
+from tracerag.retrieval.fusion import Method, Normalisation, Normalisations, fuse_scored, max_pool
+from tracerag.retrieval.search import CALIBRATED_METHOD, CALIBRATED_SCALES, Retriever, SearchRequest
 from tracerag.retrieval.weights import (
     CALIBRATION_FILE,
     MIN_DOCUMENTS,
@@ -205,11 +205,13 @@ def _mean(values: Any) -> float:
 
 # The fusion methods compared on the pseudo-queries (each calibration reports their MRR beside the weights) and on
 # the benchmarks (benchmarks/fusion_methods.py): name, method, normalisation, weighed by the calibration or not.
-CANDIDATES: tuple[tuple[str, Method, Normalisation, bool], ...] = (
+CANDIDATES: tuple[tuple[str, Method, Normalisations, bool], ...] = (
+    ("calibrated", CALIBRATED_METHOD, CALIBRATED_SCALES, True),  # the default
     ("rrf", Method.RRF, Normalisation.MINMAX, False),
     ("wrrf-calibrated", Method.WRRF, Normalisation.MINMAX, True),
+    ("combsum-per-channel", CALIBRATED_METHOD, CALIBRATED_SCALES, False),
     ("combsum-minmax", Method.COMBSUM, Normalisation.MINMAX, False),
-    ("combsum-minmax-calibrated", Method.COMBSUM, Normalisation.MINMAX, True),  # the default
+    ("combsum-minmax-calibrated", Method.COMBSUM, Normalisation.MINMAX, True),
     ("combmnz-minmax", Method.COMBMNZ, Normalisation.MINMAX, False),
     ("combmnz-minmax-calibrated", Method.COMBMNZ, Normalisation.MINMAX, True),
     ("combsum-zscore", Method.COMBSUM, Normalisation.ZSCORE, False),
@@ -235,14 +237,14 @@ def _fused_mrr(
     return out
 
 
-def refresh(collection: Collection) -> Calibration | None:
+def refresh(collection: Collection, progress: Callable[[int, int], None] | None = None) -> Calibration | None:
     """Calibrate again and save when the stored weights are missing or no longer describe the collection
     (`Calibration.staleness`); the new calibration, or None when nothing was done (still valid, or the collection
     too small to calibrate). Called by the writer at the end of an ingest or an embed."""
     stored, _ = load(collection)
     if stored is not None and stored.staleness(collection_state(collection)) is None:
         return None
-    found = calibrate(Retriever(collection))
+    found = calibrate(Retriever(collection), progress=progress)
     if found is not None:
         save(collection, found)
     return found

@@ -104,7 +104,13 @@ def _field_entry(found: tuple[str, int] | None) -> dict[str, Any]:
 
 def fusion_summary(fusion: Mapping[str, Any]) -> str:
     """A ranking's `params["fusion"]` in one line: "combsum (minmax), weights bm25 1.00 · dense 0.53: why"."""
-    method = fusion["method"] + (f" ({fusion['normalisation']})" if fusion.get("normalisation") else "")
+    scales = fusion.get("normalisation")
+    if isinstance(scales, Mapping):  # one per channel: "bm25, phrase, date: max; dense: minmax"
+        by_scale: dict[str, list[str]] = {}
+        for channel, scale in scales.items():
+            by_scale.setdefault(scale, []).append(channel)
+        scales = "; ".join(f"{', '.join(cs)}: {scale}" for scale, cs in by_scale.items())
+    method = fusion["method"] + (f" ({scales})" if scales else "")
     weights = fusion.get("weights")
     shown = ", weights " + " · ".join(f"{c} {w:.2f}" for c, w in weights.items()) if weights else ""
     return f"{method}{shown}: {fusion['why']}"

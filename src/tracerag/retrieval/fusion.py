@@ -40,6 +40,11 @@ class Normalisation(StrEnum):
 
     MINMAX = "minmax"  # (s - min) / (max - min); a ranking whose scores are all equal gives each 1
     ZSCORE = "zscore"  # (s - mean) / standard deviation; all equal gives each 0
+    MAX = "max"  # s / max, for scores whose 0 means "no match" (BM25, a date's closeness); max <= 0: min-max
+
+
+# One normalisation for every ranking, or one per ranking name (a ranking not named is min-max scaled).
+Normalisations = Normalisation | Mapping[str, Normalisation]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +83,7 @@ def rrf(
 def comb_sum(
     rankings: Mapping[str, Sequence[tuple[str, float]]],
     weights: Mapping[str, float] | None = None,
-    normalisation: Normalisation = Normalisation.MINMAX,
+    normalisation: Normalisations = Normalisation.MINMAX,
 ) -> list[Fused]:
     """CombSUM (Fox & Shaw 1994): score(d) = Σ_r w_r · norm_r(s_r(d)) over the rankings that hold d, each
     ranking's (key, score) pairs best first and its scores normalised on their own (`normalisation`), since
@@ -92,7 +97,7 @@ def comb_sum(
 def comb_mnz(
     rankings: Mapping[str, Sequence[tuple[str, float]]],
     weights: Mapping[str, float] | None = None,
-    normalisation: Normalisation = Normalisation.MINMAX,
+    normalisation: Normalisations = Normalisation.MINMAX,
 ) -> list[Fused]:
     """CombMNZ (Fox & Shaw 1994): CombSUM multiplied by the number of rankings that hold d, rewarding agreement.
     Each contribution is multiplied too, so the contributions still sum to the score."""
@@ -105,7 +110,7 @@ def fuse_scored(
     *,
     k: int = RRF_K,
     weights: Mapping[str, float] | None = None,
-    normalisation: Normalisation = Normalisation.MINMAX,
+    normalisation: Normalisations = Normalisation.MINMAX,
 ) -> list[Fused]:
     """Any method over scored rankings (best first): RRF and weighted RRF read only the order, CombSUM and
     CombMNZ the scores. Plain RRF refuses weights (that is weighted RRF), so a run's name says what it did."""
@@ -124,7 +129,10 @@ def normalise(scores: Sequence[float], how: Normalisation = Normalisation.MINMAX
     """One ranking's scores on a common scale (see `Normalisation` for the degenerate cases)."""
     if not scores:
         return []
-    if how is Normalisation.MINMAX:
+    if how is Normalisation.MAX and max(scores) > 0:
+        high = max(scores)
+        return [s / high for s in scores]
+    if how in (Normalisation.MINMAX, Normalisation.MAX):
         low, high = min(scores), max(scores)
         return [1.0 if high == low else (s - low) / (high - low) for s in scores]
     mean = math.fsum(scores) / len(scores)
@@ -135,7 +143,7 @@ def normalise(scores: Sequence[float], how: Normalisation = Normalisation.MINMAX
 def _comb(
     rankings: Mapping[str, Sequence[tuple[str, float]]],
     weights: Mapping[str, float] | None,
-    normalisation: Normalisation,
+    normalisation: Normalisations,
     *,
     mnz: bool,
 ) -> list[Fused]:
@@ -147,7 +155,10 @@ def _comb(
         for key, score in pairs:
             if not math.isfinite(score):
                 raise ValueError(f"ranking {name!r}: key {key!r} has a score that is not finite: {score!r}")
-        normed = normalise([score for _, score in pairs], normalisation)
+        how = (
+            normalisation if isinstance(normalisation, Normalisation) else normalisation.get(name, Normalisation.MINMAX)
+        )
+        normed = normalise([score for _, score in pairs], how)
         for rank, ((key, _), norm) in enumerate(zip(pairs, normed, strict=True), start=1):
             parts.setdefault(key, {})[name] = w[name] * norm
             best[key] = min(best.get(key, rank), rank)
@@ -218,7 +229,7 @@ def fuse_documents(
     *,
     k: int = RRF_K,
     weights: Mapping[str, float] | None = None,
-    normalisation: Normalisation = Normalisation.MINMAX,
+    normalisation: Normalisations = Normalisation.MINMAX,
 ) -> list[RankedDocument]:
     """Per-channel document rankings fused by `method` (`fuse_scored`), each document kept with every channel's
     evidence. A channel `weights` does not name weighs 1.
@@ -265,7 +276,7 @@ def fuse(
     method: Method = Method.RRF,
     *,
     weights: Mapping[str, float] | None = None,
-    normalisation: Normalisation = Normalisation.MINMAX,
+    normalisation: Normalisations = Normalisation.MINMAX,
 ) -> list[RankedDocument]:
     """Max-pool each channel to documents, fuse across channels by `method`, and attach each document's best
     chunk."""

@@ -5,13 +5,16 @@ the collection, written atomically by the writer (`retrieval/calibration.py` mea
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from tracerag.config import INDEX_VERSION
-from tracerag.errors import ReadOnlyError
+from tracerag.errors import CollectionError, ReadOnlyError
 
 if TYPE_CHECKING:
     from tracerag.collection import Collection
@@ -59,7 +62,11 @@ class Calibration:
 
     def summary(self) -> str:
         """One line for `--explain`, `info` and the trail: the weights and where they come from."""
-        parts = [f"{c} {self.weights[c]:.2f} (pseudo-MRR {self.mrr[c]:.2f} on {self.acted[c]})" for c in self.weights]
+        parts = [
+            f"{c} {self.weights[c]:.2f} (pseudo-MRR {self.mrr[c]:.2f} against the best channel's "
+            f"{self.reference[c]:.2f} on the {self.acted[c]} it acted on)"
+            for c in self.weights
+        ]
         total = sum(self.queries.values())
         return f"calibrated {self.created[:10]} on {total} pseudo-queries from this collection: " + ", ".join(parts)
 
@@ -91,23 +98,50 @@ def save(collection: Collection, calibration: Calibration) -> Path:
         raise ReadOnlyError(f"{collection.path}: calibrating writes the collection; open it for writing")
     path = path_of(collection)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(as_dict(calibration), indent=2, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        tmp.write_text(json.dumps(as_dict(calibration), indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        raise CollectionError(f"{path}: cannot write the calibration ({exc.strerror}); remove what is there") from None
     return path
 
 
 def load(collection: Collection) -> tuple[Calibration | None, str]:
-    """The stored calibration, or None with why there is none (never calibrated, unreadable, too small)."""
+    """The stored calibration, or None with why there is none (never calibrated, unreadable, a value out of place:
+    every field is checked, so that a damaged file is said and never used, whatever was edited in it)."""
     path = path_of(collection)
+    where = f"{collection.path}'s {path.name}"
     if not path.is_file():
         return None, "not calibrated (run `tracerag calibrate`)"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != FORMAT:
-            return (
-                None,
-                f"{path.name} is in format {data.get('format')}, this TRACE reads {FORMAT}: run `tracerag calibrate`",
-            )
-        return Calibration(**data), ""
-    except (OSError, ValueError, TypeError) as exc:
-        return None, f"{path.name} could not be read ({exc}): run `tracerag calibrate`"
+    except (OSError, ValueError) as exc:
+        return None, f"{where} could not be read ({exc}): run `tracerag calibrate`"
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        found = data.get("format") if isinstance(data, dict) else type(data).__name__
+        return None, f"{where} is in format {found}, this TRACE reads {FORMAT}: run `tracerag calibrate`"
+    try:
+        return _checked(_ADAPTER.validate_python(data)), ""
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        return None, f"{where}: {field}: {first['msg']}: run `tracerag calibrate`"
+    except ValueError as exc:
+        return None, f"{where}: {exc}: run `tracerag calibrate`"
+
+
+_ADAPTER = TypeAdapter(Calibration)  # every field of its type, or a ValidationError naming it
+
+
+def _checked(calibration: Calibration) -> Calibration:
+    """What the types alone do not say: weights between 0 and 1 (a weight is an MRR over the best one), and every
+    weighed channel measured."""
+    for channel, weight in calibration.weights.items():
+        if not (math.isfinite(weight) and 0 <= weight <= 1):
+            raise ValueError(f"weights.{channel} must be between 0 and 1, got {weight!r}")
+        for table in ("mrr", "reference", "acted"):
+            if channel not in getattr(calibration, table):
+                raise ValueError(f"{table} has no {channel!r}, which weights names")
+    if not isinstance(calibration.state.get("documents"), int):
+        raise ValueError("state.documents must be a number of documents")
+    return calibration

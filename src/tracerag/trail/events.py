@@ -263,7 +263,9 @@ class FusionEvent(TrailEvent):
         description="The RRF constant (of the fusion, when it is RRF, and of each document's cited chunk)."
     )
     ranking: list[dict[str, Any]] = Field(description="doc_id, chunk_id, score, and each channel's rank.")
-    normalisation: str | None = Field(default=None, description="How CombSUM/CombMNZ scaled each channel's scores.")
+    normalisation: str | dict[str, str] | None = Field(
+        default=None, description="How CombSUM/CombMNZ scaled the channels' scores: one way for all, or per channel."
+    )
     weights: dict[str, float] | None = Field(default=None, description="Channel weights (None: every channel 1).")
     why: str | None = Field(
         default=None,

@@ -294,7 +294,10 @@ def _event_line(event: Event, documents: Mapping[str, Document] | None, verbose:
     if isinstance(event, FusionEvent):
         top = ", ".join(_data(item.get("doc_id", "?")) for item in event.ranking[:5])
         method = f"{event.method}(k={event.rrf_k})" if event.method in ("rrf", "wrrf") else str(event.method)
-        method += f"({event.normalisation})" if event.normalisation else ""
+        if isinstance(event.normalisation, dict):
+            method += "(" + ", ".join(f"{c} {n}" for c, n in event.normalisation.items()) + ")"
+        elif event.normalisation:
+            method += f"({event.normalisation})"
         if event.weights:
             method += " " + ", ".join(f"{c} {w:.2f}" for c, w in event.weights.items())
         return _text((prefix, "dim"), ("fusion ", "bold"), method, f" → {len(event.ranking)}: ", (top, "dim"))
