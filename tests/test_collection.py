@@ -426,6 +426,23 @@ def test_a_rebuilt_collection_adopts_the_vectors_of_an_earlier_build(tmp_path):
         new.adopt_vectors(tmp_path / "lexical")
 
 
+def test_a_collection_built_lexically_adopts_vectors_into_its_index_too(tmp_path):
+    """Adopted into the store alone, the vectors of a collection built lexically before never reached its index:
+    the dense channel then searched only the chunks embedded earlier (hipe-entities-dated's calibration saw a
+    dense channel at half its strength)."""
+    texts = ["La grève des mineurs de Carmaux continue.", "Die Arbeiter streiken in Essen."]
+    docs = [Document(f"d{i}", t) for i, t in enumerate(texts)]
+    with Collection.open(tmp_path / "embedded", load_settings(), mode="write", create=True) as old:
+        old.ingest(docs, dense=True)
+        vectors = old.store.vectors_of(["d0#0", "d1#0"])
+    with Collection.open(tmp_path / "lexical", load_settings(), mode="write", create=True) as lex:
+        lex.ingest(docs, dense=False)
+        assert lex.adopt_vectors(tmp_path / "embedded") == 2
+        assert lex.store.count_chunks(without_vectors=True) == 0
+        for doc_id, chunk_id in (("d0", "d0#0"), ("d1", "d1#0")):
+            assert [h.doc_id for h in lex.engine.dense(vectors[chunk_id], 1)] == [doc_id]
+
+
 def test_the_dense_channel_waits_until_every_chunk_has_its_vector(tmp_path):
     """An interrupted embedding leaves some chunks without vectors: searching only those would rank them first,
     so the dense channel stays out until the collection is fully embedded."""

@@ -563,7 +563,31 @@ class Collection:
                 f"{other}: embedded with {theirs.get('name')} {theirs.get('version')} ({theirs.get('dim')}-d), "
                 f"not this collection's {mine.get('name')} {mine.get('version')} ({mine.get('dim')}-d)"
             )
-        return self.store.adopt_vectors(other / STORE_FILE, self.dim)
+        # Chunks already here without a vector get theirs in the index first, then in the store: a vector in the
+        # store says its chunks are in the index (see `embed_missing`). Adopted into the store alone, a collection
+        # built lexically before kept a dense index of the few chunks embedded earlier, and searched only those.
+        served = 0
+        theirs = DocumentStore(other / STORE_FILE, read_only=True)
+        try:
+            after = ("", -1)
+            while chunks := self.store.chunks_without_vectors(self.settings.embed.batch_size * 4, after):
+                after = (chunks[-1].doc_id, chunks[-1].n)
+                found = {
+                    h: v for h, v in theirs.vectors_by_hash(c.text_hash for c in chunks).items() if len(v) == self.dim
+                }
+                if not found:
+                    continue
+                chunk_texts = self.store.chunks_with_texts(found)
+                self.engine.set_vectors([cid for cid, _ in chunk_texts], np.stack([found[h] for _, h in chunk_texts]))
+                self.engine.flush()
+                self.store.put_vectors(found)
+                served += len(found)
+        finally:
+            theirs.close()
+        if served:
+            self.engine.optimize()
+        # the texts not chunked here yet: an ingest then carries their vectors (`_carry_known_vectors`)
+        return served + self.store.adopt_vectors(other / STORE_FILE, self.dim)
 
     def embed_missing(self, *, progress: Callable[[int, int], None] | None = None) -> int:
         """Compute and index the vectors of chunks ingested with dense=False. Resumable: done work stays."""

@@ -57,6 +57,7 @@ def test_calibration_weighs_each_channel_by_its_pseudo_mrr(hipe_collection) -> N
     found = calibration.calibrate(Retriever(hipe_collection.collection), per_kind=60)
     assert found is not None
     assert set(found.weights) == {"bm25", "phrase"}  # lexical collection; the date channel is never calibrated
+    assert found.channels == ["bm25", "phrase"]
     assert found.acted["bm25"] == sum(found.queries.values())  # bm25 acts on every query
     assert 0 < found.acted["phrase"] < found.acted["bm25"]  # phrase only on short ones
     # measured 0.83 and 0.89 (100 of each kind); floors a little below
@@ -73,7 +74,7 @@ class _Scrambled:
 
     def __init__(self, inner: Retriever, ids: list[str]):
         self.inner, self.ids, self.rng = inner, ids, random.Random(0)
-        self.collection, self.settings = inner.collection, inner.settings
+        self.collection, self.settings, self.has_vectors = inner.collection, inner.settings, inner.has_vectors
 
     def search(self, request: SearchRequest):
         ranking = self.inner.search(request)

@@ -40,7 +40,8 @@ def search(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (schema in README).")] = False,
     config: ConfigOpt = None,
 ) -> None:
-    """Hybrid search: each channel ranks chunks, RRF (k=60) fuses them, documents are scored by their best chunk."""
+    """Hybrid search: each channel ranks chunks, documents are scored by their best chunk, the channels' scores are
+    fused (weighed by the collection's calibration: `tracerag calibrate`)."""
     from tracerag.retrieval import Retriever, SearchRequest
     from tracerag.retrieval.explain import explain
 

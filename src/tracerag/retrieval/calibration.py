@@ -146,7 +146,9 @@ def calibrate(
         return None
     started = time.perf_counter()
     queries = pseudo_queries(collection, per_kind, seed)
-    channels = [str(c) for c in retriever.settings.channels if c not in UNCALIBRATED]
+    channels = [  # the dense channel only on a collection whose every chunk has its vector
+        str(c) for c in retriever.settings.channels if c not in UNCALIBRATED and (c != "dense" or retriever.has_vectors)
+    ]
     ranks: list[dict[str, int | None]] = []  # per query: channel -> rank of the answer (None: not found)
     scored: list[dict[str, list[tuple[str, float]]]] = []
     for n, q in enumerate(queries, start=1):
