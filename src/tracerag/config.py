@@ -192,7 +192,7 @@ class RetrievalSettings(_Section):
         "weighted by how well it finds the collection's own pseudo-queries: `tracerag calibrate`), 'rrf' (plain "
         "reciprocal rank fusion, the documented baseline), or 'wrrf' / 'combsum' / 'combmnz' with `weights`.",
     )
-    normalisation: Literal["minmax", "zscore"] = Field(
+    normalisation: Literal["minmax", "zscore", "max"] = Field(
         "minmax", description="How 'combsum' and 'combmnz' put each channel's scores on one scale, per query."
     )
     weights: dict[Channel, float] = Field(
