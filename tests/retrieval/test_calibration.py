@@ -240,3 +240,11 @@ def test_a_calibration_with_a_value_out_of_place_is_said_and_not_used(
         assert Retriever(col).search(SearchRequest("Paris", k=3)).documents  # searches still work
         assert calibration.refresh(col) is not None  # and the writer replaces it
         assert Retriever(col).fusion_plan().source == "calibration"
+
+
+def test_a_dense_channel_asked_for_without_vectors_says_why(hipe_collection) -> None:
+    """Found by a new user: `--channels dense` on a lexical collection found nothing and said nothing."""
+    ranking = Retriever(hipe_collection.collection).search(SearchRequest("Paris", k=3, channels=("dense",)))
+    assert ranking.documents == []
+    reading = ranking.params["channel_readings"]["dense"]
+    assert reading["acts"] is False and "have no vector yet: run `tracerag embed`" in reading["why"]

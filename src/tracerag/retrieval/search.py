@@ -111,6 +111,8 @@ class Retriever:
             dated, readings["date"] = DateChannel.reading(request.query, self.settings.date_scale_days)
         if "phrase" in channels:
             readings["phrase"] = read_phrases(request.query)[1]
+        if "dense" in channels and not self.has_vectors:  # asked for, yet silent: say why
+            readings["dense"] = Reading(False, self._why_no_vectors())
         plan = self.fusion_plan()
         for _ in range(4):
             hits, fields, per_group = self._run_channels(request.query, runners, dated, groups, depth)
@@ -162,6 +164,12 @@ class Retriever:
                 bool(self.collection.dim) and store.has_vectors() and not store.count_chunks(without_vectors=True)
             )
         return self._has_vectors
+
+    def _why_no_vectors(self) -> str:
+        if not self.collection.dim:
+            return "no embedding model: the collection was built with 'none'"
+        missing = self.collection.store.count_chunks(without_vectors=True)
+        return f"{missing:,} chunks have no vector yet: run `tracerag embed` (a part would rank first)"
 
     def _runners(self, query: str, channels: tuple[str, ...]) -> list:
         col = self.collection
