@@ -38,7 +38,7 @@ class FusionPlan:
     source: str  # "calibration", "settings" or "equal"
     why: str
     # A date the user stated is a constraint, not one more opinion: the date channel weighs as much as all the
-    # other channels that acted together (the calibrated fusion; hipe-entities-dated +0.02 nDCG@10, see README).
+    # other channels that acted together (the calibrated fusion; hipe-entities-dated 0.704 -> 0.729 nDCG@10).
     date_weighs_the_rest: bool = False
 
     def weights_for(self, channels: Iterable[str]) -> dict[str, float] | None:
