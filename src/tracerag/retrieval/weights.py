@@ -80,8 +80,14 @@ def collection_state(collection: Collection) -> dict[str, Any]:
         "chunks": store.count_chunks(),
         "dense": dense,
         "index_version": INDEX_VERSION,
-        "embed_model": collection.manifest.get("embedding", {}).get("model") if dense else None,
+        # the model, for the record (a collection has one model: vectors of another are refused at open)
+        "embed_model": _model_of(collection) if dense else None,
     }
+
+
+def _model_of(collection: Collection) -> str | None:
+    embedding = collection.manifest.get("embedding", {})
+    return " ".join(str(embedding[k]) for k in ("name", "version") if embedding.get(k)) or None
 
 
 def as_dict(calibration: Calibration) -> dict[str, Any]:
