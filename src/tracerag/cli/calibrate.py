@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from tracerag.cli.app import CollectionOpt, ConfigOpt, WaitOpt, app, data_text, friendly, out, progress_bar, write_json
+from tracerag.cli.app import CollectionOpt, ConfigOpt, WaitOpt, app, data_text, friendly, out, write_json
+from tracerag.cli.views import calibration_progress
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.retrieval import Retriever, calibration
@@ -29,14 +30,8 @@ def calibrate(
     """Weigh each channel by how well it finds the collection's own pseudo-queries (no labels needed); searches
     with retrieval.fusion = "calibrated" (the default) use the weights. Ingest and embed run it when needed."""
     with Collection.open(collection, load_settings(config), mode="write", wait=wait) as col:
-        with progress_bar() as progress:
-            task = progress.add_task("calibrate", total=None, extra="pseudo-queries")
-            found = calibration.calibrate(
-                Retriever(col),
-                per_kind=queries,
-                seed=seed,
-                progress=lambda done, total: progress.update(task, completed=done, total=total),
-            )
+        with calibration_progress() as update:
+            found = calibration.calibrate(Retriever(col), per_kind=queries, seed=seed, progress=update)
         if found is None:
             message = f"fewer than {calibration.MIN_DOCUMENTS} documents: not calibrated, every channel weighs 1"
             if json_out:

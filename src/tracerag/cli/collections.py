@@ -25,7 +25,6 @@ from tracerag.cli.app import (
     write_json,
 )
 from tracerag.cli.views import (
-    fusion_line,
     ingest_progress,
     language_counts,
     print_embedded,
@@ -39,6 +38,7 @@ from tracerag.ingest.checked import read_checked, take_documents
 from tracerag.ingest.table import ColumnChoice
 from tracerag.ingest_job import ingest_into
 from tracerag.retrieval import Retriever
+from tracerag.retrieval.explain import fusion_summary
 
 
 @app.command()
@@ -210,7 +210,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
     if stats["chunks_without_vectors"]:
         missing = counted(stats["chunks_without_vectors"], "chunk")
         out.print(f"[yellow]{missing} without vectors: run `tracerag embed`[/yellow]")
-    out.print(data_text(f"fusion: {fusion_line(stats['fusion'])}"))
+    out.print(data_text(f"fusion: {fusion_summary(stats['fusion'])}"))
     # A corpus name is what --corpus takes: on one line when the terminal allows (the other columns wrap first),
     # folded onto more lines when it does not, never cut short.
     widest = max((len(c["name"]) for c in stats["corpora"]), default=0)

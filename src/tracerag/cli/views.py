@@ -5,7 +5,7 @@ each other, so they live here, over the app module's consoles and progress bars.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -111,16 +111,22 @@ def embed_missing(col: Collection) -> None:
     print_embedded(done, time.perf_counter() - start)
 
 
-def refresh_calibration(col: Collection) -> None:
-    """After an ingest or an embed: calibrate the channel weights again when they are missing or stale
-    (`calibration.refresh`), with a progress bar (with dense, ~3 pseudo-queries/s on 2 cores), and say it."""
+@contextmanager
+def calibration_progress() -> Iterator[Callable[[int, int], None]]:
+    """A progress bar for a calibration (with dense, ~3 pseudo-queries/s on 2 cores): yields what to tell it after
+    each pseudo-query; a calibration that had nothing to do leaves no empty bar behind."""
     with progress_bar() as progress:
         task = progress.add_task("calibrate", total=None, extra="pseudo-queries")
-        found = calibration.refresh(
-            col, progress=lambda done, total: progress.update(task, completed=done, total=total)
-        )
-        if found is None:
-            progress.remove_task(task)  # nothing to do: no empty bar left behind
+        yield lambda done, total: progress.update(task, completed=done, total=total)
+        if not progress.tasks[-1].completed:
+            progress.remove_task(task)
+
+
+def refresh_calibration(col: Collection) -> None:
+    """After an ingest or an embed: calibrate the channel weights again when they are missing or stale
+    (`calibration.refresh`), and say it."""
+    with calibration_progress() as update:
+        found = calibration.refresh(col, progress=update)
     print_calibrated(found)
 
 
@@ -134,11 +140,6 @@ def print_calibrated(found: Calibration | None) -> None:
 
 def print_embedded(done: int, seconds: float) -> None:
     out.print(f"embedded {counted(done, 'chunk')} in {seconds:.1f} s ({done / seconds if seconds else 0:.1f} chunks/s)")
-
-
-def fusion_line(fusion: Mapping[str, Any]) -> str:
-    """How a search fused its channels, in one line (`retrieval.explain.fusion_summary`)."""
-    return fusion_summary(fusion)
 
 
 def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
@@ -158,7 +159,7 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
     if explain_:  # how the channels were fused; what the date and phrase channels took from the query, or why not
         fusion = params.get("fusion")
         if fusion:
-            console.print(data_text(f"fusion: {fusion_line(fusion)}"))
+            console.print(data_text(f"fusion: {fusion_summary(fusion)}"))
         for name, reading in params.get("channel_readings", {}).items():
             console.print(data_text(f"{name}: {reading['why']}", "" if reading["acts"] else "dim"))
     for r in result["results"]:
