@@ -35,7 +35,7 @@ class Layer:
     within: Literal["any", "ordered", "none"] = "any"
 
 
-# Bottom first. Later: `judge`, `selection`, `answer` join the wings, `server` the front doors.
+# Bottom first. Later: `server` joins the front doors.
 LAYERS: tuple[Layer, ...] = (
     Layer("foundation", ("tracerag", "model", "errors", "text", "dates", "config", "locks")),
     Layer("storage and reading", ("ingest", "store", "engine", "embed")),
@@ -43,7 +43,7 @@ LAYERS: tuple[Layer, ...] = (
     Layer("retrieval", ("retrieval",)),
     # The trail records model calls, so it may know `llm`; `llm` never imports the trail.
     Layer("services", ("llm", "trail"), within="ordered"),
-    Layer("wings", ("agent", "catalog"), within="none"),
+    Layer("wings", ("agent", "catalog", "research"), within="none"),
     # `eval` may import everything below it; only the front doors are above it, so nothing else imports it.
     Layer("measurement", ("eval",)),
     Layer("front doors", ("cli",)),
@@ -324,7 +324,7 @@ def test_the_wings_and_the_services_keep_their_own_rules(tmp_path: Path) -> None
     problems = layer_violations(imports(src))
     assert problems == [
         "tracerag/catalog/__init__.py:1: tracerag.catalog imports tracerag.agent.verdicts: the wings (agent, "
-        "catalog) never import each other",
+        "catalog, research) never import each other",
         "tracerag/llm.py:2: tracerag.llm imports tracerag.trail: in layer 'services', trail comes after llm, so llm "
         "may not import it",
     ]
