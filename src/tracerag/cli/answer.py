@@ -1,0 +1,168 @@
+"""`tracerag answer`: a cited interpretive draft from the accepted sources only, then its citation check.
+
+The sources are the researcher's accepted ones (`--selection QUESTION`) or the agent's (`--from RUN
+--agent-accepted`). Each sentence is printed with its kind (quotation, paraphrase, inference) and its citations
+as document id, character offsets and the quoted words; a citation the check could not confirm is flagged in red
+beside its sentence, never left out. Exit 1 when a citation is flagged or the draft abstained.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+from rich.text import Text
+
+from tracerag.cli.app import (
+    BaseUrlOpt,
+    CollectionOpt,
+    ConfigOpt,
+    ExitCode,
+    app,
+    counted,
+    data_text,
+    err,
+    friendly,
+    out,
+    settings_with_llm,
+    write_json,
+)
+from tracerag.collection import Collection, trail_roots
+from tracerag.errors import ConfigError
+
+if TYPE_CHECKING:
+    from tracerag.research.answer import Draft
+    from tracerag.research.citecheck import CitationCheck
+
+KIND_STYLE = {"quotation": "cyan", "paraphrase": "", "inference": "magenta"}
+
+
+@app.command()
+@friendly
+def answer(
+    question: Annotated[str, typer.Argument(help="The question the draft answers.")],
+    selection: Annotated[
+        str | None, typer.Option("--selection", help="A saved selection's question: draft from its accepted sources.")
+    ] = None,
+    from_run: Annotated[str | None, typer.Option("--from", help="An ask run (id, prefix or .jsonl file).")] = None,
+    agent_accepted: Annotated[
+        bool, typer.Option("--agent-accepted", help="With --from: the sources the agent accepted.")
+    ] = False,
+    collection: CollectionOpt = Path("."),
+    llm: Annotated[
+        str | None,
+        typer.Option("--llm", help="openai:MODEL, local or replay:DIR (default: settings; none: extractive draft)."),
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    language: Annotated[
+        str | None, typer.Option("--language", help="The draft's language (default: the question's, detected).")
+    ] = None,
+    trail_dir: Annotated[Path | None, typer.Option(help="Write the run's trail here.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the draft and its checks as JSON.")] = False,
+    config: ConfigOpt = None,
+) -> ExitCode:
+    """Draft an answer citing exact spans of the accepted sources, or abstain; then check every citation."""
+    from tracerag import __version__
+    from tracerag.llm import load_llm
+    from tracerag.research.answer import draft
+    from tracerag.research.citecheck import check
+    from tracerag.research.sources import load_chunks, refs_from_run, refs_from_selection
+    from tracerag.trail import JsonlWriter, Trail, find_trail, new_run_id, read_trail
+    from tracerag.trail.events import RunEvent, RunKind
+
+    if not question.strip():
+        raise ConfigError("a question is required")
+    if (selection is None) == (from_run is None):
+        raise ConfigError("give one of --selection QUESTION or --from RUN --agent-accepted")
+    if from_run is not None and not agent_accepted:
+        raise ConfigError("--from RUN drafts from what the agent accepted: pass --agent-accepted to say so")
+    settings = settings_with_llm(config, llm, base_url)
+    model = load_llm(settings)
+    with Collection.open(collection, settings, mode="read") as col:
+        if selection is not None:
+            resolved, refs = refs_from_selection(col.path, settings, selection)
+            source = f"selection:{resolved}"
+        else:
+            assert from_run is not None
+            path = find_trail(trail_roots(col.path, settings), from_run)
+            refs, source = refs_from_run(read_trail(path), accepted_only=True, source=str(path)), path.stem
+        loaded = load_chunks(col, refs)
+        sources = loaded.chunks
+        for doc_id in loaded.missing:  # drafted without it, and said so
+            err.print(data_text(f"left out {doc_id}: the collection no longer holds it", "yellow"))
+        run_id = new_run_id()
+        trail_path = (trail_dir or col.trails_dir) / f"{run_id}.jsonl"
+        writer = JsonlWriter(trail_path)
+        try:
+            trail = Trail(run_id, [writer])
+            trail.emit(
+                RunEvent(
+                    question=question,
+                    collection=str(col.path),
+                    k=len(sources),
+                    config={"from": source, "language": language, "missing": loaded.missing},
+                    llm={"provider": model.name, "model": model.model} if model else None,
+                    versions={"tracerag": __version__},
+                    run=RunKind.ANSWER,
+                )
+            )
+            if model is None:
+                err.print("[yellow]no language model: an extractive draft, checked lexically[/yellow]")
+            with err.status("drafting and checking (each step goes to the trail)…"):
+                result = draft(question, sources, model, trail, language=language)
+                checks = check(result, model, trail)
+        finally:
+            writer.close()
+    flagged = [c for c in checks if c.flagged]
+    if json_out:
+        write_json(
+            {
+                "run_id": run_id,
+                "trail": str(trail_path),
+                "label": result.label,
+                "question": question,
+                "language": result.language,
+                "method": result.method,
+                "abstained": result.abstained,
+                "abstention": result.abstention,
+                "sources": [{"label": k, "doc_id": s.doc_id, "chunk_id": s.chunk_id} for k, s in result.labels.items()],
+                "sentences": [s.model_dump(mode="json") for s in result.sentences],
+                "checks": [{**vars(c), "flagged": c.flagged} for c in checks],
+                "missing": loaded.missing,
+            }
+        )
+    else:
+        _print(result, checks, trail_path)
+    return ExitCode.PARTIAL if flagged or result.abstained or loaded.missing else ExitCode.OK
+
+
+def _print(result: Draft, checks: list[CitationCheck], trail_path: Path) -> None:
+    out.print(Text(result.label, style="bold yellow"))
+    if result.abstained:
+        out.print(Text.assemble(("abstained: ", "yellow"), data_text(result.abstention)))
+        if result.failure:
+            out.print(data_text(result.failure, "red"))
+    by_sentence: dict[int, list[CitationCheck]] = {}
+    for c in checks:
+        by_sentence.setdefault(c.sentence, []).append(c)
+    for i, sentence in enumerate(result.sentences):
+        kind = str(sentence.kind)
+        line = Text.assemble((f"[{kind}] ", KIND_STYLE[kind] or "bold"), data_text(sentence.text, block=True))
+        out.print(line)
+        for n, citation in enumerate(sentence.citations):
+            where = f"{citation.doc_id}:{citation.span[0]}-{citation.span[1]}" if citation.span else "not located"
+            out.print(Text.assemble("    ", data_text(f"[{citation.label} {where}] “{citation.quote}”", "dim")))
+            for c in by_sentence.get(i, []):
+                if c.citation == n and c.flagged:
+                    out.print(Text.assemble("    ", ("FLAGGED: ", "bold red"), data_text(c.reason, "red")))
+        for c in by_sentence.get(i, []):
+            if c.citation == -1:
+                out.print(Text.assemble("    ", ("FLAGGED: ", "bold red"), data_text(c.reason, "red")))
+    flagged = sum(c.flagged for c in checks)
+    out.print(
+        data_text(
+            f"{result.method} draft · {counted(len(result.sentences), 'sentence')} · "
+            f"{counted(len(checks), 'citation check')}, {flagged} flagged · trail {trail_path}"
+        )
+    )

@@ -1,0 +1,126 @@
+"""`tracerag answer` on real HIPE documents: from a researcher's selection (research/selection.py) with a recorded
+drafter replayed, and from a real agent run's accepted sources without a model (extractive, checked lexically).
+The draft cites only the accepted sources, is labelled a draft to check, flags what its check could not confirm,
+abstains where the sources cannot answer, and writes its trail (run kind `answer`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.fixtures.record_trails import QUESTION
+from tests.trail import AGENT_TRAIL, recorded, small_collection
+from tracerag.cli import app
+from tracerag.collection import Collection
+from tracerag.config import load_settings
+from tracerag.llm import RawAnswer, StructuredLLM, Usage
+from tracerag.llm.replay import RecordingProvider
+from tracerag.research.answer import DRAFT_LABEL, draft
+from tracerag.research.citecheck import check
+from tracerag.research.selection import Decision, open_selections
+from tracerag.research.sources import load_chunks, refs_from_selection
+from tracerag.trail import Trail, read_trail
+from tracerag.trail.events import CitationCheckEvent, DraftEvent, RunEvent, RunKind
+
+runner = CliRunner()
+FRENCH, HOSTILE, GAZETTE, GONE = "EXP-1888-08-03-a-i0030", "hostile-1", "gaz-1881-05-27", "gone-42"
+
+
+class Writer:
+    """Drafts one paraphrase citing the first words of S1, and one citing a label outside the sources; checks
+    every citation as supported."""
+
+    name, model = "scripted", "scripted-writer"
+
+    def generate(self, messages, *, json_schema, temperature, max_tokens) -> RawAnswer:
+        user = messages[-1].content
+        if "Sources:" in user:
+            first = json.loads(user.split("<documents>\n", 1)[1].split("\n")[0])
+            quote = " ".join(first["text"].split()[:6])
+            answer = {
+                "abstain": False,
+                "sentences": [
+                    {"text": quote, "kind": "paraphrase", "citations": [{"source": "S1", "quote": quote}]},
+                    {"text": "Something else.", "kind": "inference", "citations": [{"source": "S7", "quote": "x y z"}]},
+                ],
+            }
+        else:
+            answer = {"reasoning": "the passage states it", "supported": True}
+        return RawAnswer(json.dumps(answer), Usage(10, 10), 0.0, self.model)
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory, datasets_dir):
+    shared = small_collection(tmp_path_factory, datasets_dir)
+    root = tmp_path_factory.mktemp("answer-cli")
+    path = root / "collection"
+    shutil.copytree(shared.path, path)
+    run = recorded(AGENT_TRAIL, path)
+    with open_selections(path, load_settings(), write=True) as store:
+        store.decide(QUESTION, GAZETTE, Decision.ACCEPTED, who="historian")
+        store.decide(QUESTION, FRENCH, Decision.ACCEPTED, who="historian")
+        store.decide(QUESTION, HOSTILE, Decision.REJECTED, who="historian")
+    folder = root / "recorded"
+    with Collection.open(path, load_settings(), mode="read") as col:
+        _, refs = refs_from_selection(path, load_settings(), QUESTION)
+        sources = load_chunks(col, refs).chunks
+        llm = StructuredLLM(RecordingProvider(Writer(), folder))
+        check(draft(QUESTION, sources, llm, Trail(), language="en"), llm, Trail())
+    return path, run, folder
+
+
+def test_a_draft_from_the_selection_cites_only_it_and_flags_what_fails(case):
+    path, _, folder = case
+    args = ["answer", QUESTION, "--selection", QUESTION[:20], "-c", str(path), "--llm", f"replay:{folder}"]
+    result = runner.invoke(app, [*args, "--language", "en", "--json"])
+    assert result.exit_code == 1, result.output  # a flagged citation
+    report = json.loads(result.stdout)
+    assert report["label"] == DRAFT_LABEL and not report["abstained"]
+    assert {s["doc_id"] for s in report["sources"]} == {GAZETTE, FRENCH}  # the rejected one is not a source
+    cited = {c["doc_id"] for s in report["sentences"] for c in s["citations"]}
+    assert cited <= {GAZETTE, FRENCH, None}
+    assert [(c["sentence"], c["flagged"]) for c in report["checks"]] == [(0, False), (1, True)]
+    events = read_trail(Path(report["trail"]))
+    assert isinstance(events[0], RunEvent) and events[0].run is RunKind.ANSWER
+    assert len([e for e in events if isinstance(e, DraftEvent)]) == 1
+    assert len([e for e in events if isinstance(e, CitationCheckEvent)]) == 2
+    shown = runner.invoke(app, [*args, "--language", "en"])
+    text = " ".join(shown.output.split())
+    assert DRAFT_LABEL in text and "[paraphrase]" in text and "[inference]" in text and "FLAGGED:" in text
+    trail = runner.invoke(app, ["trail", "show", report["run_id"], "-c", str(path)])
+    assert trail.exit_code == 0, trail.output
+    rendered = " ".join(trail.output.split())
+    assert "1. [paraphrase]" in rendered and "S7 not located" in rendered
+    assert "sentence 1" in rendered and "sentence 2" in rendered and "FLAGGED" in rendered
+
+
+def test_the_agent_accepted_sources_drafted_without_a_model(case, tmp_path):
+    path, run, _ = case
+    empty = tmp_path / "settings.toml"
+    empty.write_text("", encoding="utf-8")
+    args = ["answer", "fire", "--from", run.run_id, "--agent-accepted", "-c", str(path), "--config", str(empty)]
+    result = runner.invoke(app, [*args, "--json"])
+    report = json.loads(result.stdout)
+    assert report["method"] == "extractive" and report["missing"] == [GONE]
+    assert result.exit_code == 1  # a source the collection no longer holds was left out, and said
+    accepted = set(run.events[-1].accepted) - {GONE}  # type: ignore[union-attr]
+    assert {s["doc_id"] for s in report["sources"]} == accepted
+    for sentence in report["sentences"]:
+        assert sentence["kind"] == "quotation"
+        assert all(c["doc_id"] in accepted and c["span"] for c in sentence["citations"])
+    unanswerable = "Qu'a dit le pape sur les chemins de fer bavarois en 1850 ?"
+    abstain = runner.invoke(app, ["answer", unanswerable, *args[2:]])
+    assert abstain.exit_code == 1 and "abstained:" in abstain.output
+
+
+def test_bad_usage_exits_2(case):
+    path, run, _ = case
+    assert runner.invoke(app, ["answer", "q", "-c", str(path)]).exit_code == 2
+    no_flag = runner.invoke(app, ["answer", "q", "--from", run.run_id, "-c", str(path)])
+    assert no_flag.exit_code == 2 and "--agent-accepted" in no_flag.output
+    unknown = runner.invoke(app, ["answer", "q", "--selection", "no such question", "-c", str(path)])
+    assert unknown.exit_code == 2
