@@ -1,0 +1,42 @@
+"""A selection's accepted sources for a reference manager (RIS, CSL-JSON) or a spreadsheet (CSV), with their
+cited spans: the same writers as a run's export (`trail/export.py`), each source joined with its document the
+same way, and the researcher's decision (who, when, the note, the run it came from) in its reasons."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from tracerag.model import Document
+from tracerag.research.selection import SelectionEntry
+from tracerag.trail.export import ExportedSource, joined_source, write_sources
+
+ORIGIN = "selection"  # what the export's origin column says of a source the researcher accepted
+
+
+def decision_reason(entry: SelectionEntry) -> str:
+    reason = f"{entry.decision.value} by {entry.who or 'unknown'} on {entry.when}"
+    return f"{reason}: {entry.note}" if entry.note else reason
+
+
+def selection_sources(entries: Sequence[SelectionEntry], documents: Mapping[str, Document]) -> list[ExportedSource]:
+    """The entries in the selection's order, each joined with its document (a document the collection no longer
+    holds is still exported, flagged)."""
+    return [
+        joined_source(
+            run_id=entry.run_id or "",
+            question=entry.question,
+            rank=n,
+            doc_id=entry.doc_id,
+            chunk_id=entry.chunk_id,
+            span=entry.span,
+            doc=documents.get(entry.doc_id),
+            origin=ORIGIN,
+            reasons=[decision_reason(entry)],
+        )
+        for n, entry in enumerate(entries, start=1)
+    ]
+
+
+def export_selection(entries: Sequence[SelectionEntry], documents: Mapping[str, Document], fmt: str) -> str:
+    """`entries` (a selection's accepted ones, as a rule) as csv, ris or csl-json."""
+    return write_sources(selection_sources(entries, documents), fmt)
