@@ -46,11 +46,11 @@ def test_a_module_added_without_the_page_fails(tmp_path, monkeypatch) -> None:
 
     copy = tmp_path / "tracerag"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
-    (copy / "retrieval" / "expansion.py").write_text('"""new"""\n', encoding="utf-8")
+    (copy / "retrieval" / "not_named_anywhere.py").write_text('"""new"""\n', encoding="utf-8")
     monkeypatch.setattr(__import__(__name__, fromlist=["PACKAGE"]), "PACKAGE", copy)
     try:
         test_the_page_names_every_module_and_only_modules_that_exist()
     except AssertionError as error:
-        assert "tracerag/retrieval/expansion.py" in str(error)
+        assert "tracerag/retrieval/not_named_anywhere.py" in str(error)
     else:
         raise AssertionError("a module missing from the page was not caught")

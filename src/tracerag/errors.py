@@ -89,3 +89,8 @@ class NothingIngestedError(ConfigError):
     def __init__(self, message: str, report: object):
         super().__init__(message)
         self.report = report
+
+
+class SelectionError(TraceError):
+    """A research question's selection cannot be found, read or written as asked (no such question, an ambiguous
+    prefix, a bad span, a selection file that cannot be opened)."""

@@ -17,8 +17,11 @@ from types import TracebackType
 import numpy as np
 
 from tracerag.errors import CollectionError, ReadOnlyError
+from tracerag.ingest.alto_regions import BOXES, StoredBox
+from tracerag.ingest.entities import EntityForm, EntityWork, StoredMention
 from tracerag.ingest.language import DETECTED, LANGUAGE_SOURCE
-from tracerag.model import Chunk, Document
+from tracerag.ingest.ocr_quality import OcrQuality
+from tracerag.model import Chunk, Document, Filter
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -43,6 +46,35 @@ CREATE TABLE IF NOT EXISTS document_parts (
   doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, n INTEGER NOT NULL,
   start INTEGER NOT NULL, stop INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (doc_id, n)
 );
+-- Named entities found in each chunk (ingest/entities.py), spans as offsets into the document's text; they go with
+-- their chunk. `entity_chunks` marks the chunks looked at and by what (a pipeline, or the collection's gazetteer),
+-- so that a chunk with no entity is not looked at again and an interrupted run resumes.
+CREATE TABLE IF NOT EXISTS entity_chunks (
+  chunk_id TEXT PRIMARY KEY REFERENCES chunks(id) ON DELETE CASCADE, finder TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS entities (
+  chunk_id TEXT NOT NULL REFERENCES chunks(id) ON DELETE CASCADE, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+  surface TEXT NOT NULL, label TEXT NOT NULL, folded TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS entities_chunk ON entities(chunk_id);
+CREATE INDEX IF NOT EXISTS entities_folded ON entities(folded);
+-- The page box of each ALTO String by its character span in the document's text (ingest/alto_regions.py), in the
+-- file's MeasurementUnit; `page` indexes the document's source["pages"]. A cited span's region is the union of the
+-- boxes it overlaps, per page. Written with the document (its source keeps the pages, not the boxes).
+CREATE TABLE IF NOT EXISTS string_boxes (
+  doc_id TEXT NOT NULL REFERENCES documents(id) ON DELETE CASCADE, start INTEGER NOT NULL, "end" INTEGER NOT NULL,
+  page INTEGER NOT NULL, x REAL NOT NULL, y REAL NOT NULL, w REAL NOT NULL, h REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS string_boxes_doc ON string_boxes(doc_id, start);
+-- Each document's OCR-quality estimate with its parts, and the certain OCR repairs its index text received
+-- (ingest/ocr_quality.py, ingest/ocr_fixes.py; `fixes` a JSON object kind -> count). Apart from `documents`, whose
+-- ocr_quality is what the source itself states and is part of the content hash.
+CREATE TABLE IF NOT EXISTS ocr_estimates (
+  doc_id TEXT PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE, score REAL, lexicon_share REAL,
+  garbage_rate REAL NOT NULL, words INTEGER NOT NULL, tokens INTEGER NOT NULL, language TEXT, lexicon TEXT,
+  note TEXT, fixes TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS ocr_estimates_score ON ocr_estimates(score);
 """
 
 
@@ -125,6 +157,9 @@ class DocumentStore:
             for doc, digest, span in items:
                 self._db.execute("DELETE FROM chunks WHERE doc_id = ?", (doc.id,))
                 self._db.execute("DELETE FROM document_parts WHERE doc_id = ?", (doc.id,))
+                self._db.execute("DELETE FROM string_boxes WHERE doc_id = ?", (doc.id,))
+                boxes = doc.source.get(BOXES) or ()  # in a table of their own: a page holds thousands of Strings
+                source = {k: v for k, v in doc.source.items() if k != BOXES} if boxes else doc.source
                 huge = len(doc.text) > _PART_CHARS
                 self._db.execute(
                     "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?, 'pending')",
@@ -136,13 +171,17 @@ class DocumentStore:
                         span[0] if span else None,
                         span[1] if span else None,
                         doc.language,
-                        json.dumps(doc.source, ensure_ascii=False),
+                        json.dumps(source, ensure_ascii=False),
                         "" if huge else doc.text,
                         json.dumps(doc.fields, ensure_ascii=False),
                         doc.ocr_quality,
                         digest,
                     ),
                 )
+                if boxes:
+                    self._db.executemany(
+                        "INSERT INTO string_boxes VALUES (?,?,?,?,?,?,?,?)", ((doc.id, *box[:7]) for box in boxes)
+                    )
                 if huge:
                     # Bound as one value, a 200 MB text cost 575 MB more (its UTF-8 form, which Python then keeps
                     # with the string for as long as it lives, and SQLite's copies); in parts, a part's worth.
@@ -367,6 +406,39 @@ class DocumentStore:
                 out[row[0]] = StoredChunk(*row)
         return out
 
+    def boxes_in(self, doc_id: str, start: int, end: int) -> list[StoredBox]:
+        """(page, x, y, w, h) of every String box of `doc_id` that overlaps `[start, end)`, in text order; none for
+        a document without boxes or a store made before they were kept."""
+        if not self._has_table("string_boxes"):
+            return []
+        rows = self._db.execute(
+            'SELECT page, x, y, w, h FROM string_boxes WHERE doc_id = ? AND start < ? AND "end" > ? ORDER BY start',
+            (doc_id, end, start),
+        )
+        return [(int(r[0]), float(r[1]), float(r[2]), float(r[3]), float(r[4])) for r in rows]
+
+    def keeps_boxes(self) -> bool:
+        """Whether any document of this store has String boxes (page regions can be given at all)."""
+        if not self._has_table("string_boxes"):
+            return False
+        return self._db.execute("SELECT 1 FROM string_boxes LIMIT 1").fetchone() is not None
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the store has table `name` (one made before it, opened read-only, has not)."""
+        found = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        return found.fetchone() is not None
+
+    def documents_per_year(self, flt: Filter | None = None) -> dict[int | None, int]:
+        """How many indexed documents `flt` admits in each year (a document's first year; None: undated), the
+        corpus side of a search's time windows (`retrieval/window_share.py`). One grouped pass over the store."""
+        conditions, args = _filter_sql(flt)
+        rows = self._db.execute(
+            "SELECT CAST(substr(d.date_start, 1, 4) AS INTEGER), count(*) FROM documents d "
+            f"WHERE d.state = 'indexed'{conditions} GROUP BY 1",
+            args,
+        )
+        return {(None if year is None else int(year)): int(n) for year, n in rows}
+
     def date_spans(self, doc_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         out: dict[str, tuple[str, str]] = {}
         for part in _batches(list(doc_ids), 500):
@@ -410,11 +482,202 @@ class DocumentStore:
         rows = self._db.execute(f"SELECT DISTINCT j.key FROM documents d, json_each(d.{column}) j {scalar} ORDER BY 1")
         return [str(row[0]) for row in rows]
 
+    # -- named entities (ingest/entities.py writes them, retrieval/entities.py reads them) ------------------------
+
+    def has_entity_tables(self) -> bool:
+        """Whether this store has the entity tables (a collection made before them, opened read-only, has not)."""
+        found = self._db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entities'")
+        return found.fetchone() is not None
+
+    def chunks_for_entities(
+        self, limit: int, after: tuple[str, int] = ("", -1), finders: Sequence[str] = ()
+    ) -> list[EntityWork]:
+        """Chunks of indexed documents looked at for entities by none of `finders` (or not at all), in (doc_id, n)
+        order from after `after` (keyset paging), with their document's language."""
+        marks = ",".join("?" * len(finders))
+        others = f" OR ec.finder NOT IN ({marks})" if finders else ""  # (NOT IN () would hold for every chunk)
+        rows = self._db.execute(
+            'SELECT c.id, c.doc_id, c.n, c.start, c."end", d.language '
+            "FROM chunks c JOIN documents d ON d.id = c.doc_id "
+            "LEFT JOIN entity_chunks ec ON ec.chunk_id = c.id WHERE d.state = 'indexed' "
+            f"AND (ec.chunk_id IS NULL{others}) AND (c.doc_id, c.n) > (?, ?) "
+            "ORDER BY c.doc_id, c.n LIMIT ?",
+            (*finders, *after, limit),
+        )
+        return [EntityWork(*row) for row in rows]
+
+    def entity_version(self) -> tuple[int, int]:
+        """Changes whenever the entities do (chunks looked at, largest row id): what a cached lexicon is keyed by."""
+        if not self.has_entity_tables():
+            return (0, 0)
+        row = self._db.execute("SELECT (SELECT count(*) FROM entity_chunks), (SELECT max(rowid) FROM entities)")
+        looked_at, last = row.fetchone()
+        return int(looked_at), int(last or 0)
+
+    def count_chunks_for_entities(self) -> tuple[int, int]:
+        """(chunks looked at for entities, chunks of indexed documents)."""
+        if not self.has_entity_tables():
+            return 0, self.count_chunks()
+        done = self._db.execute("SELECT count(*) FROM entity_chunks").fetchone()[0]
+        return int(done), self.count_chunks()
+
+    def put_entities(self, finder_of: dict[str, str], mentions: Sequence[StoredMention]) -> None:
+        """Record the chunks of `finder_of` (chunk id -> what looked at it) as looked at, replacing what an earlier
+        finder found there, and their mentions, in one transaction."""
+        with self._transaction():
+            ids = [(c,) for c in finder_of]
+            self._db.executemany("DELETE FROM entities WHERE chunk_id = ?", ids)
+            self._db.executemany("INSERT OR REPLACE INTO entity_chunks VALUES (?, ?)", list(finder_of.items()))
+            self._db.executemany(
+                "INSERT INTO entities VALUES (?,?,?,?,?,?)",
+                [(m.chunk_id, m.start, m.end, m.surface, m.label, m.folded) for m in mentions],
+            )
+
+    def entity_forms(self, finders: Sequence[str] | None = None) -> list[EntityForm]:
+        """Every folded entity form: in how many chunks it stands, its most frequent label and surface; of the
+        mentions `finders` found when given (the gazetteer is built from the pipelines' finds only)."""
+        if not self.has_entity_tables():
+            return []
+        where, args = "", []
+        if finders is not None:
+            marks = ",".join("?" * len(finders))
+            where = f"JOIN entity_chunks ec ON ec.chunk_id = e.chunk_id WHERE ec.finder IN ({marks})"
+            args = list(finders)
+        rows = self._db.execute(
+            f"SELECT e.folded, e.label, e.surface, count(DISTINCT e.chunk_id) FROM entities e {where} "
+            "GROUP BY e.folded, e.label, e.surface",
+            args,
+        )
+        best: dict[str, tuple[int, str, str, int]] = {}  # folded -> (count of the best pair, label, surface, chunks)
+        for folded, label, surface, n in rows:
+            seen = best.get(folded)
+            if seen is None:
+                best[folded] = (n, label, surface, n)
+            else:
+                top = (n, label, surface) if (n, label, surface) > seen[:3] else seen[:3]
+                best[folded] = (*top, seen[3] + n)
+        return [EntityForm(f, label, surface, chunks) for f, (_, label, surface, chunks) in sorted(best.items())]
+
+    def entity_chunks(self, forms: Sequence[str], flt: Filter | None = None) -> list[tuple[str, str, str, int]]:
+        """(chunk id, doc id, folded form, mentions) of every chunk holding one of `forms` that `flt` admits. The
+        filter has the engine's meaning (engine/qdrant_edge.py `_conditions`): a corpus or any of its parents, a
+        language, an allow-list of documents, a date range that overlaps the document's, exact field values."""
+        out: list[tuple[str, str, str, int]] = []
+        conditions, args = _filter_sql(flt)
+        for part in _batches(list(dict.fromkeys(forms)), 400):
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                "SELECT e.chunk_id, c.doc_id, e.folded, count(*) FROM entities e JOIN chunks c ON c.id = e.chunk_id "
+                f"JOIN documents d ON d.id = c.doc_id WHERE e.folded IN ({marks}) {conditions} "
+                "GROUP BY e.chunk_id, e.folded",
+                (*part, *args),
+            )
+            out.extend((str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows)
+        return out
+
+    def mentions_of(self, chunk_ids: Sequence[str]) -> list[StoredMention]:
+        """The mentions stored for these chunks, in chunk and text order."""
+        out: list[StoredMention] = []
+        for part in _batches(list(chunk_ids), 500):
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f'SELECT chunk_id, start, "end", surface, label, folded FROM entities WHERE chunk_id IN ({marks}) '
+                'ORDER BY chunk_id, start, "end"',
+                part,
+            )
+            out.extend(StoredMention(*r) for r in rows)
+        return out
+
     def iter_documents(self) -> Iterator[Document]:
         ids = [r[0] for r in self._db.execute("SELECT id FROM documents ORDER BY id")]
         for part in _batches(ids, 200):
             docs = self.get_documents(part)
             yield from (docs[i] for i in part)
+
+    # -- OCR quality ----------------------------------------------------------------------------------
+
+    def put_ocr_estimates(self, items: Sequence[tuple[str, OcrQuality, dict[str, int]]]) -> None:
+        """(doc id, estimate, repairs by kind) for documents already stored; replaces what they had."""
+        rows = [
+            (
+                i,
+                q.score,
+                q.lexicon_share,
+                q.garbage_rate,
+                q.words,
+                q.tokens,
+                q.language,
+                q.lexicon,
+                q.note,
+                json.dumps(dict(sorted(fixes.items()))),
+            )
+            for i, q, fixes in items
+        ]
+        with self._transaction():
+            self._db.executemany("INSERT OR REPLACE INTO ocr_estimates VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+
+    def _has_ocr_table(self) -> bool:
+        """Whether the store has `ocr_estimates` (a store made before it, opened read-only, has not)."""
+        return self._db.execute("SELECT 1 FROM sqlite_master WHERE name = 'ocr_estimates'").fetchone() is not None
+
+    def ids_without_ocr_estimate(self) -> list[str]:
+        if not self._has_ocr_table():
+            return []
+        return [
+            r[0]
+            for r in self._db.execute(
+                "SELECT id FROM documents WHERE id NOT IN (SELECT doc_id FROM ocr_estimates) ORDER BY id"
+            )
+        ]
+
+    def ocr_estimates(self, doc_ids: Sequence[str]) -> dict[str, dict]:
+        """doc id -> the estimate's fields (score, lexicon_share, garbage_rate, words, tokens, language, lexicon,
+        note) and `fixes`; documents without an estimate are absent."""
+        out: dict[str, dict] = {}
+        if not self._has_ocr_table():
+            return out
+        for part in _batches(list(doc_ids), 500):
+            marks = ",".join("?" * len(part))
+            cursor = self._db.execute(f"SELECT * FROM ocr_estimates WHERE doc_id IN ({marks})", part)
+            names = [c[0] for c in cursor.description]
+            for row in cursor:
+                record = dict(zip(names, row, strict=True))
+                record["fixes"] = json.loads(record["fixes"])
+                out[record.pop("doc_id")] = record
+        return out
+
+    def ids_with_ocr_at_least(self, minimum: float) -> list[str]:
+        """The documents whose estimated OCR quality is at least `minimum`, exactly (no estimate: not among them)."""
+        if not self._has_ocr_table():
+            return []
+        return [
+            r[0]
+            for r in self._db.execute("SELECT doc_id FROM ocr_estimates WHERE score >= ? ORDER BY doc_id", (minimum,))
+        ]
+
+    def ocr_by_corpus(self) -> dict[str, dict] | None:
+        """Per sub-corpus: the estimates' scores (sorted), how many documents have an estimate without a score
+        (`unscored`: no lexicon, no language, too few words) or none yet (`unestimated`: ingested before estimates
+        were made, until the next ingest), and the repairs made, by kind. None: a store made before estimates
+        existed, opened read-only (it has no table for them)."""
+        out: dict[str, dict] = {}
+        if not self._has_ocr_table():
+            return None
+        for corpus, estimated, score, fixes in self._db.execute(
+            "SELECT d.corpus, e.doc_id, e.score, e.fixes FROM documents d LEFT JOIN ocr_estimates e ON e.doc_id = d.id"
+        ):
+            entry = out.setdefault(corpus, {"scores": [], "unscored": 0, "unestimated": 0, "fixes": {}})
+            if estimated is None:
+                entry["unestimated"] += 1
+            elif score is None:
+                entry["unscored"] += 1
+            else:
+                entry["scores"].append(score)
+            for kind, n in json.loads(fixes or "{}").items():
+                entry["fixes"][kind] = entry["fixes"].get(kind, 0) + n
+        for entry in out.values():
+            entry["scores"].sort()
+        return out
 
 
 def connect_read_only(
@@ -457,6 +720,34 @@ class _Transaction:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self._db.execute("ROLLBACK" if exc_type else "COMMIT")
+
+
+def _filter_sql(flt: Filter | None) -> tuple[str, list]:
+    """`AND ...` conditions on the documents table `d` with the meaning the engine gives `flt`."""
+    if flt is None:
+        return "", []
+    sql, args = [], []
+    if flt.corpora:
+        # the corpus itself, or one inside it ("letemps" admits "letemps/gdl")
+        sql.append("(" + " OR ".join("d.corpus = ? OR substr(d.corpus, 1, length(?)) = ?" for _ in flt.corpora) + ")")
+        for c in flt.corpora:
+            args += [c, c + "/", c + "/"]
+    if flt.languages:
+        sql.append(f"d.language IN ({','.join('?' * len(flt.languages))})")
+        args += list(flt.languages)
+    if flt.doc_ids:
+        sql.append(f"d.id IN ({','.join('?' * len(flt.doc_ids))})")
+        args += list(flt.doc_ids)
+    if flt.date_to:
+        sql.append("d.date_start <= ?")
+        args.append(flt.date_to)
+    if flt.date_from:
+        sql.append("d.date_end >= ?")
+        args.append(flt.date_from)
+    for key, value in flt.fields:
+        sql.append("CAST(json_extract(d.fields, ?) AS TEXT) = ?")
+        args += ["$." + json.dumps(key), str(value)]
+    return "".join(f" AND {s}" for s in sql), args
 
 
 def _batches(items: list, size: int) -> Iterator[list]:

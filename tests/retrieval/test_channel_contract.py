@@ -7,9 +7,10 @@ as an unfiltered search keeps of them), the same answer twice, and nothing at al
 has nothing to say: an empty or punctuation-only query, words no chunk holds, no phrase (phrase), no usable
 vector (dense), no date in the query or nothing to date (date), a filter that admits nothing.
 
-Two corpora: the engine contract's hand-made fr/de/en chunks, with their 4-d vectors (so the dense channel runs,
-its query vectors made by a toy encoder: the mean vector of the chunks holding a query word), and the whole of
-HIPE-2022 (the session collection, lexical: bm25, phrase and date).
+Three corpora: the engine contract's hand-made fr/de/en chunks, with their 4-d vectors (so the dense channel runs,
+its query vectors made by a toy encoder: the mean vector of the chunks holding a query word), the whole of
+HIPE-2022 (the session collection, lexical: bm25, phrase and date), and three HIPE-2022 files with the entities
+spaCy and the gazetteer predict (entity).
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ import numpy as np
 import pytest
 
 from tests.engine.test_contract import CHUNKS, DIM, VECTORS
+from tests.ingest.test_entities import french_entities  # noqa: F401  (the entity channel's collection)
 from tracerag.engine import SearchEngine
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine, corpus_path
 from tracerag.model import Filter, Hit
 from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel
+from tracerag.retrieval.entities import EntityChannel
 
 POOL_DEPTH = 100  # the date channel ranks the pool another channel found, this deep
 HALF_LIFE_DAYS = 365.0
@@ -228,6 +231,28 @@ class TestDateOnHipe(OnHipe):
         pool = Bm25Channel(self.engine).run(query, POOL_DEPTH, flt)
         dates = self.collection.store.date_spans(sorted({h.doc_id for h in pool}))
         return channel.rank(pool, dates, k)
+
+
+# -- HIPE-2022 French and German with their predicted entities (tests/ingest/test_entities.py) --------------------
+
+
+class OnHipeEntities(ChannelContract):
+    @pytest.fixture(autouse=True)
+    def _collection(self, request: pytest.FixtureRequest) -> None:
+        self.collection = request.getfixturevalue("french_entities").collection
+
+    def admits(self, hit: Hit, flt: Filter) -> bool:
+        return OnHipe.admits(self, hit, flt)  # type: ignore[arg-type]
+
+
+class TestEntityOnHipe(OnHipeEntities):
+    name = "entity"
+    found = ("Lausanne", "Conseil fédéral", "Lausaune", "Paris Londres Berlin")  # Lausaune: an OCR misspelling
+    silent = ("qwxzvbnmk", "le la des", "zzqqxv wvvjjk")
+    narrowing = Filter(corpora=("letemps",))
+
+    def search(self, query: str, k: int, flt: Filter | None = None) -> list[Hit]:
+        return EntityChannel(self.collection.store).run(query, k, flt)
 
 
 def test_every_channel_has_a_contract_here() -> None:

@@ -32,7 +32,7 @@ from tracerag.agent.schemas import (
 )
 from tracerag.model import Filter, Hit, Ranking
 from tracerag.retrieval.search import SearchRequest
-from tracerag.trail.events import ChannelEvent, FusionEvent, FusionMethod, RankedChunk, SearchTool
+from tracerag.trail.events import ChannelEvent, FusionEvent, FusionMethod, RankedChunk, SearchTool, WindowShareEvent
 
 
 class MalformedArguments(Exception):
@@ -237,6 +237,8 @@ def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None
             ],
         )
     )
+    if ranking.params.get("time_windows"):  # where the results come from in time, against the documents searched
+        ctx.trail.emit(WindowShareEvent(sq=sq, step=step, **ranking.params["time_windows"]))
 
 
 def _ranked(hits: list[Hit]) -> list[RankedChunk]:

@@ -1,8 +1,8 @@
 """The verdict stage: chunks put before the model, one verdict each, every verdict checked against the text.
 
-One stage does what review and re-evaluation both need, so that they cannot drift apart (and the researcher's
-criteria judge can reuse it): each candidate chunk is shown under a label (D1, D2… / H1, H2…) as fenced JSON
-(`prompts.fence`), the model answers once, and for each candidate
+One stage does what review and re-evaluation both need, so that they cannot drift apart (the researcher's criteria
+judge, `research/judge.py`, judges one candidate per call and so is not this stage): each candidate chunk is shown
+under a label (D1, D2… / H1, H2…) as fenced JSON (`prompts.fence`), the model answers once, and for each candidate
 
 - the first verdict given for its label counts; none is a `hold`, with the failure recorded (the model's error,
   or "gave no verdict"): nothing becomes a verdict by default;

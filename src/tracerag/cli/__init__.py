@@ -12,6 +12,10 @@ from __future__ import annotations
 # isort: off
 # Each import registers its commands, in the order `tracerag --help` lists them.
 from tracerag.cli import collections, calibrate, search, eval, fuse, demo, agent, catalog  # noqa: F401
+from tracerag.cli import review  # noqa: F401  (review, and the selection group)
+from tracerag.cli import judge, answer  # noqa: F401  (the criteria judge, cited drafts)
+from tracerag.cli import entities  # noqa: F401  (named entities for the entity channel)
+from tracerag.cli import expand  # noqa: F401  (vocabulary neighbours)
 
 # isort: on
 from tracerag.cli.app import ExitCode, app, write_stdout
@@ -20,5 +24,6 @@ from tracerag.cli.views import render
 
 app.add_typer(agent.trail_app, name="trail")
 app.add_typer(catalog.catalog_app, name="catalog")
+app.add_typer(review.selection_app, name="selection")
 
 __all__ = ["DEMO_LEXICAL", "ExitCode", "app", "render", "write_stdout"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -181,9 +182,11 @@ def _trail_summary(events: list[Event]) -> tuple[str, str]:
     requests = [e.request for e in events if isinstance(e, CatalogParseEvent)]
     if requests or any(e.kind.startswith("catalog_") for e in events):
         return f"catalog · {counted(len(requests), 'turn')}", requests[0] if requests else ""
+    from tracerag.trail.show import research_status
+
     result = next((e for e in reversed(events) if isinstance(e, ResultEvent)), None)
     question = events[0].question if events and isinstance(events[0], RunEvent) else ""
-    return (str(result.status) if result else "unfinished"), question
+    return (str(result.status) if result else research_status(events) or "unfinished"), question
 
 
 @trail_app.command("show")
@@ -210,13 +213,37 @@ def trail_export(
     collection: CollectionOpt = Path("."),
     fmt: Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")] = "csv",
     output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
+    iiif_base: Annotated[
+        str | None,
+        typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
-    """Export the final sources with their reasons and exact evidence spans (RIS and CSL-JSON import into Zotero)."""
-    from tracerag.trail.export import export_sources
+    """Export the final sources with their reasons and exact evidence spans (RIS and CSL-JSON import into Zotero),
+    and where each span lies on the page scans when the collection keeps ALTO boxes."""
+    from tracerag.ingest.alto_regions import check_base
+    from tracerag.trail.export import ExportedSource, export_sources, source_regions
 
+    base = check_base(iiif_base)
     events = read_trail(find_trail(trail_roots(collection, load_settings(config)), run))
-    text = export_sources(events, _documents(collection, events, config), fmt)
+    documents = _documents(collection, events, config)
+
+    def regions(sources: Sequence[ExportedSource]) -> list:
+        if not Collection.exists(collection):
+            return [[] for _ in sources]
+        with Collection.open(collection, load_settings(config), mode="read") as col:
+            chunks = col.store.get_chunks(sorted({s.chunk_id for s in sources if s.chunk_id and s.span is None}))
+            settings = col.settings.regions
+            return source_regions(
+                sources,
+                documents,
+                col.store.boxes_in,
+                chunk_spans={c.id: (c.start, c.end) for c in chunks.values()},
+                iiif_base=base or settings.iiif_base,
+                dpi=settings.dpi,
+            )
+
+    text = export_sources(events, documents, fmt, regions=regions)
     if output is None:
         write_stdout(text)
     else:

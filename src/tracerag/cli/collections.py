@@ -25,6 +25,7 @@ from tracerag.cli.app import (
     write_json,
 )
 from tracerag.cli.views import (
+    after_ingest,
     ingest_progress,
     language_counts,
     print_embedded,
@@ -134,7 +135,7 @@ def ingest(
                 progress=hooks.update,
                 document_progress=hooks.within,
                 notify=lambda message: err.print(data_text(message)),
-                after=lambda col, _: refresh_calibration(col),
+                after=lambda col, _: after_ingest(col),
             )
             hooks.finish(report)
     except NothingIngestedError as exc:
@@ -197,6 +198,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
         stats = col.stats()
         stats["activity"] = col.activity()
         stats["fusion"] = Retriever(col).fusion_plan().to_dict()  # how searches weigh the channels, and why
+        stats["ocr_quality"] = ocr_distribution(col.store.ocr_by_corpus())
     if json_out:
         write_json(stats)
         return
@@ -224,6 +226,59 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
             data_text(language_counts(c["languages"], c["languages_detected"])),
         )
     out.print(table)
+    if stats["ocr_quality"] is None:
+        out.print(
+            "[yellow]no OCR-quality estimates: ingested before they were made; the next ingest adds them[/yellow]"
+        )
+    elif stats["ocr_quality"]:
+        _print_ocr(stats["ocr_quality"])
+
+
+def ocr_distribution(by_corpus: dict[str, dict] | None) -> dict[str, dict] | None:
+    """Per sub-corpus: how many documents have an OCR-quality score, its quartiles, those without one, and the
+    repairs made (ingest/ocr_quality.py, ingest/ocr_fixes.py); None when the collection has no estimates at all."""
+    if by_corpus is None:
+        return None
+    out_: dict[str, dict] = {}
+    for corpus, entry in sorted(by_corpus.items()):
+        scores = entry["scores"]
+        quartiles = [scores[min(len(scores) - 1, int(q * len(scores)))] for q in (0, 0.25, 0.5, 0.75)] + scores[-1:]
+        out_[corpus] = {
+            "scored": len(scores),
+            "unscored": entry["unscored"],
+            "unestimated": entry["unestimated"],
+            "min_q1_median_q3_max": quartiles if scores else None,
+            "fixes": entry["fixes"],
+        }
+    return out_
+
+
+def _print_ocr(distribution: dict[str, dict]) -> None:
+    widest = max(len(c) for c in distribution)
+    table = Table(
+        Column("corpus", overflow="fold", min_width=widest),
+        "ocr scored",
+        "no score",
+        "min · q1 · median · q3 · max",
+        "repairs",
+        title="OCR quality (estimated: lexicon share × (1 − garbage rate))",
+    )
+    waiting = sum(d["unestimated"] for d in distribution.values())
+    for corpus, d in distribution.items():
+        five = d["min_q1_median_q3_max"]
+        table.add_row(
+            data_text(corpus),
+            str(d["scored"]),
+            str(d["unscored"]),
+            " · ".join(f"{v:.2f}" for v in five) if five else "",
+            data_text(", ".join(f"{k} {n:,}" for k, n in d["fixes"].items())),
+        )
+    out.print(table)
+    if waiting:
+        out.print(
+            f"[yellow]{counted(waiting, 'document')} not estimated yet (ingested before estimates were made): "
+            "the next ingest estimates them[/yellow]"
+        )
 
 
 def _print_activity(activity: dict[str, Any]) -> None:

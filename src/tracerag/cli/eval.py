@@ -30,7 +30,13 @@ from tracerag.text import safe_line
 @app.command("eval")
 @friendly
 def eval_(
-    benchmark: Annotated[str | None, typer.Option(help="Benchmark name (see --list) or a BEIR-layout folder.")] = None,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            help="Benchmark name (see --list), a BEIR-layout folder, or selection:QUESTION (a researcher's "
+            "selection as judgments, with -c DIR)."
+        ),
+    ] = None,
     runs: Annotated[
         str | None,
         typer.Option(
@@ -57,6 +63,10 @@ def eval_(
     seed: Annotated[int, typer.Option(help="Seed of --sample.")] = 0,
     no_dense: Annotated[bool, typer.Option("--no-dense", help="Build the collection without vectors.")] = False,
     collections: Annotated[Path | None, typer.Option(help="Where benchmark collections are built and reused.")] = None,
+    collection: Annotated[
+        Path | None,
+        typer.Option("--collection", "-c", help="The collection of a selection:QUESTION benchmark (the researcher's)."),
+    ] = None,
     data: Annotated[Path | None, typer.Option("--data", help="Datasets folder (TRACERAG_DATASETS).")] = None,
     list_: Annotated[bool, typer.Option("--list", help="Describe every benchmark and exit.")] = False,
     llm: Annotated[
@@ -102,6 +112,7 @@ def eval_(
             seed=seed,
             dense=not no_dense,
             collections=collections,
+            collection=collection,
             ingest_progress=count_tracker(progress),
             progress=step_tracker(progress),
             notify=lambda message: err.print(data_text(message, "yellow")),

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from tracerag.cli.app import CollectionOpt, ConfigOpt, app, friendly, out, write_json
+from tracerag.cli.app import (
+    CollectionOpt,
+    ConfigOpt,
+    ExitCode,
+    app,
+    data_text,
+    err,
+    friendly,
+    out,
+    settings_with_llm,
+    write_json,
+)
 from tracerag.cli.views import render
 from tracerag.collection import Collection
-from tracerag.config import load_settings
 from tracerag.dates import parse_partial_date
 from tracerag.errors import TraceError
 from tracerag.model import Filter
@@ -34,36 +45,100 @@ def search(
     doc_id: Annotated[
         list[str] | None, typer.Option("--doc-id", help="Allow-list of document ids (repeatable).")
     ] = None,
-    channels: Annotated[str | None, typer.Option(help="Comma-separated channels (bm25,dense,date,phrase).")] = None,
-    windows: Annotated[str | None, typer.Option(help="Temporal windowing: equal share per window, e.g. 5y.")] = None,
+    channels: Annotated[
+        str | None, typer.Option(help="Comma-separated channels (bm25,dense,date,phrase,entity).")
+    ] = None,
+    windows: Annotated[
+        str | None,
+        typer.Option(help="Temporal windowing: equal share per window, e.g. 5y (also the windows --explain shows)."),
+    ] = None,
+    iiif_base: Annotated[
+        str | None,
+        typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
+    ] = None,
+    expand: Annotated[
+        list[str] | None,
+        typer.Option(help="Also search variants, fused by RRF: 'llm' (a model's, --llm) or 'vocab' (repeatable)."),
+    ] = None,
+    variants: Annotated[int | None, typer.Option(min=1, help="LLM variants (default expansion.variants).")] = None,
+    add: Annotated[
+        list[str] | None, typer.Option("--add", help="Add a word to the query, e.g. a neighbour (repeatable).")
+    ] = None,
+    synonyms: Annotated[Path | None, typer.Option(help="Spelling/synonym map (TSV) applied to the query.")] = None,
+    filter_expr: Annotated[
+        str | None, typer.Option("--filter", help='Boolean filter: AND OR NOT ( ) "phrase" field:value word*.')
+    ] = None,
+    llm: Annotated[
+        str | None, typer.Option("--llm", help="Model for --expand llm: openai:MODEL, local, replay:DIR.")
+    ] = None,
+    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
+    min_ocr: Annotated[
+        float | None,
+        typer.Option(
+            "--min-ocr", min=0, max=1, help="Only documents whose estimated OCR quality is at least this (0-1)."
+        ),
+    ] = None,
     explain_: Annotated[bool, typer.Option("--explain", help="Show channels, scores, spans and metadata.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (schema in README).")] = False,
     config: ConfigOpt = None,
-) -> None:
+) -> ExitCode | None:
     """Hybrid search: each channel ranks chunks, documents are scored by their best chunk, the channels' scores are
     fused (weighed by the collection's calibration: `tracerag calibrate`)."""
-    from tracerag.retrieval import Retriever, SearchRequest
+    from tracerag.ingest.alto_regions import check_base
+    from tracerag.research.search_run import run_search
+    from tracerag.retrieval import SearchRequest
     from tracerag.retrieval.explain import explain
+    from tracerag.retrieval.synonyms import SynonymMap
 
     flt = _filter(corpus, date_from, date_to, language, field, doc_id)
+    iiif_base = check_base(iiif_base)  # a bad base is refused before anything is searched or written
     request = SearchRequest(
         query=query,
         k=k,
         filter=flt,
         channels=tuple(c.strip() for c in channels.split(",")) if channels else None,
         windows=windows,
+        min_ocr_quality=min_ocr,
     )
-    with Collection.open(collection, load_settings(config), mode="read") as col:
+    synonym_map = SynonymMap.read(synonyms) if synonyms else None
+    settings = settings_with_llm(config, llm, base_url)
+    model = None
+    if "llm" in (expand or []):
+        from tracerag.llm import load_llm
+
+        model = load_llm(settings)
+    with Collection.open(collection, settings, mode="read") as col:
         start = time.perf_counter()
-        ranking = Retriever(col).search(request)
+        run = run_search(
+            col,
+            request,
+            expand=expand or (),
+            variants=variants,
+            llm=model,
+            synonyms=synonym_map,
+            added=add or (),
+            filter_expression=filter_expr,
+        )
+        ranking = run.ranking
         if not ranking.documents and flt.fields:
             _check_field_keys(col, flt)  # a key no document has finds nothing: say so, rather than nothing
-        result = explain(ranking, col)
+        result = explain(ranking, col, iiif_base=iiif_base)
         result["seconds"] = round(time.perf_counter() - start, 4)
+        result["run_id"] = run.run_id
+        result["expansion"] = ranking.params.get("expansion")
+        result["failures"] = run.failures
+    # one line, to grep: the run a judge or a review starts from (`--from RUN`)
+    err.print(data_text(f"run {run.run_id}" + (f" · trail {run.trail_path}" if run.trail_path else "")), soft_wrap=True)
+    for failure in run.failures:
+        err.print(data_text(f"warning: {failure}; searched without it", "yellow"))
     if json_out:
         write_json(result)
-        return
+        return ExitCode.PARTIAL if run.failures else None
+    if explain_ and ranking.params.get("expansion", {}).get("variants"):
+        for v in ranking.params["expansion"]["variants"]:
+            out.print(data_text(f"variant ({v['source']}, {v['kind']}): {v['query']}  {v['why']}", "dim"))
     render(result, explain_, out)
+    return ExitCode.PARTIAL if run.failures else None
 
 
 # What a user may mean by `--field KEY=...` for a key that is not a field: the option that filters on it.

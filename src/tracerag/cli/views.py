@@ -130,6 +130,24 @@ def refresh_calibration(col: Collection) -> None:
     print_calibrated(found)
 
 
+def after_ingest(col: Collection) -> None:
+    """What the writer does at the end of `tracerag ingest`: the calibration, then the vocabulary model if asked."""
+    refresh_calibration(col)
+    refresh_vocabulary(col)
+
+
+def refresh_vocabulary(col: Collection) -> None:
+    """After an ingest, with `expansion.vocabulary_at_ingest`: train the collection's vocabulary model again
+    (`tracerag expand`), and say it with its throughput."""
+    if not col.settings.expansion.vocabulary_at_ingest:
+        return
+    from tracerag.retrieval import vocabulary
+
+    with err.status("training the vocabulary model…"):
+        info = vocabulary.train_collection(col).info
+    err.print(f"vocabulary model trained in {info.seconds:.1f} s: {info.words:,} words kept of {info.tokens:,}")
+
+
 def print_calibrated(found: Calibration | None) -> None:
     """One line on stderr when an ingest or embed calibrated the channel weights again."""
     if found is not None:
@@ -162,6 +180,10 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
             console.print(data_text(f"fusion: {fusion_summary(fusion)}"))
         for name, reading in params.get("channel_readings", {}).items():
             console.print(data_text(f"{name}: {reading['why']}", "" if reading["acts"] else "dim"))
+        if params.get("time_windows"):
+            print_time_windows(params["time_windows"], console)
+        if params.get("regions"):
+            console.print(data_text(params["regions"], "dim"))
     for r in result["results"]:
         meta = " · ".join(
             x for x in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}") if x
@@ -193,6 +215,45 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
                         safe_line(f"  ({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
                     )
                 )
+            for region in r.get("regions", []):
+                where = f"page {region['page_id']} ({region['page_number']}): box "
+                where += ",".join(f"{v:g}" for v in region["box"]) + f" {region['unit'] or '?'}"
+                console.print(Text.assemble("    ", safe_line(where), "  ", safe_line(region["url"] or region["note"])))
+            if r.get("ocr"):
+                console.print(Text("    " + safe_line(ocr_line(r["ocr"], r.get("ocr_quality_stated")))))
             shown = {k: v for k, v in r["source"].items() if k in ("file", "publication", "dataset", "page_id")}
             if shown or r["fields"]:
                 console.print(Text.assemble("    metadata: ", safe_line(json_dumps(shown | r["fields"]))))
+
+
+def ocr_line(ocr: dict[str, Any], stated: float | None = None) -> str:
+    """One result's OCR-quality estimate with its parts (and the source's own figure, when it states one)."""
+    if ocr["score"] is None:
+        line = f"ocr quality: none ({ocr['note']}; garbage {ocr['garbage_rate']:.0%})"
+    else:
+        line = (
+            f"ocr quality {ocr['score']:.2f} = lexicon share {ocr['lexicon_share']:.2f} × (1 − garbage "
+            f"{ocr['garbage_rate']:.2f}) over {ocr['words']:,} words ({ocr['lexicon']})"
+        )
+    if ocr.get("fixes"):
+        line += " · repaired: " + ", ".join(f"{kind} {n}" for kind, n in ocr["fixes"].items())
+    return line + (f" · stated by the source {stated:g}" if stated is not None else "")
+
+
+def print_time_windows(windows: dict[str, Any], console: Console) -> None:
+    """Each time window's share of the results against its share of the documents searched, one row a window: a
+    ratio far above 1 is a period the search pulls towards, 0 one it never reaches (README, time windows)."""
+    console.print(
+        data_text(
+            f"time windows ({windows['window']}, {windows['chosen'] or 'as given'}): share of the "
+            f"{counted(windows['results'], 'result')} vs of the {windows['searched']:,} documents searched"
+        )
+    )
+    for row in windows["rows"]:
+        ratio = "" if row["ratio"] is None else f"  ×{row['ratio']:.2f}"
+        label = data_text(row["window"])  # numbers are ours; the label is padded outside it (data is one line)
+        figures = f"{row['results']:>5} {row['result_share']:>6.1%}   "
+        figures += f"{row['documents']:>8,} {row['corpus_share']:>6.1%}{ratio}"
+        line = Text.assemble("    ", label, " " * max(1, 10 - len(label)), figures)
+        line.stylize("" if row["results"] else "dim")
+        console.print(line)

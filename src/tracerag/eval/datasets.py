@@ -51,6 +51,9 @@ class Benchmark:
     documents: list[Document]
     queries: dict[str, Query]
     qrels: Qrels
+    # Documents judged NOT relevant, where the judgments say so (a researcher's rejections: eval/selection_bench.py);
+    # empty for the derived benchmarks, where every document without a grade counts as not relevant.
+    nonrelevant: dict[str, set[str]] = field(default_factory=dict)
 
     def relevant(self, query_id: str) -> set[str]:
         """The documents judged relevant to a query (grade >= 1)."""

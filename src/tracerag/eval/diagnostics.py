@@ -14,9 +14,18 @@ from collections.abc import Iterable, Mapping
 from tracerag.eval.metrics import QrelsLike, RunLike
 from tracerag.eval.trec import rank_run
 from tracerag.model import Document
+from tracerag.retrieval.window_share import auto_years, label
 from tracerag.retrieval.windows import UNDATED  # one label for undated documents everywhere
 
-__all__ = ["UNDATED", "decade_distribution", "decade_of", "document_years", "gold_recovery", "pool_overlap"]
+__all__ = [
+    "UNDATED",
+    "decade_distribution",
+    "decade_of",
+    "document_years",
+    "gold_recovery",
+    "pool_overlap",
+    "window_shares",
+]
 
 
 def _top(run: RunLike, qid: str, k: int) -> list[str]:
@@ -130,3 +139,50 @@ def decade_distribution(
         out[name] = _shares(counts)
     out["corpus"] = _shares(Counter(decade_of(year) for year in doc_dates.values()))
     return out
+
+
+def window_shares(
+    runs: Mapping[str, RunLike],
+    qrels: QrelsLike,
+    doc_dates: Mapping[str, int | None],
+    k: int = 10,
+    years: int | None = None,
+) -> dict[str, object]:
+    """Where each run's top k come from in time, against where the relevant documents are and the corpus is.
+
+    Per time window (`retrieval/window_share.py`'s windows, `years` long or chosen from the corpus's years): each
+    run's share of its (query, document) top-k pairs, the qrels' share of their relevant (query, document) pairs,
+    and the corpus's share of documents; undated documents are the "undated" window on every side. A run above
+    the qrels in one window is pulled there; below them, it misses what is there to find. Returned keys:
+    `window` ("10y"), `chosen` (how), `windows` (in time order, undated last), `corpus`, `qrels` and `runs`
+    (`{name: {window: share}}`). `doc_dates` must cover the corpus; a document it lacks counts as undated.
+    """
+    _check_k(k)
+    chosen = f"{years}y given"
+    if years is None:
+        years, chosen = auto_years(y for y in doc_dates.values() if y is not None)
+
+    def share(found: Iterable[int | None]) -> Counter[str]:
+        return Counter(label(y, years) for y in found)
+
+    corpus = share(doc_dates.values())
+    relevant = share(doc_dates.get(doc) for judged in qrels.values() for doc, grade in judged.items() if grade > 0)
+    per_run = {name: share(doc_dates.get(d) for qid in run for d in _top(run, qid, k)) for name, run in runs.items()}
+    windows = sorted(
+        set(corpus) | set(relevant) | {w for c in per_run.values() for w in c},
+        key=lambda w: (w == UNDATED, 0 if w == UNDATED else int(w.split("-")[0])),
+    )
+
+    def in_order(counts: Counter[str]) -> dict[str, float]:
+        total = sum(counts.values())
+        return {w: counts[w] / total if total else 0.0 for w in windows}
+
+    return {
+        "window": f"{years}y",
+        "chosen": chosen,
+        "k": k,
+        "windows": windows,
+        "corpus": in_order(corpus),
+        "qrels": in_order(relevant),
+        "runs": {name: in_order(counts) for name, counts in per_run.items()},
+    }

@@ -17,10 +17,10 @@ from tracerag.eval import plots
 from tracerag.eval.agent_run import agent_all
 from tracerag.eval.breakdown import groups_of, metrics_by_group
 from tracerag.eval.datasets import Benchmark, load_benchmark
-from tracerag.eval.diagnostics import decade_distribution, document_years, gold_recovery, pool_overlap
+from tracerag.eval.diagnostics import decade_distribution, document_years, gold_recovery, pool_overlap, window_shares
 from tracerag.eval.metrics import DEFAULT_METRICS, compare, evaluate
 from tracerag.eval.peers import bm25s_run
-from tracerag.eval.report import markdown_table, trails_dir, write_reports
+from tracerag.eval.report import markdown_table, trails_dir, window_share_table, write_reports
 from tracerag.eval.runner import (
     RunSpec,
     build_collection,
@@ -29,6 +29,7 @@ from tracerag.eval.runner import (
     search_all,
     select_queries,
 )
+from tracerag.eval.selection_bench import is_selection, selection_benchmark, selection_markdown, selection_scores
 from tracerag.eval.trec import read_run, write_run
 from tracerag.llm import StructuredLLM, load_llm
 from tracerag.retrieval import Retriever
@@ -76,7 +77,13 @@ def evaluate_runs(
             by_channel: dict[str, Run] = {}
             several = len(spec.channels) > 1
             runs[name] = search_all(
-                collection, bench, query_ids, spec, progress=tick, channel_runs=by_channel if several else None
+                collection,
+                bench,
+                query_ids,
+                spec,
+                progress=tick,
+                channel_runs=by_channel if several else None,
+                llm=llm,
             )
             for channel, run in by_channel.items():
                 if any(run.values()):  # a channel that never fired (dense without vectors) leaves no file
@@ -93,10 +100,11 @@ def evaluate_runs(
     if agent_stats:
         results[AGENT_RUN] |= {f"agent_{key}": value for key, value in agent_stats.items()}
     first = next(iter(runs))
+    # One query (a researcher's selection is one question) is one pair: no test can tell runs apart from it.
     pvalues = {
         name: {m: compare(qrels, runs[first], run, m) for m in DEFAULT_METRICS}
         for name, run in runs.items()
-        if name != first
+        if name != first and len(query_ids) > 1
     }
     groups = groups_of(bench, query_ids)
     by_group = {name: metrics_by_group(qrels, run, groups) for name, run in runs.items()}
@@ -131,6 +139,10 @@ def evaluate_runs(
         "diagnostics": diagnostics,
     } | (extra or {})
     table = _markdown(bench, len(query_ids), results, pvalues, by_group, diagnostics)
+    if bench.nonrelevant:  # a researcher's selection: rejected documents are judged, undecided ones are not
+        against = {name: selection_scores(bench, run, query_ids) for name, run in runs.items()}
+        summary["selection"] = against
+        table += selection_markdown(against)
     if fusion:
         table += f"\nDefault fusion (`hybrid`): {fusion_summary(fusion)}.\n"
     if agent_stats:
@@ -149,6 +161,7 @@ def _diagnostics(bench: Benchmark, qrels: dict, runs: dict[str, Run]) -> dict[st
     years = document_years(bench.documents)
     if any(y is not None for y in years.values()):
         out["decades"] = decade_distribution(runs, years, k=10)
+        out["time_windows"] = window_shares(runs, qrels, years, k=10)
     return out
 
 
@@ -181,6 +194,8 @@ def _markdown(
             "",
             f"Jaccard overlap of the bm25 and dense top-20 pools: {diagnostics['bm25_dense_top20_jaccard']:.3f}",
         ]
+    if "time_windows" in diagnostics:
+        lines += ["", window_share_table(diagnostics["time_windows"]).rstrip("\n")]
     if "gold_recovery_at_10" in diagnostics:
         g = diagnostics["gold_recovery_at_10"]
         lines += [
@@ -231,6 +246,7 @@ def run_evaluation(
     seed: int = 0,
     dense: bool = True,
     collections: Path | None = None,
+    collection: Path | None = None,
     ingest_progress: Callable[[str, int], Callable[[int], None]] | None = None,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
     notify: Callable[[str], None] | None = None,
@@ -242,7 +258,8 @@ def run_evaluation(
     ingested so far, and `progress(label, total)` one advanced once per query; `notify` is told of
     what the user may not expect (no model for the agent run, dense runs without vectors). `run_files` (name →
     TREC run file, `--run-file NAME=PATH`) are scored after the runs named, with the same metrics and tests; when
-    every run is a peer's or a file, no collection is built."""
+    every run is a peer's or a file, no collection is built. A `selection:QUESTION` benchmark is scored on
+    `collection`, the researcher's own, which is searched as it is (`_evaluate_selection`)."""
     say = notify or (lambda message: None)
     names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
     if not names and not run_files:
@@ -254,10 +271,14 @@ def run_evaluation(
     configured = load_run_config(run_config) if run_config else {}
     specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS and n != AGENT_RUN], configured)}
     model = None
-    if AGENT_RUN in names:
+    if AGENT_RUN in names or any("llm" in spec.expand for spec in specs.values()):
         model = load_llm(settings)
-        if model is None:
+        if model is None and AGENT_RUN in names:
             say("agent run without a model (--llm or llm.model): it is the hybrid warm start only")
+    if is_selection(benchmark):
+        return _evaluate_selection(
+            str(benchmark), settings, collection, names, specs, out_dir, saved, model, limit, sample, seed, progress
+        )
     bench = load_benchmark(benchmark, settings.datasets)
     query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
     if not query_ids:
@@ -288,6 +309,7 @@ def run_evaluation(
         dense=dense,
         progress=(lambda docs, chunks: built(docs)) if built else None,
         embed_progress=embedded,
+        entities=any("entity" in s.channels for s in specs.values()),
     )
     with col:
         if any("dense" in s.channels for s in specs.values()) and col.store.count_chunks(without_vectors=True):
@@ -298,6 +320,33 @@ def run_evaluation(
         summary = evaluate_runs(
             bench, col, names, specs, query_ids, out_dir, progress=progress, extra=extra, llm=model, saved=saved
         )
+    ended_early = round(summary["runs"].get(AGENT_RUN, {}).get("agent_ended_early", 0.0) * len(query_ids))
+    return Evaluation(summary, len(query_ids), ended_early)
+
+
+def _evaluate_selection(
+    benchmark: str,
+    settings: Settings,
+    collection: Path | None,
+    names: Sequence[str],
+    specs: dict[str, RunSpec],
+    out_dir: Path,
+    saved: Mapping[str, Run],
+    model: StructuredLLM | None,
+    limit: int | None,
+    sample: int | None,
+    seed: int,
+    progress: Callable[[str, int], Callable[[], None]] | None,
+) -> Evaluation:
+    """Every run scored against a researcher's selection, on the collection the selection was made in."""
+    if collection is None:
+        raise ConfigError(f"--benchmark {benchmark} scores runs on the researcher's collection: pass -c DIR")
+    if any(name in PEERS for name in names):
+        raise ConfigError(f"the peer runs ({', '.join(PEERS)}) index a benchmark's corpus, not a collection")
+    with Collection.open(collection, settings, mode="read") as col:
+        bench = selection_benchmark(benchmark, col, settings)
+        query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
+        summary = evaluate_runs(bench, col, names, specs, query_ids, out_dir, progress=progress, llm=model, saved=saved)
     ended_early = round(summary["runs"].get(AGENT_RUN, {}).get("agent_ended_early", 0.0) * len(query_ids))
     return Evaluation(summary, len(query_ids), ended_early)
 

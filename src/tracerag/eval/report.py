@@ -34,6 +34,24 @@ def markdown_table(
     return "\n".join(lines) + "\n"
 
 
+def window_share_table(shares: dict[str, Any]) -> str:
+    """`diagnostics.window_shares` as a Markdown table: windows as rows; the corpus's, the qrels' and each run's
+    share of its top k as columns, so that a window a run over- or under-fills stands out against both."""
+    runs = list(shares["runs"])
+    lines = [
+        f"## Where the top {shares['k']} come from in time ({shares['window']} windows; {shares['chosen']})",
+        "",
+        "| window | corpus | qrels | " + " | ".join(runs) + " |",
+        "|---|---:|---:|" + "---:|" * len(runs),
+    ]
+    for w in shares["windows"]:
+        cells = [shares["corpus"][w], shares["qrels"][w], *(shares["runs"][r][w] for r in runs)]
+        lines.append(f"| {w} | " + " | ".join(f"{c:.1%}" for c in cells) + " |")
+    lines += ["", "Shares of documents (corpus), of relevant (query, document) pairs (qrels) and of each run's top-k"]
+    lines[-1] += " (query, document) pairs; undated documents are a window of their own."
+    return "\n".join(lines) + "\n"
+
+
 RESULTS_JSON = "results.json"
 RESULTS_MD = "results.md"
 

@@ -17,6 +17,8 @@ from tracerag.config import FUSIONS, Settings
 from tracerag.errors import ConfigError, TraceError
 from tracerag.eval.datasets import Benchmark
 from tracerag.eval.trec import Run
+from tracerag.llm import StructuredLLM
+from tracerag.model import Ranking
 from tracerag.retrieval import Retriever, SearchRequest, calibration
 from tracerag.retrieval.fusion import max_pool
 
@@ -27,6 +29,7 @@ class RunSpec:
     channels: tuple[str, ...]
     windows: str | None = None
     fusion: str | None = None  # retrieval.fusion for this run (None: the settings')
+    expand: tuple[str, ...] = ()  # query expansion: "vocab" (the collection's vocabulary model), "llm" (variants)
 
 
 _ALL = ("bm25", "dense", "date", "phrase")
@@ -44,6 +47,14 @@ RUNS: dict[str, RunSpec] = {
         RunSpec("hybrid-rrf", _ALL, fusion="rrf"),
         RunSpec("hybrid-combsum", _ALL, fusion="combsum"),
         RunSpec("hybrid-combmnz", _ALL, fusion="combmnz"),
+        # query expansion (retrieval/expansion.py): the hybrid fused by RRF with the query's vocabulary-neighbour
+        # variants; with an LLM's variants too (expansion-llm: a model is needed, --llm)
+        RunSpec("expansion", _ALL, expand=("vocab",)),
+        RunSpec("bm25+expansion", ("bm25",), expand=("vocab",)),
+        RunSpec("expansion-llm", _ALL, expand=("llm", "vocab")),
+        # the entity channel (predicted entities: ingest/entities.py), alone and with the hybrid's channels
+        RunSpec("entity", ("entity",)),
+        RunSpec("hybrid+entity", (*_ALL, "entity")),
     )
 }
 
@@ -122,9 +133,13 @@ def build_collection(
     dense: bool,
     progress: Callable[[int, int], None] | None = None,
     embed_progress: Callable[[int, int], None] | None = None,
+    entities: bool = False,
+    entity_progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[Collection, IngestReport]:
     """Open the benchmark's collection for reading, after ingesting what it lacks (a no-op when it is complete).
-    Another eval building the same collection is waited for; once built, evals share it as readers."""
+    Another eval building the same collection is waited for; once built, evals share it as readers. With
+    `entities` (a run names the entity channel), the named entities of chunks not yet looked at are found too:
+    a collection built before the channel gets them without being rebuilt or re-embedded."""
     path = collection_dir(root, benchmark, settings)
     with Collection.open(path, settings, mode="write", create=True, wait=True) as col:
         store = col.store
@@ -134,6 +149,8 @@ def build_collection(
         if dense and col.dim and col.store.count_chunks(without_vectors=True):
             # built lexically before (a --no-dense eval of the same corpus): embed what lacks a vector now
             col.embed_missing(progress=embed_progress)
+        if entities:
+            col.find_entities(entity_progress)
         if settings.retrieval.fusion == "calibrated":
             calibration.refresh(col)  # as an ingest does: the default search of a user's collection is calibrated
     return Collection.open(path, settings, mode="read"), report
@@ -148,6 +165,7 @@ def search_all(
     depth: int = 100,
     progress: Callable[[], None] | None = None,
     channel_runs: dict[str, Run] | None = None,
+    llm: StructuredLLM | None = None,
 ) -> Run:
     """One run: query id → [(doc id, score)] best first, `depth` documents each.
 
@@ -160,12 +178,14 @@ def search_all(
     if spec.fusion is not None:
         retrieval = retrieval.model_copy(update={"fusion": spec.fusion})
     retriever = Retriever(collection, retrieval)
-    own_scores = len(spec.channels) == 1 and not spec.windows
+    own_scores = len(spec.channels) == 1 and not spec.windows and not spec.expand
+    expand = _expander(collection, spec, llm) if spec.expand else None
     run: Run = {}
     for qid in query_ids:
-        ranking = retriever.search(
-            SearchRequest(benchmark.queries[qid].text, k=depth, channels=spec.channels, windows=spec.windows or "")
+        request = SearchRequest(
+            benchmark.queries[qid].text, k=depth, channels=spec.channels, windows=spec.windows or ""
         )
+        ranking = expand(retriever, request) if expand else retriever.search(request)
         if own_scores:
             run[qid] = strictly_decreasing((d.doc_id, d.channels[0].score) for d in ranking.documents)
         else:
@@ -177,6 +197,42 @@ def search_all(
         if progress:
             progress()
     return run
+
+
+def _expander(
+    collection: Collection, spec: RunSpec, llm: StructuredLLM | None
+) -> Callable[[Retriever, SearchRequest], Ranking]:
+    """The search of an expansion run: the query and its variants fused by RRF (`retrieval/expansion.py`). The
+    vocabulary model is the collection's own when it has one, else one trained on its documents and kept in the
+    cache beside it (an eval never writes into the benchmark's collection); LLM variants need `llm`."""
+    from tracerag.research.variants import query_variants
+    from tracerag.retrieval import vocabulary as vocab
+    from tracerag.retrieval.expansion import search_expanded, vocabulary_variants
+
+    cfg = collection.settings.expansion
+    model = None
+    if "vocab" in spec.expand:
+        try:
+            model = vocab.load(vocab.folder_of(collection))
+        except vocab.VocabularyMissing:
+            folder = collection.settings.cache_dir / "vocabulary" / collection.path.name
+            try:
+                model = vocab.load(folder)
+            except vocab.VocabularyMissing:
+                model = vocab.train(vocab.texts_of(collection.store), cfg)
+                vocab.save(model, folder)
+    if "llm" in spec.expand and llm is None:
+        raise ConfigError(f"run {spec.name!r} asks a model for query variants: give one (--llm or llm.model)")
+
+    def search(retriever: Retriever, request: SearchRequest) -> Ranking:
+        variants = []
+        if llm is not None and "llm" in spec.expand:
+            variants += query_variants(llm, request.query, cfg.variants).variants  # a failure: the original alone
+        if model is not None:
+            variants += vocabulary_variants(request.query, model, cfg.vocab_variants, cfg.min_similarity)
+        return search_expanded(retriever, request, variants, original_weight=cfg.original_weight).ranking
+
+    return search
 
 
 def strictly_decreasing(ranking: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:

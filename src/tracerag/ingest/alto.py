@@ -8,6 +8,9 @@ and again as the HYP: it was printed once, so it is kept once (`l'opi-` + line b
 `source["blocks"]` and `source["lines"]` give each block's and line's ALTO ID with its character span in `text`,
 so a chunk can be traced back to the page image; `source["hyphenated"]` gives each word hyphenated across lines
 (String SUBS_TYPE HypPart1 + HypPart2) with its span and its SUBS_CONTENT, the whole word the index reads there.
+Where Strings carry coordinates (HPOS, VPOS, WIDTH, HEIGHT), `source["pages"]` gives each Page (ID, number, size,
+MeasurementUnit) and `source["string_boxes"]` each String's box by its character span; the store keeps the boxes
+in a table of their own (`ingest/alto_regions.py`), so that a cited span knows its page region.
 
 Options: `unit` ("page" or "block"), and `corpus` (default: the file's folder name), `date`, `language`, which
 apply to every document. Ids are the file path relative to the folder read, without suffix (the file stem for
@@ -33,6 +36,7 @@ from lxml import etree
 from tracerag.dates import normalise_date
 from tracerag.errors import ConfigError, RecordError
 from tracerag.ingest import Item, RecordWarning, iter_files
+from tracerag.ingest.alto_regions import BOXES, PAGES, box_of, page_info
 from tracerag.ingest.encoding import SAMPLE_BYTES, UTF8, Encoding, asked_encoding, choose, decode, replaced_note
 from tracerag.model import Document
 
@@ -50,6 +54,7 @@ _MULTI_BYTE = ("utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32
 
 Span = dict[str, Any]  # {"id", "start", "end"}
 Part = tuple[str, int, int, str]  # (SUBS_TYPE, start, end, SUBS_CONTENT) of one half of a hyphenated word
+Box = list[float]  # [start, end, page, x, y, w, h]: a String's span in the text, its Page's index and its box
 
 
 def read(
@@ -100,16 +105,27 @@ def _read_file(f: Path, rel: str, unit: str, meta: dict[str, Any], asked: Encodi
     page = next(tree.iter(f"{ns}Page"), None)
     page_id = (page.get("ID") if page is not None else None) or Path(rel).stem
 
-    blocks = [b for b in (_block(el, ns, n) for n, el in enumerate(tree.iter(f"{ns}TextBlock"), 1)) if b]
+    pages = list(tree.iter(f"{ns}Page"))
+    # each TextBlock's boxes carry the index of the Page it is on
+    page_of: dict[etree._Element | None, int] = {p: i for i, p in enumerate(pages)}
+    blocks = [
+        b
+        for b in (
+            _block(el, ns, n, page_of.get(next(el.iterancestors(f"{ns}Page"), None), 0))
+            for n, el in enumerate(tree.iter(f"{ns}TextBlock"), 1)
+        )
+        if b
+    ]
     if not blocks:
         yield RecordError("no text (no String with CONTENT)", file=str(f))
         return
     if warning is not None:
         yield RecordWarning(warning[0], file=str(f), line=warning[1], record=stem)
     base = {"file": rel, "page_id": page_id}
+    measured = page_info(tree, ns, pages)
     if unit == "block":
-        for block_id, text, lines, hyphenated in blocks:
-            source = {
+        for block_id, text, lines, hyphenated, boxes in blocks:
+            source: dict[str, Any] = {
                 **base,
                 "block_id": block_id,
                 "blocks": [{"id": block_id, "start": 0, "end": len(text)}],
@@ -117,14 +133,17 @@ def _read_file(f: Path, rel: str, unit: str, meta: dict[str, Any], asked: Encodi
             }
             if hyphenated:
                 source["hyphenated"] = hyphenated
+            if boxes:
+                source[PAGES], source[BOXES] = measured, boxes
             yield Document(id=f"{stem}:{block_id}", text=text, source=source, **meta)
         return
     parts: list[str] = []
     block_spans: list[Span] = []
     line_spans: list[Span] = []
     hyphen_spans: list[Span] = []
+    all_boxes: list[Box] = []
     pos = 0
-    for block_id, text, lines, hyphenated in blocks:
+    for block_id, text, lines, hyphenated, boxes in blocks:
         if parts:
             parts.append("\n\n")
             pos += 2
@@ -132,10 +151,13 @@ def _read_file(f: Path, rel: str, unit: str, meta: dict[str, Any], asked: Encodi
         block_spans.append({"id": block_id, "start": pos, "end": pos + len(text)})
         line_spans.extend({**ln, "start": ln["start"] + pos, "end": ln["end"] + pos} for ln in lines)
         hyphen_spans.extend({**h, "start": h["start"] + pos, "end": h["end"] + pos} for h in hyphenated)
+        all_boxes.extend([b[0] + pos, b[1] + pos, *b[2:]] for b in boxes)
         pos += len(text)
     source = {**base, "blocks": block_spans, "lines": line_spans}
     if hyphen_spans:
         source["hyphenated"] = hyphen_spans
+    if all_boxes:
+        source[PAGES], source[BOXES] = measured, all_boxes
     yield Document(id=stem, text="".join(parts), source=source, **meta)
 
 
@@ -224,17 +246,18 @@ def _utf8_under_single_byte(raw: bytes, declared: str | None) -> bool:
     return True
 
 
-def _block(el: etree._Element, ns: str, n: int) -> tuple[str, str, list[Span], list[Span]] | None:
-    """(block id, block text, line spans, hyphenated-word spans; all relative to the block text), or None for a
-    block without words."""
+def _block(el: etree._Element, ns: str, n: int, page: int) -> tuple[str, str, list[Span], list[Span], list[Box]] | None:
+    """(block id, block text, line spans, hyphenated-word spans, String boxes on Page number `page`; all relative
+    to the block text), or None for a block without words."""
     block_id = el.get("ID") or f"block{n}"
     texts: list[str] = []
     spans: list[Span] = []
     hyphenated: list[Span] = []
+    boxes: list[Box] = []
     pending: Part | None = None  # a HypPart1 waiting for its second half on the next line
     pos = 0
     for m, line in enumerate(el.iter(f"{ns}TextLine"), 1):
-        text, parts = _line_text(line, ns)
+        text, parts, line_boxes = _line_text(line, ns)
         if not text:
             continue
         if texts:
@@ -244,15 +267,18 @@ def _block(el: etree._Element, ns: str, n: int) -> tuple[str, str, list[Span], l
             if kind == "HypPart2" and pending is not None and start == 0 and word in ("", pending[3]):
                 hyphenated.append({"start": pending[1], "end": pos + end, "word": pending[3]})
             pending = (kind, pos + start, pos + end, word) if kind == "HypPart1" and word else None
+        boxes.extend([start + pos, end + pos, page, *box] for start, end, box in line_boxes)
         texts.append(text)
         pos += len(text)
-    return (block_id, "\n".join(texts), spans, hyphenated) if texts else None
+    return (block_id, "\n".join(texts), spans, hyphenated, boxes) if texts else None
 
 
-def _line_text(line: etree._Element, ns: str) -> tuple[str, list[Part]]:
-    """The line's text, and the halves of hyphenated words in it (spans relative to the line)."""
+def _line_text(line: etree._Element, ns: str) -> tuple[str, list[Part], list[tuple[int, int, list[float]]]]:
+    """The line's text, the halves of hyphenated words in it, and the box of each String (and HYP) that has
+    coordinates (spans relative to the line)."""
     out: list[str] = []
     parts: list[Part] = []
+    boxes: list[tuple[int, int, list[float]]] = []
     length = 0
     space = False  # an SP was seen since the last word
     for child in line:
@@ -270,6 +296,8 @@ def _line_text(line: etree._Element, ns: str) -> tuple[str, list[Part]]:
                     parts.append((kind, length, length + len(content), child.get("SUBS_CONTENT") or ""))
                 else:
                     parts.append(("", length, length + len(content), ""))
+                if (box := box_of(child)) is not None:
+                    boxes.append((length, length + len(content), box))
                 out.append(content)
                 length += len(content)
                 space = False
@@ -282,8 +310,10 @@ def _line_text(line: etree._Element, ns: str) -> tuple[str, list[Part]]:
                 length += 1
             out.append(hyphen)
             length += len(hyphen)
+            if (box := box_of(child)) is not None:
+                boxes.append((length - len(hyphen), length, box))
             if parts and parts[-1][0] == "HypPart1":
                 kind, start, _, word = parts[-1]
                 parts[-1] = (kind, start, length, word)
             space = False
-    return "".join(out), parts
+    return "".join(out), parts, boxes

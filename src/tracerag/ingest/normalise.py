@@ -64,7 +64,7 @@ def normalise(text: str, spelling: Mapping[str, str] | None = None, forms: Mappi
 
     Line-end hyphenation is undone first (`forms` from `hyphenation_forms`, then `join_hyphenation`), so that
     `opinion` finds `l'opi-\\nnion`. ftfy repairs mojibake ("Ã©" → "é") and NFKC folds ligatures and
-    compatibility forms ("ﬁ" → "fi", "ſ" stays for the spelling map to decide). The spelling map replaces whole
+    compatibility forms ("ﬁ" → "fi", and long "ſ" → "s": NFKC folds it too). The spelling map replaces whole
     words, case-insensitively, with the user's modern forms (e.g. "françois" → "français").
     """
     for surface, word in (forms or {}).items():

@@ -99,7 +99,10 @@ class LocalProvider:
             kwargs["response_format"] = {"type": "json_object", "schema": json_schema}
         started = time.perf_counter()
         try:
-            out = self._llama.create_chat_completion(
+            # Typed loosely on purpose: llama-cpp's own stubs (present only where the extra is installed) type each
+            # message role by role and the answer as a stream or not; without stream=True it is one dict.
+            chat: Any = self._llama.create_chat_completion
+            out: dict[str, Any] = chat(
                 messages=[m.to_dict() for m in messages], temperature=temperature, max_tokens=max_tokens, **kwargs
             )
         except ValueError as exc:  # e.g. the prompt does not fit the context window

@@ -29,6 +29,7 @@ from typing import Any
 
 from tracerag.collection import Collection
 from tracerag.model import Hit
+from tracerag.retrieval.entities import EntityChannel
 from tracerag.retrieval.fusion import Method, Normalisation, Normalisations, fuse_scored, max_pool
 from tracerag.retrieval.search import CALIBRATED_METHOD, CALIBRATED_SCALES, Retriever, SearchRequest
 from tracerag.retrieval.weights import (
@@ -146,8 +147,12 @@ def calibrate(
         return None
     started = time.perf_counter()
     queries = pseudo_queries(collection, per_kind, seed)
-    channels = [  # the dense channel only on a collection whose every chunk has its vector
-        str(c) for c in retriever.settings.channels if c not in UNCALIBRATED and (c != "dense" or retriever.has_vectors)
+    # the dense channel only on a collection whose every chunk has its vector, the entity channel on one with entities
+    entities = "entity" in retriever.settings.channels and EntityChannel(collection.store).why_silent() is None
+    channels = [
+        str(c)
+        for c in retriever.settings.channels
+        if c not in UNCALIBRATED and (c != "dense" or retriever.has_vectors) and (c != "entity" or entities)
     ]
     ranks: list[dict[str, int | None]] = []  # per query: channel -> rank of the answer (None: not found)
     scored: list[dict[str, list[tuple[str, float]]]] = []

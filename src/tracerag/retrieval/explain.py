@@ -6,12 +6,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracerag.collection import Collection
+from tracerag.ingest.alto_regions import NO_BOXES, check_base, page_regions
 from tracerag.model import Hit, Ranking
 
 SCHEMA_VERSION = 2  # 2: results' `score` (was `rrf_score`: the fused score is not always RRF's), params.fusion
 
 
-def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20) -> dict[str, Any]:
+def explain(
+    ranking: Ranking, collection: Collection, *, channel_depth: int = 20, iiif_base: str | None = None
+) -> dict[str, Any]:
     """Every result with its fused rank and RRF score, each channel that found it (rank, score, chunk; for a
     lexical channel also the text field that ranked the chunk and its rank there), its best chunk with the exact
     character span into the document text, and the metadata filters act on. `channel_rankings` holds each
@@ -20,6 +23,10 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
     The engine and the store are two files: while a writer replaces a document, a reader can see the engine's
     old chunks after the store already holds the new ones. Such a result is left out (and counted in
     `params.dropped_in_flux`) rather than shown with a span that no longer exists.
+
+    Each result's `regions` are where its best chunk lies on the page scans (`ingest/alto_regions.py`), with an
+    IIIF link when an image base is known (`iiif_base`, else `regions.iiif_base`; a document's own source.iiif
+    first); a collection that keeps no String boxes has none, and `params.regions` says so.
     """
     store = collection.store
     # Which field of a lexical channel ranked a chunk, and where: shown beside the channel's merged rank.
@@ -31,11 +38,15 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
     }
     doc_ids = [d.doc_id for d in ranking.documents]
     docs = store.get_documents(doc_ids, text=False)  # a result shows a span, not a (possibly 200 MB) text
+    ocr = store.ocr_estimates(doc_ids)  # the OCR-quality estimate and its parts (ingest/ocr_quality.py)
     chunk_ids = {d.best_chunk_id for d in ranking.documents}
     chunk_ids |= {e.chunk_id for d in ranking.documents for e in d.channels}
     chunks = store.get_chunks(sorted(chunk_ids))
     best_spans = [(c.doc_id, c.start, c.end) for c in (chunks.get(d.best_chunk_id) for d in ranking.documents) if c]
     cited = store.text_spans(best_spans)
+    regions = collection.settings.regions
+    base = check_base(iiif_base) or regions.iiif_base
+    has_boxes = store.keeps_boxes()
     results: list[dict[str, Any]] = []
     dropped = 0
     for d in ranking.documents:
@@ -56,12 +67,26 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
                 "window": d.window,
                 "source": {k: v for k, v in doc.source.items() if isinstance(v, str | int | float | bool)},
                 "fields": doc.fields,
+                "ocr": ocr.get(d.doc_id),
+                "ocr_quality_stated": doc.ocr_quality,  # what the source itself says, if anything
                 "best_chunk": {
                     "chunk_id": best.id,
                     "start": best.start,
                     "end": best.end,
                     "text": cited.get((best.doc_id, best.start, best.end), ""),
                 },
+                "regions": [
+                    r.to_dict()
+                    for r in page_regions(
+                        d.doc_id,
+                        doc.source,
+                        store.boxes_in(d.doc_id, best.start, best.end),
+                        iiif_base=base,
+                        dpi=regions.dpi,
+                    )
+                ]
+                if has_boxes
+                else [],
                 "channels": [
                     {
                         "channel": e.channel,
@@ -78,7 +103,9 @@ def explain(ranking: Ranking, collection: Collection, *, channel_depth: int = 20
     return {
         "schema": SCHEMA_VERSION,
         "collection": str(collection.path),
-        "params": ranking.params | ({"dropped_in_flux": dropped} if dropped else {}),
+        "params": ranking.params
+        | ({"dropped_in_flux": dropped} if dropped else {})
+        | ({} if has_boxes else {"regions": NO_BOXES}),
         "results": results,
         "channel_rankings": {
             name: [_hit_entry(h) for h in sorted(hits, key=lambda h: h.rank)[:channel_depth]]

@@ -122,6 +122,10 @@ class LLMPurpose(StrEnum):
     CATALOG_PARSE = "catalog_parse"  # a catalog request parsed by the model
     CATALOG_CHECK = "catalog_check"  # a record's eligibility checked by the model
     CATALOG_REPLY = "catalog_reply"  # a catalog reply written by the model
+    VARIANTS = "variants"  # query variants for a search (research/variants.py)
+    JUDGE = "judge"  # one candidate scored against the researcher's criteria
+    DRAFT = "draft"  # a cited draft written from accepted sources
+    CITE_CHECK = "cite_check"  # whether a cited span supports its sentence
 
 
 class CatalogParseMethod(StrEnum):
@@ -158,6 +162,24 @@ class CatalogOutcome(StrEnum):
     NONE_FOUND = "none_found"  # the catalog holds such services, but none satisfies every constraint
     NO_MATCH = "no_match"  # the catalog holds no such service
     CLARIFY = "clarify"  # a question back (where?)
+
+
+class RunKind(StrEnum):
+    """What kind of run a trail records (its `RunEvent.run`): trails written before this field are agent runs."""
+
+    ASK = "ask"  # the agent
+    SEARCH = "search"  # one `tracerag search`, its variants and fusion (research/search_run.py)
+    JUDGE = "judge"  # candidates scored against the researcher's criteria (research/judge.py)
+    ANSWER = "answer"  # a cited draft and its citation check (research/answer.py)
+    REVIEW = "review"  # the researcher's decisions on a run's candidates (research/review.py)
+
+
+class SentenceKind(StrEnum):
+    """How a sentence of a cited draft stands to its sources, shown apart so a reader sees what is whose."""
+
+    QUOTATION = "quotation"  # the source's own words
+    PARAPHRASE = "paraphrase"  # the source's content in other words
+    INFERENCE = "inference"  # the drafter's conclusion from the cited sources: to be checked hardest
 
 
 # -- the events --------------------------------------------------------------------------------------------------
@@ -201,6 +223,7 @@ class RunEvent(TrailEvent):
     )
     versions: dict[str, str]
     replay_of: str | None = None
+    run: RunKind = Field(default=RunKind.ASK, description="What kind of run this trail records.")
 
 
 class PlanEvent(TrailEvent):
@@ -282,6 +305,29 @@ class FusionEvent(TrailEvent):
             if found:
                 data = {**data, "method": FusionMethod.RRF, "rrf_k": int(found.group(1))}
         return data
+
+
+class WindowShareRow(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    window: str = Field(description='"1850-1859", or "undated".')
+    results: int
+    result_share: float
+    documents: int = Field(description="Documents searched (the collection, or what the filter admits) in it.")
+    corpus_share: float
+    ratio: float | None = Field(default=None, description="result_share / corpus_share (None: none searched).")
+
+
+class WindowShareEvent(TrailEvent):
+    """Where one search's results come from in time, against the documents searched (retrieval/window_share.py)."""
+
+    kind: Literal["windows"] = "windows"
+    step: int
+    window: str = Field(description='The window length, "10y".')
+    chosen: str = Field(description="Where the length comes from: --windows, retrieval.windows, or auto and why.")
+    results: int
+    searched: int
+    rows: list[WindowShareRow] = Field(description="In time order, undated last.")
 
 
 class ReviewEvent(TrailEvent):
@@ -434,6 +480,44 @@ class ResultEvent(TrailEvent):
     totals: dict[str, float]
 
 
+class SearchVariant(BaseModel):
+    """One query a search ran besides (or as) the original: what it was, where it came from, what it found."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="'original', or 'variant N' (N its step in this trail's channel events).")
+    query: str
+    source: Literal["original", "llm", "vocabulary"]
+    kind: str | None = Field(
+        default=None,
+        description="period_vocabulary, historical_spelling, other_language, broader_narrower (an LLM's), or "
+        "neighbour (the vocabulary model's).",
+    )
+    why: str = ""
+    ranking: list[str] = Field(description="Its documents, best first (what the RRF fused).")
+
+
+class ExpansionEvent(TrailEvent):
+    """What a search ran as: the query with the researcher's additions, its variants and their fusion."""
+
+    kind: Literal["expansion"] = "expansion"
+    query: str = Field(description="The query as the researcher wrote it.")
+    searched: str = Field(description="The query searched: with the synonym map's forms and chosen words added.")
+    synonyms: list[dict[str, Any]] = Field(default=[], description="Each map form found: found, added, line.")
+    synonym_map: str | None = None
+    added: list[str] = Field(default=[], description="Words the researcher chose to add (`--add`).")
+    filter_expression: str | None = None
+    allowed: int | None = Field(default=None, description="Documents the boolean filter let through.")
+    asked: list[str] = Field(default=[], description="The expansions asked for: llm, vocab.")
+    variants: list[SearchVariant] = []
+    rrf_k: int | None = None
+    weights: dict[str, float] = Field(default={}, description="Each query's RRF weight (by name).")
+    ranking: list[dict[str, Any]] = Field(
+        default=[], description="The fused ranking: doc_id, chunk_id, score, and each query's rank (by name)."
+    )
+    failures: list[str] = Field(default=[], description="Expansions that failed: the search went on without them.")
+
+
 class CatalogParseEvent(TrailEvent):
     """A catalog request parsed into constraints, and the dialogue state after merging it with earlier turns."""
 
@@ -478,12 +562,98 @@ class CatalogReplyEvent(TrailEvent):
     generated: bool = False
 
 
+class JudgmentEvent(TrailEvent):
+    """One candidate judged against the researcher's criteria, on its own (never beside other candidates)."""
+
+    kind: Literal["judgment"] = "judgment"
+    doc_id: str
+    chunk_id: str
+    rank: int | None = Field(default=None, description="The candidate's rank in the run it came from.")
+    retrieval_score: float | None = Field(default=None, description="Its score in the run it came from.")
+    score: int | None = Field(default=None, description="0-10 against the criteria; None when the judgment failed.")
+    reasoning: str = ""
+    failure: str | None = Field(default=None, description="Why there is no score (never a default one).")
+    cached: bool = Field(default=False, description="Taken from the judge cache: no model was called.")
+    model: str = ""
+    criteria_hash: str
+
+
+class DraftCitation(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    doc_id: str | None = Field(description="None when the label named no accepted source.")
+    label: str
+    quote: str
+    span: tuple[int, int] | None = Field(description="The quote's character span in the document, if located.")
+
+
+class DraftSentence(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+    kind: SentenceKind
+    citations: list[DraftCitation]
+
+
+class DraftEvent(TrailEvent):
+    """A cited draft (or its abstention) written only from the accepted sources."""
+
+    kind: Literal["draft"] = "draft"
+    question: str
+    language: str
+    sources: list[tuple[str, str]] = Field(description="(doc_id, chunk_id) the draft was allowed to use.")
+    abstained: bool
+    abstention: str = ""
+    sentences: list[DraftSentence] = []
+    failure: str | None = None
+
+
+class CitationCheckEvent(TrailEvent):
+    """One citation of a draft checked: its span located in the source, then whether it supports the sentence."""
+
+    kind: Literal["cite_check"] = "cite_check"
+    sentence: int
+    doc_id: str | None
+    span: tuple[int, int] | None
+    located: bool
+    supported: bool | None = Field(description="None when it could not be judged (not located, no answer).")
+    method: Literal["model", "lexical"]
+    reason: str = ""
+
+
+class SelectionDecision(StrEnum):
+    """The researcher's decision on a source (the selection's `research.selection.Decision`, defined here because
+    the trail records it and may not import the research wing)."""
+
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    UNDECIDED = "undecided"
+
+
+class DecisionEvent(TrailEvent):
+    """One decision of the researcher on a candidate source while reviewing a run (a `review` run), or one taken
+    back (`undo`: `decision` is what the source went back to, None when it had none)."""
+
+    kind: Literal["decision"] = "decision"
+    question: str
+    doc_id: str
+    chunk_id: str | None = None
+    decision: SelectionDecision | None
+    previous: SelectionDecision | None = Field(default=None, description="The decision it replaced, if any.")
+    undo: bool = False
+    note: str = ""
+    who: str
+    span: tuple[int, int] | None = Field(default=None, description="The cited evidence shown when deciding.")
+    from_run: str | None = Field(default=None, description="The run the candidate came from.")
+
+
 AnyEvent = (
     RunEvent
     | PlanEvent
     | SearchEvent
     | ChannelEvent
     | FusionEvent
+    | WindowShareEvent
     | ReviewEvent
     | VerdictEvent
     | MemoryEvent
@@ -494,10 +664,15 @@ AnyEvent = (
     | RerankEvent
     | LLMCallEvent
     | ResultEvent
+    | ExpansionEvent
     | CatalogParseEvent
     | CatalogFilterEvent
     | CatalogCheckEvent
     | CatalogReplyEvent
+    | JudgmentEvent
+    | DraftEvent
+    | CitationCheckEvent
+    | DecisionEvent
 )
 Event = Annotated[AnyEvent, Field(discriminator="kind")]
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tracerag.dates import date_parts
 from tracerag.errors import TrailError
+from tracerag.ingest.alto_regions import PageRegion, page_regions
 from tracerag.model import Document, SubQuestion
 from tracerag.text import csv_cell, json_dumps
 from tracerag.trail.events import Event, PlanEvent, ReplanEvent, ResultEvent, RunEvent
@@ -101,6 +102,8 @@ class ExportedSource:
     quote: str
     in_collection: bool
     flags: list[str] = field(default_factory=list)
+    # where the evidence lies on the page scans, one per page (ingest/alto_regions.py): empty without boxes
+    regions: list[PageRegion] = field(default_factory=list)
 
     @property
     def title_note(self) -> str | None:
@@ -137,60 +140,93 @@ def collect_sources(events: Sequence[Event], documents: Mapping[str, Document]) 
     if result is None:
         raise TrailError(f"run {run.run_id} has no 'result' event: it did not finish, there are no sources to export")
     questions = sub_questions(events)
-    out = []
-    for ranked in sorted(result.ranking, key=lambda r: r.rank):
-        doc = documents.get(ranked.doc_id)
-        flags: list[str] = []
-        src: Mapping[str, Any] = doc.source if doc is not None else {}
-        quote = ""
-        if doc is None:
-            flags.append(NOT_IN_COLLECTION)
-            title, title_source = ranked.doc_id, "doc_id"
-        else:
-            if doc.title and doc.title.strip():
-                title, title_source = " ".join(doc.title.split()), "document"
-            else:
-                title, title_source = derived_title(doc.text) or ranked.doc_id, "text"
-            if ranked.span is not None:
-                start, end = ranked.span
-                if 0 <= start <= end <= len(doc.text):
-                    quote = doc.text[start:end]
-                else:
-                    flags.append(f"{SPAN_OUTSIDE} ({start}, {end}; the text has {len(doc.text)} characters)")
-        out.append(
-            ExportedSource(
-                run_id=run.run_id,
-                question=run.question,
-                rank=ranked.rank,
-                doc_id=ranked.doc_id,
-                chunk_id=ranked.chunk_id,
-                title=title,
-                title_source=title_source,
-                date=doc.date if doc else None,
-                corpus=doc.corpus if doc else None,
-                language=doc.language if doc else None,
-                publication=_first(src, "publication", "newspaper", "journal"),
-                place=_first(src, "place_publication", "place"),
-                page=_first(src, "page"),
-                file=_first(src, "file"),
-                url=_first(src, "url", "URL", "link"),
-                ark=_first(src, "ark"),
-                iiif=_first(src, "iiif", "iiif_manifest", "manifest"),
-                origin=ranked.origin,
-                promoted_from_hold=ranked.promoted_from_hold,
-                score=ranked.score,
-                accepted_by=list(ranked.accepted_by),
-                accepted_questions=[
-                    questions[i].question if 0 <= i < len(questions) else f"#{i}" for i in ranked.accepted_by
-                ],
-                reasons=list(ranked.reasons),
-                span=ranked.span,
-                quote=quote,
-                in_collection=doc is not None,
-                flags=flags,
-            )
+    return [
+        joined_source(
+            run_id=run.run_id,
+            question=run.question,
+            rank=ranked.rank,
+            doc_id=ranked.doc_id,
+            chunk_id=ranked.chunk_id,
+            span=ranked.span,
+            doc=documents.get(ranked.doc_id),
+            origin=ranked.origin,
+            promoted_from_hold=ranked.promoted_from_hold,
+            score=ranked.score,
+            accepted_by=list(ranked.accepted_by),
+            accepted_questions=[
+                questions[i].question if 0 <= i < len(questions) else f"#{i}" for i in ranked.accepted_by
+            ],
+            reasons=list(ranked.reasons),
         )
-    return out
+        for ranked in sorted(result.ranking, key=lambda r: r.rank)
+    ]
+
+
+def joined_source(
+    *,
+    run_id: str,
+    question: str,
+    rank: int,
+    doc_id: str,
+    chunk_id: str | None,
+    span: tuple[int, int] | None,
+    doc: Document | None,
+    origin: str,
+    reasons: list[str],
+    score: float = 0.0,
+    promoted_from_hold: bool = False,
+    accepted_by: list[int] | None = None,
+    accepted_questions: list[str] | None = None,
+) -> ExportedSource:
+    """One source joined with its document (None: the collection no longer holds it, exported flagged): its
+    title, date and publication, and the evidence `doc.text[start:end]`. A run's sources and a researcher's
+    selection (research/selection_export.py) are both exported through it."""
+    flags: list[str] = []
+    src: Mapping[str, Any] = doc.source if doc is not None else {}
+    quote = ""
+    if doc is None:
+        flags.append(NOT_IN_COLLECTION)
+        title, title_source = doc_id, "doc_id"
+    else:
+        if doc.title and doc.title.strip():
+            title, title_source = " ".join(doc.title.split()), "document"
+        else:
+            title, title_source = derived_title(doc.text) or doc_id, "text"
+        if span is not None:
+            start, end = span
+            if 0 <= start <= end <= len(doc.text):
+                quote = doc.text[start:end]
+            else:
+                flags.append(f"{SPAN_OUTSIDE} ({start}, {end}; the text has {len(doc.text)} characters)")
+    return ExportedSource(
+        run_id=run_id,
+        question=question,
+        rank=rank,
+        doc_id=doc_id,
+        chunk_id=chunk_id,
+        title=title,
+        title_source=title_source,
+        date=doc.date if doc else None,
+        corpus=doc.corpus if doc else None,
+        language=doc.language if doc else None,
+        publication=_first(src, "publication", "newspaper", "journal"),
+        place=_first(src, "place_publication", "place"),
+        page=_first(src, "page"),
+        file=_first(src, "file"),
+        url=_first(src, "url", "URL", "link"),
+        ark=_first(src, "ark"),
+        iiif=_first(src, "iiif", "iiif_manifest", "manifest"),
+        origin=origin,
+        promoted_from_hold=promoted_from_hold,
+        score=score,
+        accepted_by=list(accepted_by or []),
+        accepted_questions=list(accepted_questions or []),
+        reasons=reasons,
+        span=span,
+        quote=quote,
+        in_collection=doc is not None,
+        flags=flags,
+    )
 
 
 # -- formats --------------------------------------------------------------------------------------------------
@@ -224,6 +260,7 @@ CSV_COLUMNS = (
     "quote",
     "in_collection",
     "flags",
+    "page_regions",
 )
 
 
@@ -272,6 +309,7 @@ def to_csv(sources: Sequence[ExportedSource]) -> str:
             "quote": s.quote,
             "in_collection": str(s.in_collection).lower(),
             "flags": "; ".join(s.flags),
+            "page_regions": " | ".join(_region_text(r) for r in s.regions),
         }
         writer.writerow({key: value if key in _NUMBERS else csv_cell(value) for key, value in row.items()})
     return buf.getvalue()
@@ -293,6 +331,8 @@ def _note(s: ExportedSource) -> str:
     if s.span is not None:
         evidence = f'"{s.quote}"' if s.in_collection and s.quote else "(text not available)"
         parts.append(f"Evidence, characters {s.span[0]}-{s.span[1]}: {evidence}")
+    if s.regions:
+        parts.append("Page region: " + " | ".join(_region_text(r) for r in s.regions))
     if s.accepted_by:
         parts.append("Accepted by sub-questions: " + _accepted(s))
     parts.append(f"Run {s.run_id}, question: {s.question}")
@@ -331,6 +371,8 @@ def to_ris(sources: Sequence[ExportedSource]) -> str:
         tag("LA", s.language)
         tag("ID", s.doc_id)
         tag("UR", s.url)
+        for region in s.regions:  # RIS repeats UR: the scan's region of the evidence, after the source's own URL
+            tag("UR", region.url)
         tag("KW", s.corpus)
         tag("N1", _note(s))
         tag("AB", s.quote)
@@ -363,19 +405,75 @@ def to_csl_json(sources: Sequence[ExportedSource]) -> str:
         item["note"] = _note(s)
         if s.quote:
             item["abstract"] = s.quote
-        if s.url:
-            item["URL"] = s.url
+        linked = [r.url for r in s.regions if r.url]
+        if s.url or linked:  # one URL in CSL: the source's own, else the scan's region of the evidence
+            item["URL"] = s.url or linked[0]
         items.append(item)
     return json_dumps(items, indent=2) + "\n"  # exact text; C1 and invisible format characters as \u escapes
+
+
+def _region_text(r: PageRegion) -> str:
+    """A page region in a cell or note: its link, else where it is and why there is no link."""
+    where = f"page {r.page_id}"
+    if r.url:
+        return f"{where}: {r.url}"
+    box = ",".join(f"{v:g}" for v in r.box)
+    return f"{where}: box {box} ({r.unit or 'unit not stated'}; {r.note})"
+
+
+def with_regions(sources: Sequence[ExportedSource], regions: Sequence[list[PageRegion]]) -> list[ExportedSource]:
+    """The sources with the page regions of their evidence, `regions[i]` for `sources[i]` (`source_regions`)."""
+    return [replace(s, regions=list(found)) for s, found in zip(sources, regions, strict=True)]
+
+
+def source_regions(
+    sources: Sequence[ExportedSource],
+    documents: Mapping[str, Document],
+    boxes_in: Callable[[str, int, int], list[tuple[int, float, float, float, float]]],
+    *,
+    chunk_spans: Mapping[str, tuple[int, int]] | None = None,
+    iiif_base: str | None = None,
+    dpi: float | None = None,
+) -> list[list[PageRegion]]:
+    """Where each source's evidence lies on the page scans: its quoted span, else its chunk's (`chunk_spans`: a
+    source filled in from the warm start has a chunk but no quote), from the store's String boxes
+    (`DocumentStore.boxes_in`) and the document's pages and own IIIF base. No boxes, no regions."""
+    out: list[list[PageRegion]] = []
+    for s in sources:
+        doc = documents.get(s.doc_id)
+        span = s.span or (chunk_spans or {}).get(s.chunk_id or "")
+        if doc is None or span is None:
+            out.append([])
+            continue
+        boxes = boxes_in(s.doc_id, *span)
+        out.append(page_regions(s.doc_id, doc.source, boxes, iiif_base=iiif_base, dpi=dpi))
+    return out
 
 
 _WRITERS = {"csv": to_csv, "ris": to_ris, "csl-json": to_csl_json}
 
 
-def export_sources(events: Sequence[Event], documents: Mapping[str, Document], fmt: str) -> str:
-    """The final sources of the run in `events` (a trail as `read_trail` returns it) as `fmt`: csv, ris or
-    csl-json. `documents` maps doc ids to the collection's documents; ids it lacks are exported flagged."""
+def write_sources(sources: Sequence[ExportedSource], fmt: str) -> str:
+    """Sources as `fmt`: csv, ris or csl-json."""
     writer = _WRITERS.get(fmt.lower().strip())
     if writer is None:
         raise TrailError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
-    return writer(collect_sources(events, documents))
+    return writer(sources)
+
+
+def export_sources(
+    events: Sequence[Event],
+    documents: Mapping[str, Document],
+    fmt: str,
+    *,
+    regions: Callable[[Sequence[ExportedSource]], Sequence[list[PageRegion]]] | None = None,
+) -> str:
+    """The final sources of the run in `events` (a trail as `read_trail` returns it) as `fmt`: csv, ris or
+    csl-json. `documents` maps doc ids to the collection's documents; ids it lacks are exported flagged.
+    `regions`, given the sources, returns the page regions of each one's evidence (`source_regions`)."""
+    if fmt.lower().strip() not in _WRITERS:  # before the trail is read: a wrong format is the first thing said
+        return write_sources([], fmt)
+    sources = collect_sources(events, documents)
+    if regions is not None:
+        sources = with_regions(sources, regions(sources))
+    return write_sources(sources, fmt)

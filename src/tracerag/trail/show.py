@@ -34,9 +34,13 @@ from tracerag.trail.events import (
     CatalogParseEvent,
     CatalogReplyEvent,
     ChannelEvent,
+    CitationCheckEvent,
+    DecisionEvent,
+    DraftEvent,
     Event,
     FusionEvent,
     GuardEvent,
+    JudgmentEvent,
     LLMCallEvent,
     MemoryEvent,
     PlanEvent,
@@ -45,6 +49,7 @@ from tracerag.trail.events import (
     RerankEvent,
     ResultEvent,
     ReviewEvent,
+    RunEvent,
     SearchEvent,
     VerdictEvent,
 )
@@ -171,6 +176,8 @@ def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
         grid.add_row(
             "Status", _text(f"catalog conversation: {len(replies)} turn(s)" + (f" ({outcomes})" if outcomes else ""))
         )
+    elif result is None and research_status(events):
+        grid.add_row("Status", _text(research_status(events)))
     elif result is None:
         grid.add_row("Status", _text(("unfinished: the trail has no result", "bold red")))
     else:
@@ -508,6 +515,12 @@ def render_trail(
             out.append(_replan(event))
         elif isinstance(event, CatalogEvent):
             out.append(_catalog_line(event))
+        elif isinstance(event, DecisionEvent):
+            out.append(_decision_line(event, documents))
+        elif isinstance(event, JudgmentEvent | CitationCheckEvent):
+            out.append(_research_line(event))
+        elif isinstance(event, DraftEvent):
+            out.append(_draft(event))
     flush()
 
     result = result_event(events)
@@ -518,6 +531,82 @@ def render_trail(
         if calls:
             out.append(_llm_calls(calls))
     return out
+
+
+def research_status(events: Sequence[Event]) -> str:
+    """What a judge or answer run came to (they end without a result event); "" for any other run."""
+    judged = [e for e in events if isinstance(e, JudgmentEvent)]
+    drafts = [e for e in events if isinstance(e, DraftEvent)]
+    if judged:
+        failed = sum(e.score is None for e in judged)
+        return f"judge · {_n(len(judged), 'judgment')}" + (f", {failed} failed" if failed else "")
+    if drafts:
+        checks = [e for e in events if isinstance(e, CitationCheckEvent)]
+        flagged = sum(not (e.located and e.supported is True) for e in checks)
+        return "answer · " + ("abstained" if drafts[-1].abstained else f"drafted, {flagged} citation(s) flagged")
+    decisions = [e for e in events if isinstance(e, DecisionEvent)]
+    if decisions or (events and isinstance(events[0], RunEvent) and events[0].run == "review"):
+        now = {e.doc_id: e.decision for e in decisions}  # each source as the review left it
+        counts = Counter(d.value if d is not None else "taken back" for d in now.values())
+        source = events[0].config.get("from_run") if isinstance(events[0], RunEvent) else None
+        told = ", ".join(f"{n} {what}" for what, n in sorted(counts.items())) or "nothing decided"
+        return f"review · {_n(len(decisions), 'decision')} ({told})" + (f" of run {_data(source)}" if source else "")
+    return ""
+
+
+def _research_line(event: JudgmentEvent | CitationCheckEvent) -> Text:
+    """A judgment (score and reasoning, or its failure) or a citation check (flagged when it could not confirm)."""
+    if isinstance(event, JudgmentEvent):
+        where = f"#{event.rank} " if event.rank is not None else ""
+        if event.score is None:
+            return _text(("judged ", "bold"), where, _data(_chunk(event.doc_id, event.chunk_id)), (" failed: ", "red"),
+                         (_data(_clip(event.failure, 160)), "red"))  # fmt: skip
+        cached = (" (cached)", "dim") if event.cached else ""
+        return _text(("judged ", "bold"), where, _data(_chunk(event.doc_id, event.chunk_id)), " ",
+                     (f"{event.score}/10", "bold"), cached, ": ", _data(_clip(event.reasoning, 160)))  # fmt: skip
+    ok = event.located and event.supported is True
+    span = f"{event.doc_id}:{event.span[0]}-{event.span[1]}" if event.span else _data(event.doc_id or "?")
+    verdict = ("ok", "green") if ok else ("FLAGGED", "bold red")
+    return _text(("check ", "bold"), f"sentence {event.sentence + 1} ", span, " ", verdict,
+                 f" ({event.method}): ", _data(_clip(event.reason, 160)))  # fmt: skip
+
+
+def _draft(event: DraftEvent) -> Text:
+    """A cited draft, each sentence with its kind and citations; an abstention with what is missing."""
+    if event.abstained:
+        why = f" ({_data(event.failure)})" if event.failure else ""
+        return _text(("draft abstained", "bold yellow"), ": ", _data(event.abstention), why)
+    lines = _text(("draft", "bold"), f" ({event.language}, {_n(len(event.sources), 'source')})")
+    for i, sentence in enumerate(event.sentences, start=1):
+        cites = ", ".join(
+            f"{c.label} {c.doc_id}:{c.span[0]}-{c.span[1]}" if c.span else f"{c.label} not located"
+            for c in sentence.citations
+        )
+        lines.append_text(_text(f"\n  {i}. [{sentence.kind}] ", _data(sentence.text), (f"  [{_data(cites)}]", "dim")))
+    return lines
+
+
+_DECISION_STYLES = {"accepted": "green", "rejected": "red", "undecided": "yellow"}
+
+
+def _decision_line(event: DecisionEvent, documents: Mapping[str, Document] | None) -> Text:
+    """One decision of a review run: the source, what it became (from what), who, the note, the cited span."""
+    decided = event.decision.value if event.decision is not None else "no decision"
+    parts: list[Part] = [
+        ("undo " if event.undo else "decision ", "bold"),
+        (_data(event.doc_id), "bold"),
+        " → ",
+        (decided, _DECISION_STYLES.get(decided, "dim")),
+    ]
+    if event.previous is not None:
+        parts.append((f" (was {event.previous.value})", "dim"))
+    parts += [" by ", _data(event.who)]
+    if event.note:
+        parts += [": ", _data(event.note)]
+    quote = _quote(documents, event.doc_id, event.span)
+    if quote:
+        parts += ["  ", ("“" + _data(_clip(quote, 100)) + "”", "italic")]
+    return _text(*parts)
 
 
 def _catalog_line(event: CatalogEvent) -> Text:
