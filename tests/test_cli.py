@@ -89,7 +89,7 @@ def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
     # found 1st by bm25 and by phrase, the one document found: 1 in each (its score over the best), CombSUM 1 + 1,
     # every channel weighing 1 since a collection of two documents is too small to calibrate
     assert "score 2.00000 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
-    scales = "bm25, date, phrase: max; dense: minmax"
+    scales = "bm25, date, phrase, entity: max; dense: minmax"
     assert f"fusion: combsum ({scales}): every channel weighs 1: too small to calibrate" in out
     assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
     assert re.search(r"phrase\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
@@ -223,7 +223,8 @@ def test_one_of_a_kind_reads_singular_and_corpus_names_are_never_cut(tmp_path):
     assert invoke("ingest", source, "-c", tmp_path / "c2", "--no-dense").exit_code == 0
     narrow = runner.invoke(app, ["info", "-c", str(tmp_path / "c2")], env={"COLUMNS": "60"})
     assert narrow.exit_code == 0 and "…" not in narrow.stdout, narrow.stdout
-    cells = [line.split("│")[1].strip() for line in narrow.stdout.splitlines() if line.count("│") > 2]
+    corpora = narrow.stdout.split("OCR quality")[0]  # the corpus table, not the OCR table that names them too
+    cells = [line.split("│")[1].strip() for line in corpora.splitlines() if line.count("│") > 2]
     assert "".join(cells) == "".join(names), narrow.stdout  # each name's pieces, in order
     wide = runner.invoke(app, ["info", "-c", str(tmp_path / "c2")], env={"COLUMNS": "80"})
     assert all(name in wide.stdout for name in names), wide.stdout  # on one line where the terminal allows

@@ -92,3 +92,30 @@ def test_the_exports_carry_the_region(runner, boxed):
     [row] = list(csv.DictReader(io.StringIO(export("csv"))))
     # no base: the box and why there is no link, in the cell
     assert row["page_regions"].startswith("page P1: box ") and "no IIIF base" in row["page_regions"]
+
+
+def test_the_selection_export_carries_the_region_of_each_accepted_span(runner, boxed):
+    """A researcher's accepted source links to where its cited words lie on the scan, as a run's export does."""
+    from tracerag.config import load_settings
+    from tracerag.research.selection import Decision, open_selections
+
+    doc_id = "bnl-1858-07-10-p1-head"
+    searched = json.loads(runner.invoke(app, ["search", "Luxemburger Zeitung", "-c", str(boxed), "--json"]).stdout)
+    [result] = [r for r in searched["results"] if r["doc_id"] == doc_id]
+    span = (result["best_chunk"]["start"], result["best_chunk"]["end"])  # the cited chunk, as review keeps it
+    with open_selections(boxed, load_settings(None), write=True) as selection:
+        selection.decide("Where was the paper printed?", doc_id, Decision.ACCEPTED, span=span, who="t")
+
+    def export(fmt: str, *extra: str) -> str:
+        result = runner.invoke(app, ["selection", "export", "Where was", "-c", str(boxed), "--format", fmt, *extra])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    [row] = list(csv.DictReader(io.StringIO(export("csv", "--iiif-base", BASE))))
+    assert REGION_URL.search(row["page_regions"]), row["page_regions"]
+    [item] = json.loads(export("csl-json", "--iiif-base", BASE))
+    assert REGION_URL.fullmatch(item["URL"])
+    [plain] = list(csv.DictReader(io.StringIO(export("csv"))))
+    assert "no IIIF base" in plain["page_regions"]
+    bad = runner.invoke(app, ["selection", "export", "Where was", "-c", str(boxed), "--iiif-base", "ftp://x"])
+    assert bad.exit_code == 2

@@ -30,9 +30,10 @@ from tracerag.agent.schemas import (
     action_answer_model,
     preview,
 )
-from tracerag.model import Filter, Hit, Ranking
+from tracerag.model import Filter, Ranking
 from tracerag.retrieval.search import SearchRequest
-from tracerag.trail.events import ChannelEvent, FusionEvent, FusionMethod, RankedChunk, SearchTool, WindowShareEvent
+from tracerag.trail.events import SearchTool
+from tracerag.trail.ranking import ranking_events
 
 
 class MalformedArguments(Exception):
@@ -194,52 +195,8 @@ def run_search(ctx: RunContext, call: ToolCall, sq: int, step: int) -> Ranking:
     return ranking
 
 
-TRAIL_DEPTH = 50  # hits kept per channel (and per field) in the trail: more than any search of the loop shows
-
-
 def record_ranking(ctx: RunContext, ranking: Ranking, query: str, sq: int | None, step: int) -> None:
-    """Each channel's ranking (a lexical channel's per-field rankings with it) and their fusion, to the trail."""
-    readings = ranking.params.get("channel_readings", {})
-    fusion = ranking.params.get("fusion", {})
-    # a date or phrase channel that stayed silent has no hits, yet its reason belongs in the trail
-    silent: dict[str, list[Hit]] = {name: [] for name in readings if name not in ranking.channel_hits}
-    for channel, hits in (ranking.channel_hits | silent).items():
-        fields = ranking.field_hits.get(channel, {})
-        ctx.trail.emit(
-            ChannelEvent(
-                sq=sq,
-                step=step,
-                channel=channel,
-                query=query,
-                ranking=_ranked(hits),
-                fields={name: _ranked(field_hits) for name, field_hits in fields.items()},
-                field_merge=ranking.params.get("field_merge") if fields else None,
-                reading=readings[channel]["why"] if channel in readings else None,
-            )
-        )
-    ctx.trail.emit(
-        FusionEvent(
-            sq=sq,
-            step=step,
-            method=FusionMethod(fusion.get("method", "rrf")),
-            rrf_k=ranking.params["rrf_k"],
-            normalisation=fusion.get("normalisation"),
-            weights=fusion.get("weights"),
-            why=fusion.get("why"),
-            ranking=[
-                {
-                    "doc_id": d.doc_id,
-                    "chunk_id": d.best_chunk_id,
-                    "score": round(d.score, 6),
-                    "channels": {e.channel: e.rank for e in d.channels},
-                }
-                for d in ranking.documents
-            ],
-        )
-    )
-    if ranking.params.get("time_windows"):  # where the results come from in time, against the documents searched
-        ctx.trail.emit(WindowShareEvent(sq=sq, step=step, **ranking.params["time_windows"]))
-
-
-def _ranked(hits: list[Hit]) -> list[RankedChunk]:
-    return [(h.doc_id, h.chunk_id, round(h.score, 6)) for h in hits[:TRAIL_DEPTH]]
+    """Each channel's ranking (a lexical channel's per-field rankings with it), their fusion and the time windows,
+    to the trail (`trail.ranking.ranking_events`, which a plain search records too)."""
+    for event in ranking_events(ranking, query, step=step, sq=sq):
+        ctx.trail.emit(event)

@@ -38,7 +38,15 @@ from tracerag.config import load_settings
 from tracerag.errors import ConfigError, TrailError
 from tracerag.model import Document, RunStatus
 from tracerag.trail import Event, find_trail, list_trails, read_trail
-from tracerag.trail.events import CatalogParseEvent, ReevalEvent, ResultEvent, RunEvent, VerdictEvent
+from tracerag.trail.events import (
+    CatalogParseEvent,
+    DecisionEvent,
+    JudgmentEvent,
+    ReevalEvent,
+    ResultEvent,
+    RunEvent,
+    VerdictEvent,
+)
 
 if TYPE_CHECKING:
     from tracerag.agent.pipeline import AgentResult
@@ -263,7 +271,7 @@ def trail_schema() -> None:
 def _documents(collection: Path, events: list[Event], config: Path | None) -> dict[str, Document]:
     """The documents a trail names, to show their text (none when the collection is not at hand)."""
     ids = {r.doc_id for e in events if isinstance(e, ResultEvent) for r in e.ranking}
-    ids |= {e.doc_id for e in events if isinstance(e, VerdictEvent | ReevalEvent)}
+    ids |= {e.doc_id for e in events if isinstance(e, VerdictEvent | ReevalEvent | DecisionEvent | JudgmentEvent)}
     if not Collection.exists(collection):
         return {}
     with Collection.open(collection, load_settings(config), mode="read") as col:

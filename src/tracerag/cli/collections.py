@@ -242,12 +242,17 @@ def ocr_distribution(by_corpus: dict[str, dict] | None) -> dict[str, dict] | Non
     out_: dict[str, dict] = {}
     for corpus, entry in sorted(by_corpus.items()):
         scores = entry["scores"]
-        quartiles = [scores[min(len(scores) - 1, int(q * len(scores)))] for q in (0, 0.25, 0.5, 0.75)] + scores[-1:]
+        # a sub-corpus of documents none of which could be scored (no word list, too short) has no quartiles
+        quartiles = (
+            [scores[min(len(scores) - 1, int(q * len(scores)))] for q in (0, 0.25, 0.5, 0.75)] + scores[-1:]
+            if scores
+            else []
+        )
         out_[corpus] = {
             "scored": len(scores),
             "unscored": entry["unscored"],
             "unestimated": entry["unestimated"],
-            "min_q1_median_q3_max": quartiles if scores else None,
+            "min_q1_median_q3_max": quartiles or None,
             "fixes": entry["fixes"],
         }
     return out_

@@ -329,19 +329,39 @@ def selection_export(
     collection: CollectionOpt = Path("."),
     fmt: Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")] = "csv",
     output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
+    iiif_base: Annotated[
+        str | None,
+        typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """The accepted sources with their cited spans and the researcher's notes (RIS and CSL-JSON import into
-    Zotero)."""
+    Zotero), and where each span lies on the page scans when the collection keeps ALTO boxes."""
+    from tracerag.ingest.alto_regions import check_base
+    from tracerag.trail.export import source_regions
+
     settings = load_settings(config)
+    base = check_base(iiif_base)
     with _selections(collection, settings, write=False) as store:
         key = store.resolve(question)
         accepted = store.accepted(key)
-    documents: dict[str, Document] = {}
-    if Collection.exists(collection):
+    if not Collection.exists(collection):
+        text = export_selection(accepted, {}, fmt)
+    else:
         with Collection.open(collection, settings, mode="read") as col:
             documents = col.store.get_documents(sorted({e.doc_id for e in accepted}))
-    text = export_selection(accepted, documents, fmt)
+            text = export_selection(
+                accepted,
+                documents,
+                fmt,
+                regions=lambda sources: source_regions(
+                    sources,
+                    documents,
+                    col.store.boxes_in,
+                    iiif_base=base or col.settings.regions.iiif_base,
+                    dpi=col.settings.regions.dpi,
+                ),
+            )
     if output is None:
         write_stdout(text)
     else:

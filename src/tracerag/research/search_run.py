@@ -22,7 +22,7 @@ from tracerag import __version__
 from tracerag.collection import Collection
 from tracerag.errors import TraceError
 from tracerag.llm import StructuredLLM
-from tracerag.model import Hit, RankedSource, Ranking, RunStatus
+from tracerag.model import RankedSource, Ranking, RunStatus
 from tracerag.research.variants import query_variants
 from tracerag.retrieval import Retriever, SearchRequest
 from tracerag.retrieval import vocabulary as vocab
@@ -30,22 +30,17 @@ from tracerag.retrieval.expansion import ORIGINAL, Expanded, Variant, search_exp
 from tracerag.retrieval.synonyms import SynonymMap
 from tracerag.trail import JsonlWriter, Trail
 from tracerag.trail.events import (
-    ChannelEvent,
     ExpansionEvent,
-    FusionEvent,
-    FusionMethod,
     LLMCallEvent,
     LLMPurpose,
-    RankedChunk,
     ResultEvent,
     RunEvent,
     RunKind,
     SearchVariant,
-    WindowShareEvent,
 )
+from tracerag.trail.ranking import TRAIL_DEPTH, ranking_events
 from tracerag.trail.writer import EventListener
 
-TRAIL_DEPTH = 50  # hits kept per channel in the trail, as the agent keeps
 EXPANSIONS = ("llm", "vocab")
 
 
@@ -217,51 +212,9 @@ def run_search(
 
 
 def _record_ranking(trail: Trail, ranking: Ranking, step: int) -> None:
-    """Each channel's ranking and their fusion, as the agent records a search (agent/tools.py)."""
-    query = ranking.params.get("query", "")
-    readings = ranking.params.get("channel_readings", {})
-    fusion = ranking.params.get("fusion", {})
-    silent: dict[str, list[Hit]] = {name: [] for name in readings if name not in ranking.channel_hits}
-    for channel, hits in (ranking.channel_hits | silent).items():
-        fields = ranking.field_hits.get(channel, {})
-        trail.emit(
-            ChannelEvent(
-                step=step,
-                channel=channel,
-                query=query,
-                ranking=_ranked(hits),
-                fields={name: _ranked(field_hits) for name, field_hits in fields.items()},
-                field_merge=ranking.params.get("field_merge") if fields else None,
-                reading=readings[channel]["why"] if channel in readings else None,
-            )
-        )
-    if "rrf_k" not in ranking.params:  # nothing was searched (a filter no document satisfies)
-        return
-    trail.emit(
-        FusionEvent(
-            step=step,
-            method=FusionMethod(fusion.get("method", "rrf")),
-            rrf_k=ranking.params["rrf_k"],
-            normalisation=fusion.get("normalisation"),
-            weights=fusion.get("weights"),
-            why=fusion.get("why"),
-            ranking=[
-                {
-                    "doc_id": d.doc_id,
-                    "chunk_id": d.best_chunk_id,
-                    "score": round(d.score, 6),
-                    "channels": {e.channel: e.rank for e in d.channels},
-                }
-                for d in ranking.documents
-            ],
-        )
-    )
-    if ranking.params.get("time_windows"):  # where the results come from in time (retrieval/window_share.py)
-        trail.emit(WindowShareEvent(step=step, **ranking.params["time_windows"]))
-
-
-def _ranked(hits: list[Hit]) -> list[RankedChunk]:
-    return [(h.doc_id, h.chunk_id, round(h.score, 6)) for h in hits[:TRAIL_DEPTH]]
+    """Each channel's ranking, their fusion and the time windows, as the agent records a search."""
+    for event in ranking_events(ranking, ranking.params.get("query", ""), step=step):
+        trail.emit(event)
 
 
 def _collection_span(collection: Collection) -> tuple[list[str], tuple[str, str] | None]:

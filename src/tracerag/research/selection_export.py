@@ -4,11 +4,11 @@ same way, and the researcher's decision (who, when, the note, the run it came fr
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from tracerag.model import Document
 from tracerag.research.selection import SelectionEntry
-from tracerag.trail.export import ExportedSource, joined_source, write_sources
+from tracerag.trail.export import ExportedSource, PageRegion, joined_source, with_regions, write_sources
 
 ORIGIN = "selection"  # what the export's origin column says of a source the researcher accepted
 
@@ -37,6 +37,16 @@ def selection_sources(entries: Sequence[SelectionEntry], documents: Mapping[str,
     ]
 
 
-def export_selection(entries: Sequence[SelectionEntry], documents: Mapping[str, Document], fmt: str) -> str:
-    """`entries` (a selection's accepted ones, as a rule) as csv, ris or csl-json."""
-    return write_sources(selection_sources(entries, documents), fmt)
+def export_selection(
+    entries: Sequence[SelectionEntry],
+    documents: Mapping[str, Document],
+    fmt: str,
+    *,
+    regions: Callable[[Sequence[ExportedSource]], Sequence[list[PageRegion]]] | None = None,
+) -> str:
+    """`entries` (a selection's accepted ones, as a rule) as csv, ris or csl-json; with `regions`
+    (`trail.export.source_regions` bound to the collection), each cited span's page regions as well."""
+    sources = selection_sources(entries, documents)
+    if regions is not None:
+        sources = with_regions(sources, regions(sources))
+    return write_sources(sources, fmt)

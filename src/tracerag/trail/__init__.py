@@ -4,6 +4,7 @@ Emit: `trail.emit(VerdictEvent(...))` (events and their closed sets in `tracerag
 `read_trail(path)` gives the typed events back."""
 
 from tracerag.trail.events import EVENT_ADAPTER, KINDS, SCHEMA_VERSION, Event, TrailEvent, event_schema
+from tracerag.trail.ranking import ranking_events
 from tracerag.trail.reader import find_trail, list_trails, read_trail, trail_path
 from tracerag.trail.writer import EventListener, JsonlWriter, MemoryListener, Trail, new_run_id
 
@@ -21,6 +22,7 @@ __all__ = [
     "find_trail",
     "list_trails",
     "new_run_id",
+    "ranking_events",
     "read_trail",
     "trail_path",
 ]

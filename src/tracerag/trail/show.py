@@ -52,6 +52,7 @@ from tracerag.trail.events import (
     RunEvent,
     SearchEvent,
     VerdictEvent,
+    WindowShareEvent,
 )
 from tracerag.trail.export import derived_title, replanned, result_event, run_event
 
@@ -308,6 +309,18 @@ def _event_line(event: Event, documents: Mapping[str, Document] | None, verbose:
         if event.weights:
             method += " " + ", ".join(f"{c} {w:.2f}" for c, w in event.weights.items())
         return _text((prefix, "dim"), ("fusion ", "bold"), method, f" → {len(event.ranking)}: ", (top, "dim"))
+    if isinstance(event, WindowShareEvent):
+        # the windows that draw more than their share of the results: where the loudest decade pulls
+        loud = sorted((r for r in event.rows if r.ratio is not None and r.ratio > 1), key=lambda r: -(r.ratio or 0))
+        pulls = ", ".join(
+            f"{_data(r.window)} {r.result_share:.0%} of results vs {r.corpus_share:.0%} searched" for r in loud[:3]
+        )
+        return _text(
+            (prefix, "dim"),
+            ("windows ", "bold"),
+            f"{_data(event.window)} ({_data(event.chosen)}): {event.results} results of {event.searched} searched",
+            (f"; over their share: {pulls}" if pulls else "", "dim"),
+        )
     return None
 
 
