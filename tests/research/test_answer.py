@@ -158,6 +158,18 @@ def test_it_abstains_where_the_selection_cannot_answer(tmp_path, selected):
     assert empty.abstained and not events.of(LLMCallEvent)
 
 
+def test_the_extractive_draft_abstains_when_a_source_shares_only_a_name_with_the_question(selected):
+    """A sentence naming the Reichstag does not answer what happened there in a year it does not name: the year
+    is content, so one shared name of three content words is not enough to quote."""
+    answered, _ = _run("Reichstag", selected, None)
+    assert not answered.abstained  # the name alone is the whole question: quoted
+    years = {w for s in selected for w in s.text.split() if w.isdigit() and len(w) == 4}
+    year = next(str(y) for y in range(1700, 2000) if str(y) not in years)
+    assert not any("seuche" in s.text.lower() for s in selected)
+    unanswered, _ = _run(f"Reichstag Seuche {year}", selected, None)  # without the year, one of two: quoted
+    assert unanswered.abstained and not unanswered.sentences
+
+
 def test_an_unusable_draft_is_an_abstention_with_its_failure(tmp_path, selected):
     class Garbage(Drafter):
         def generate(self, messages, **kw):

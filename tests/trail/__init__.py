@@ -6,12 +6,21 @@ which the collection no longer holds."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.fixtures.record_trails import AGENT_TRAIL, CATALOG_TRAIL, MISSING_ID, agent_documents, build_collection
+from tests.fixtures.record_trails import (
+    AGENT_TRAIL,
+    CATALOG_TRAIL,
+    MISSING_ID,
+    RESEARCH_RUNS,
+    RESEARCH_TRAILS,
+    agent_documents,
+    build_collection,
+)
 from tracerag.model import Document
 from tracerag.trail import Event, read_trail
 
@@ -19,10 +28,13 @@ __all__ = [
     "AGENT_TRAIL",
     "CATALOG_TRAIL",
     "MISSING_ID",
+    "RESEARCH_RUNS",
+    "RESEARCH_TRAILS",
     "Recorded",
     "SmallCollection",
     "assert_records_the_fixture",
     "comparable",
+    "lines",
     "recorded",
 ]
 
@@ -68,21 +80,32 @@ def recorded(fixture: Path, collection: Path) -> Recorded:
     return Recorded(path, run_id, read_trail(path))
 
 
-# What a recording may change between two runs of the same code: its run id, the time of each event, the
-# wall-clock seconds of the run, and where and with which package versions it ran.
+# What a recording may change between two runs of the same code: its run id (and the ids of the runs it names: a
+# judge run names the search it judged), the time of each event, the wall-clock seconds of the run, where and with
+# which package versions it ran, and how long a replayed model answer took (a replay records no latency: it is the
+# replay's own).
 VARYING = {"run_id", "time"}
 VARYING_RUN = {"collection", "versions"}
+RUN_ID = re.compile(r"\b\d{8}T\d{6}-[0-9a-f]{6}\b")
+
+
+def lines(path: Path) -> list[str]:
+    """A trail's lines. Split on "\\n" only, as the reader splits: a line may hold U+2028 (a document's
+    line separator in a prompt), which `str.splitlines` would take for a line break."""
+    return path.read_text(encoding="utf-8").split("\n")[:-1]
 
 
 def comparable(path: Path) -> list[dict[str, Any]]:
     """A trail's lines as JSON objects without what varies between two recordings by the same code."""
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        event = {k: v for k, v in json.loads(line).items() if k not in VARYING}
+    for line in lines(path):
+        event = {k: v for k, v in json.loads(RUN_ID.sub("RUN", line)).items() if k not in VARYING}
         if event["kind"] == "run":
             event = {k: v for k, v in event.items() if k not in VARYING_RUN}
         if event["kind"] == "result":
             event["totals"] = {k: v for k, v in event["totals"].items() if k != "wall_s"}
+        if event["kind"] == "llm_call" and event["provider"] == "replay":
+            event.pop("latency_s")
         out.append(event)
     return out
 

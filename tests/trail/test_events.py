@@ -1,5 +1,6 @@
 """The trail as written and read back, on trails recorded from real runs (tests/fixtures/trails/, rewritten by
-`python -m tests.fixtures.record_trails`): every kind of event, typed; the schema every line validates against;
+`python -m tests.fixtures.record_trails`: the agent's run, the catalog conversation and the researcher's search,
+judge, review and answer runs): every kind of event, typed; the schema every line validates against;
 typed emitting stamped by the trail; version-1 lines still read; and the errors a damaged trail gives (they name
 the file and the line)."""
 
@@ -14,7 +15,7 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from tests.trail import AGENT_TRAIL, CATALOG_TRAIL, recorded, small_collection
+from tests.trail import AGENT_TRAIL, CATALOG_TRAIL, RESEARCH_RUNS, RESEARCH_TRAILS, lines, recorded, small_collection
 from tracerag.errors import TrailError
 from tracerag.model import RankedSource, RunStatus, SubQuestion, Verdict
 from tracerag.trail import (
@@ -32,10 +33,15 @@ from tracerag.trail import (
 from tracerag.trail.events import (
     CatalogOutcome,
     CatalogReplyEvent,
+    CitationCheckEvent,
+    DecisionEvent,
+    DraftEvent,
+    ExpansionEvent,
     FusionEvent,
     FusionMethod,
     Guard,
     GuardEvent,
+    JudgmentEvent,
     LLMCallEvent,
     LLMPurpose,
     PlanEvent,
@@ -43,13 +49,24 @@ from tracerag.trail.events import (
     RerankMethod,
     ResultEvent,
     RunEvent,
+    RunKind,
     SearchEvent,
     SearchSkip,
     SearchTool,
+    SelectionDecision,
+    SentenceKind,
     VerdictEvent,
 )
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tracerag"
+
+# The kinds only the catalog records, and those only the researcher's runs record; every other kind is the agent's
+# (the research runs record some of those too: run, llm_call, channel, fusion, windows, result).
+CATALOG_KINDS = {k for k in KINDS if k.startswith("catalog_")}
+RESEARCH_KINDS = {"expansion", "judgment", "decision", "draft", "cite_check"}
+AGENT_KINDS = set(KINDS) - CATALOG_KINDS - RESEARCH_KINDS
+CATALOG_PURPOSES = {LLMPurpose.CATALOG_PARSE, LLMPurpose.CATALOG_CHECK, LLMPurpose.CATALOG_REPLY}
+RESEARCH_PURPOSES = {LLMPurpose.VARIANTS, LLMPurpose.JUDGE, LLMPurpose.DRAFT, LLMPurpose.CITE_CHECK}
 
 
 @pytest.fixture(scope="module")
@@ -67,23 +84,46 @@ def catalog(tmp_path_factory):
     return recorded(CATALOG_TRAIL, tmp_path_factory.mktemp("catalog"))
 
 
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines()
+@pytest.fixture(scope="module")
+def research(tmp_path_factory):
+    """The researcher's runs by name (search, judge, review, answer), in a folder of their own: the shared
+    collection's trails hold the agent's run alone (tests copy the collection and count its trails)."""
+    folder = tmp_path_factory.mktemp("research")
+    return {name: recorded(RESEARCH_TRAILS / f"{name}.jsonl", folder) for name in RESEARCH_RUNS}
 
 
-def test_the_recorded_trails_read_back_whole_and_hold_every_kind(agent, catalog):
-    for case in (agent, catalog):
+@pytest.fixture(scope="module")
+def every(agent, catalog, research):
+    return [agent, catalog, *research.values()]
+
+
+_lines = lines  # split on "\n" alone: a line may hold a document's U+2028
+
+
+def test_the_recorded_trails_read_back_whole_and_hold_every_kind(agent, catalog, research, every):
+    for case in every:
         events = case.events
         assert [e.seq for e in events] == list(range(len(_lines(case.path))))
         assert {e.run_id for e in events} == {case.run_id}
         assert isinstance(events[0], RunEvent) and events[0].schema_version == SCHEMA_VERSION
     assert isinstance(agent.events[-1], ResultEvent) and agent.events[-1].status is RunStatus.COMPLETE
+    firsts = [r.events[0] for r in research.values()]
+    assert [e.run for e in firsts if isinstance(e, RunEvent)] == [
+        RunKind.SEARCH,
+        RunKind.JUDGE,
+        RunKind.REVIEW,
+        RunKind.ANSWER,
+    ]
     agent_kinds = {e.kind for e in agent.events}
-    assert agent_kinds == {k for k in KINDS if not k.startswith("catalog_")}
-    assert agent_kinds | {e.kind for e in catalog.events} == set(KINDS)
+    catalog_kinds = {e.kind for e in catalog.events}
+    research_kinds = {e.kind for r in research.values() for e in r.events}
+    assert agent_kinds == AGENT_KINDS
+    assert catalog_kinds - {"run"} == CATALOG_KINDS
+    assert research_kinds - AGENT_KINDS == RESEARCH_KINDS
+    assert agent_kinds | catalog_kinds | research_kinds == set(KINDS)
 
 
-def test_read_trail_gives_typed_events(agent, catalog):
+def test_read_trail_gives_typed_events(agent, catalog, research):
     """The closed sets come back as their enums, the domain nouns as the domain's classes."""
     events = agent.events
     assert {type(e) for e in events} <= set(KINDS.values())
@@ -100,14 +140,27 @@ def test_read_trail_gives_typed_events(agent, catalog):
     # the fixture's collection is too small to calibrate: CombSUM with every channel 1, and why
     fusions = [e for e in events if isinstance(e, FusionEvent)]
     assert {e.method for e in fusions} == {FusionMethod.COMBSUM}
-    scales = {"bm25": "max", "dense": "minmax", "date": "max", "phrase": "max"}
+    scales = {"bm25": "max", "dense": "minmax", "date": "max", "phrase": "max", "entity": "max"}
     assert all(e.normalisation == scales and "too small to calibrate" in (e.why or "") for e in fusions)
     assert {e.method for e in events if isinstance(e, RerankEvent)} == {RerankMethod.SINGLE, RerankMethod.LLM}
-    assert {e.purpose for e in events if isinstance(e, LLMCallEvent)} == set(LLMPurpose) - {
-        LLMPurpose.CATALOG_PARSE,
-        LLMPurpose.CATALOG_CHECK,
-        LLMPurpose.CATALOG_REPLY,
-    }
+    assert {e.purpose for e in events if isinstance(e, LLMCallEvent)} == set(LLMPurpose) - (
+        CATALOG_PURPOSES | RESEARCH_PURPOSES
+    )
+    studied = [e for r in research.values() for e in r.events]
+    assert {e.purpose for e in studied if isinstance(e, LLMCallEvent)} == RESEARCH_PURPOSES
+    (expansion,) = [e for e in studied if isinstance(e, ExpansionEvent)]
+    assert [v.source for v in expansion.variants] == ["original", "llm", "llm", "llm"]  # the repeat was dropped
+    judged = [e for e in studied if isinstance(e, JudgmentEvent)]
+    failed = [e for e in judged if e.failure]
+    assert len(failed) == 1 and failed[0].score is None  # an unusable answer: a failure, never a default score
+    assert all(isinstance(e.score, int) for e in judged if not e.failure)
+    decisions = [e for e in studied if isinstance(e, DecisionEvent)]
+    assert {e.decision for e in decisions} == {*SelectionDecision, None}  # None: the first decision undone
+    assert any(e.undo for e in decisions) and all(isinstance(e.span, tuple) for e in decisions)
+    (drafted,) = [e for e in studied if isinstance(e, DraftEvent)]
+    assert {s.kind for s in drafted.sentences} == set(SentenceKind)
+    checks = [e for e in studied if isinstance(e, CitationCheckEvent)]
+    assert {(e.located, e.supported) for e in checks} == {(True, True), (True, False), (False, None)}
     result = events[-1]
     assert isinstance(result, ResultEvent) and all(isinstance(r, RankedSource) for r in result.ranking)
     outcomes = [e.outcome for e in catalog.events if isinstance(e, CatalogReplyEvent)]
@@ -119,19 +172,19 @@ def test_read_trail_gives_typed_events(agent, catalog):
     ]
 
 
-def test_reading_back_loses_nothing(agent, catalog):
+def test_reading_back_loses_nothing(agent, every):
     """Each event read back dumps to exactly its line: tuples (spans, rankings) and enums survive."""
-    for case in (agent, catalog):
+    for case in every:
         assert [json.loads(line) for line in _lines(case.path)] == [e.model_dump(mode="json") for e in case.events]
     verdict = next(e for e in agent.events if isinstance(e, VerdictEvent) and e.span)
     assert isinstance(verdict.span, tuple)
 
 
-def test_every_line_validates_against_the_exported_schema(agent, catalog):
+def test_every_line_validates_against_the_exported_schema(agent, every):
     schema = event_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     validator = jsonschema.Draft202012Validator(schema)
-    for case in (agent, catalog):
+    for case in every:
         for n, line in enumerate(_lines(case.path), start=1):
             obj = json.loads(line)
             errors = list(validator.iter_errors(obj))
@@ -274,19 +327,25 @@ def test_an_emitter_builds_its_event_and_the_trail_stamps_it(tmp_path):
     assert [e.model_dump() for e in read_trail(tmp_path / "t.jsonl")] == [e.model_dump() for e in memory]
 
 
+def _code(*wings: str) -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for wing in wings for p in sorted((SRC / wing).glob("*.py")))
+
+
 def test_every_guard_and_purpose_is_one_the_code_emits():
-    """The closed sets hold what the code emits, no more: each member is named at an emitting call."""
-    agent_code = "\n".join(p.read_text(encoding="utf-8") for p in (SRC / "agent").glob("*.py"))
+    """The closed sets hold what the code emits, no more: each member is named at an emitting call (the guards,
+    tools and skips in the agent; a model call's purpose in the agent or the research wing, the catalog's aside)."""
+    agent_code, research_code = _code("agent"), _code("research")
     for guard in Guard:
         assert f"Guard.{guard.name}" in agent_code, guard
-    for purpose in LLMPurpose:
-        if not purpose.startswith("catalog_"):
-            assert f"LLMPurpose.{purpose.name}" in agent_code, purpose
+    for purpose in set(LLMPurpose) - CATALOG_PURPOSES:
+        code = research_code if purpose in RESEARCH_PURPOSES else agent_code
+        assert f"LLMPurpose.{purpose.name}" in code, purpose
     for tool in SearchTool:
         assert f"SearchTool.{tool.name}" in agent_code, tool
     for skip in SearchSkip:
         assert f"SearchSkip.{skip.name}" in agent_code, skip
-    assert re.search(r"\.emit\(\s*\"", agent_code) is None  # no event built from a kind string
+    for code in (agent_code, research_code):
+        assert re.search(r"\.emit\(\s*\"", code) is None  # no event built from a kind string
 
 
 def test_the_exported_schema_is_the_adapters():

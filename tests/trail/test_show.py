@@ -115,12 +115,13 @@ def test_hostile_text_takes_no_style(col, events):
 def test_verbose_adds_channels_fusion_and_llm_calls(col, events):
     text = _render(events, col.documents, verbose=True)
     assert "channel bm25" in text and "(merged from fr)" in text
-    assert "fusion combsum(bm25 max, dense minmax, date max, phrase max)" in text
+    assert "fusion combsum(bm25 max, dense minmax, date max, phrase max, entity max)" in text
     calls = text[text.rindex("LLM calls") :]
     for purpose in ("plan", "action", "review", "reeval", "briefing", "rerank"):
         assert purpose in calls
     assert "437+14" in calls and "0.50 s" in calls and "(2 attempts)" in calls
-    assert "I am not sure what you want. (2 attempts)" in calls and "error: attempt 2: the answer holds no" in calls
+    cells = " ".join(calls.replace("│", " ").split())  # a response wrapped over rows of its cell, read as one
+    assert "I am not sure what you want. (2 attempts)" in cells and "error: attempt 2: the answer holds no" in cells
     assert '"rerank": "llm"' in text  # the run's config
 
 

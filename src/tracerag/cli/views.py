@@ -168,7 +168,7 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
         Text.assemble(
             (safe_line(params["query"]), "bold"),
             f"  ·  {counted(len(result['results']), 'document')}  ·  channels ",
-            safe_line(", ".join(params["active_channels"]) or "none"),
+            safe_line(", ".join(params.get("active_channels", [])) or "none"),
             f"  ·  {result['seconds'] * 1000:.0f} ms",
         )
     )

@@ -209,6 +209,6 @@ def page_regions(
 
 
 NO_BOXES = (
-    "no page regions: this collection keeps no String boxes (ingested before they were kept, or from a format "
-    "without coordinates); re-ingest its ALTO files to add them"
+    "no page regions: this collection keeps no ALTO String boxes (its documents are not ALTO, their ALTO has no "
+    "coordinates, or they were ingested before boxes were kept: only then does re-ingesting the ALTO files add them)"
 )

@@ -185,8 +185,9 @@ def prose_sentences(text: str) -> list[tuple[int, int]]:
 
 
 def content_stems(text: str, language: str) -> set[str]:
-    """The folded, stemmed words of `text` long enough to carry content (lexical support and extraction)."""
-    return {stem(w, language) for w in _WORD.findall(fold_key(text)) if len(w) >= MIN_WORD and not w.isdigit()}
+    """The folded, stemmed words of `text` long enough to carry content (lexical support and extraction). A year
+    counts: "the mayor of Lucerne in 1928" is not answered by a sentence about Lucerne in another year."""
+    return {stem(w, language) for w in _WORD.findall(fold_key(text)) if len(w) >= MIN_WORD}
 
 
 def _extractive(question: str, language: str, labels: dict[str, SourceChunk]) -> Draft:

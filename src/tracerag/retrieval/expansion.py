@@ -161,7 +161,16 @@ def search_expanded(
     for i, (query, variant) in enumerate([(searched, None), *((v.query, v) for v in variants)]):
         name = ORIGINAL if variant is None else f"variant {i}"
         if allowed == 0:  # nothing satisfies the filter: an empty allow-list would mean "everything"
-            ranking = Ranking(documents=[], params={"query": query, "k": request.k, "filter": flt.to_dict()})
+            ranking = Ranking(
+                documents=[],
+                params={
+                    "query": query,
+                    "k": request.k,
+                    "filter": flt.to_dict(),
+                    "channels": list(request.channels or ()),
+                    "active_channels": [],
+                },
+            )
         else:
             ranking = retriever.search(replace(request, query=query, k=depth, filter=flt))
         rankings.append((name, variant, ranking))
