@@ -124,3 +124,21 @@ def test_bad_usage_exits_2(case):
     assert no_flag.exit_code == 2 and "--agent-accepted" in no_flag.output
     unknown = runner.invoke(app, ["answer", "q", "--selection", "no such question", "-c", str(path)])
     assert unknown.exit_code == 2
+
+
+def test_runs_without_accepted_sources_say_what_to_do(case, tmp_path):
+    """Found by a new user: a search run holds no agent verdicts, and an answer run no candidates to review."""
+    path, _, _ = case
+    empty = tmp_path / "settings.toml"
+    empty.write_text("", encoding="utf-8")
+    searched = runner.invoke(app, ["search", "fire", "-c", str(path), "--json", "--config", str(empty)])
+    search_run = json.loads(searched.stdout)["run_id"]
+    args = ["--agent-accepted", "-c", str(path), "--config", str(empty)]
+    drafted = runner.invoke(app, ["answer", "fire", "--from", search_run, *args])
+    said = " ".join(drafted.output.split())  # the console wraps at 80 columns
+    assert drafted.exit_code == 2 and "search run" in said and f"tracerag review {search_run}" in said
+    answered = runner.invoke(app, ["answer", QUESTION, "--selection", QUESTION, "-c", str(path), "--json"])
+    answer_run = json.loads(answered.stdout)["run_id"]
+    reviewed = runner.invoke(app, ["review", answer_run, "-c", str(path)], input="q")
+    said = " ".join(reviewed.output.split())
+    assert reviewed.exit_code == 2 and "is an answer run" in said and "did not finish" not in said

@@ -104,6 +104,15 @@ def test_bad_input_is_exit_2_naming_the_place(collection, tmp_path):
 
 
 @pytest.mark.needs_data("hipe2022")
+def test_a_filter_no_document_satisfies_lists_nothing_and_says_so(collection):
+    """Found by a new user: the listing (not --json) crashed on the empty search's missing parameters."""
+    for expression in ("zzzqqqxx", "title:zzzqqqxx"):
+        result = invoke("search", "gouvernement", "-c", str(collection), "--filter", expression)
+        assert result.exit_code == 0, result.output
+        assert "0 documents" in result.stdout and "Traceback" not in result.output
+
+
+@pytest.mark.needs_data("hipe2022")
 def test_an_expansion_that_cannot_be_made_is_exit_1_and_said(collection):
     result = invoke("search", "gouvernement", "-c", str(collection), "--expand", "llm", "--json")
     assert result.exit_code == 1, result.output

@@ -41,6 +41,26 @@ def test_additions_are_appended_once():
 
 
 @pytest.mark.needs_data("hipe2022")
+def test_additions_are_a_variant_and_the_query_as_written_keeps_its_phrase(col):
+    """Found by a new user: appended to the query, an added word made the phrase channel look for a three-word
+    phrase no document holds, and the search narrowed. The additions are a variant fused with the query now."""
+    retriever = Retriever(col)
+    request = SearchRequest("gouvernement provisoire", k=10, channels=("bm25", "phrase"), windows="")
+    plain = retriever.search(request)
+    phrased = {h.doc_id for h in plain.channel_hits["phrase"]}
+    assert phrased, "HIPE-2022 holds the phrase"
+    added = search_expanded(retriever, request, added=["gouvernemens"])
+    (name, _, original), (_, variant, with_word) = added.rankings
+    assert name == ORIGINAL and original.params["query"] == "gouvernement provisoire"
+    assert original.params["channel_readings"]["phrase"]["acts"]
+    assert original.doc_ids()[:10] == plain.doc_ids()
+    assert variant is not None and (variant.source, variant.kind) == (VariantSource.RESEARCHER, VariantKind.ADDITIONS)
+    assert with_word.params["query"] == "gouvernement provisoire gouvernemens" == added.searched
+    top = added.ranking.doc_ids()
+    assert top[0] == plain.doc_ids()[0] and phrased & set(top)
+
+
+@pytest.mark.needs_data("hipe2022")
 def test_vocabulary_variants_add_a_neighbour_spelled_like_a_query_word(model):
     query = "le gouvernement provisoire"
     variants = vocabulary_variants(query, model, 3, 0.0)

@@ -152,3 +152,18 @@ def test_a_catalog_conversation_is_shown_turn_by_turn():
     assert "topic food pantry held (service_type): service type Emergency Food (79 records)" in flat
     assert "topic piano tuning not held (nothing): 'piano' in 8 records, 'tuning' in 2 records" in flat
     assert "Final ranking" not in text  # a conversation has no result
+
+
+def test_a_search_run_shows_its_expansion_and_says_what_kind_of_run_it_is():
+    """The recorded search run (tests/fixtures/trails/research/search.jsonl): its variants, each with where it came
+    from, its weight and its first documents; no agent wording (no verdicts, no "hybrid warm start")."""
+    from tests.trail import RESEARCH_TRAILS
+
+    events = read_trail(RESEARCH_TRAILS / "search.jsonl")
+    text = _render(events)
+    assert "Kind" in text and "search run" in text
+    assert "expansion searched" in text and "original (original, weight" in text
+    assert re.search(r"variant 1 \(llm/[a-z_]+, weight 1\)", text)
+    assert "Verdicts" not in text and "hybrid warm start" not in text
+    review = _render(read_trail(RESEARCH_TRAILS / "review.jsonl"))
+    assert "review run" in review and "the researcher decides" in review

@@ -86,7 +86,15 @@ def answer(
         else:
             assert from_run is not None
             path = find_trail(trail_roots(col.path, settings), from_run)
-            refs, source = refs_from_run(read_trail(path), accepted_only=True, source=str(path)), path.stem
+            events = read_trail(path)
+            refs, source = refs_from_run(events, accepted_only=True, source=str(path)), path.stem
+            first = events[0] if events else None
+            if not refs and isinstance(first, RunEvent) and first.run is not RunKind.ASK:
+                raise ConfigError(
+                    f"run {path.stem} is a {first.run.value} run: only the agent accepts sources "
+                    "(tracerag ask); for this run's candidates, accept them with `tracerag review "
+                    f"{path.stem}` and draft with --selection QUESTION"
+                )
         loaded = load_chunks(col, refs)
         sources = loaded.chunks
         for doc_id in loaded.missing:  # drafted without it, and said so

@@ -106,6 +106,12 @@ def candidates_of(events: Sequence[Event], judged: Sequence[Event] = ()) -> list
             )
             for n, j in enumerate(own.values(), start=1)
         ]
+    kind = run.run.value
+    if run.run in (RunKind.REVIEW, RunKind.ANSWER):
+        raise SelectionError(
+            f"run {run.run_id} is a{'n' if kind == 'answer' else ''} {kind} run: it has no candidates to review; "
+            "review the search, ask or judge run it came from"
+        )
     raise SelectionError(
         f"run {run.run_id} has no candidates: it did not finish (no 'result' event) and judged nothing"
     )

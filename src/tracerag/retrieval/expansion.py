@@ -43,6 +43,7 @@ MIN_WORD = 4
 class VariantSource(StrEnum):
     LLM = "llm"  # a language model's variant of the query (research/variants.py)
     VOCABULARY = "vocabulary"  # a query word swapped for its neighbour in the collection's vocabulary model
+    RESEARCHER = "researcher"  # the query with the researcher's own additions (--add, the synonym map)
 
 
 class VariantKind(StrEnum):
@@ -53,6 +54,7 @@ class VariantKind(StrEnum):
     OTHER_LANGUAGE = "other_language"  # the query in another language of the collection
     BROADER_NARROWER = "broader_narrower"  # a broader or a narrower concept
     NEIGHBOUR = "neighbour"  # the vocabulary model's
+    ADDITIONS = "additions"  # the researcher's chosen words and synonym forms, added to the query
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,11 @@ def search_expanded(
     """Search the query (with its additions) and each variant under the same filter, and fuse the rankings by
     weighted RRF; without variants, the original's ranking as it is."""
     searched, applied = with_additions(request.query, synonyms, added)
+    # The additions are a variant of their own, fused with the query as written: appended to the query itself they
+    # turned the phrase channel's whole-query phrase into one no document holds, and the search narrowed.
+    if searched != request.query:
+        why = "the query with your additions (" + ", ".join([*(f for a in applied for f in a.added), *added]) + ")"
+        variants = [Variant(searched, VariantSource.RESEARCHER, VariantKind.ADDITIONS, why), *variants]
     flt, allowed = request.filter, None
     if filter_expression:
         expr = boolean.parse(filter_expression)
@@ -158,7 +165,7 @@ def search_expanded(
         allowed = len(flt.doc_ids)
     depth = max(request.k, EACH_DEPTH) if variants else request.k
     rankings: list[tuple[str, Variant | None, Ranking]] = []
-    for i, (query, variant) in enumerate([(searched, None), *((v.query, v) for v in variants)]):
+    for i, (query, variant) in enumerate([(request.query, None), *((v.query, v) for v in variants)]):
         name = ORIGINAL if variant is None else f"variant {i}"
         if allowed == 0:  # nothing satisfies the filter: an empty allow-list would mean "everything"
             ranking = Ranking(

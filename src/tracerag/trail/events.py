@@ -487,11 +487,11 @@ class SearchVariant(BaseModel):
 
     name: str = Field(description="'original', or 'variant N' (N its step in this trail's channel events).")
     query: str
-    source: Literal["original", "llm", "vocabulary"]
+    source: Literal["original", "llm", "vocabulary", "researcher"]
     kind: str | None = Field(
         default=None,
-        description="period_vocabulary, historical_spelling, other_language, broader_narrower (an LLM's), or "
-        "neighbour (the vocabulary model's).",
+        description="period_vocabulary, historical_spelling, other_language, broader_narrower (an LLM's), "
+        "neighbour (the vocabulary model's), or additions (the researcher's --add words and synonym forms).",
     )
     why: str = ""
     ranking: list[str] = Field(description="Its documents, best first (what the RRF fused).")

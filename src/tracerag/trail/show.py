@@ -38,6 +38,7 @@ from tracerag.trail.events import (
     DecisionEvent,
     DraftEvent,
     Event,
+    ExpansionEvent,
     FusionEvent,
     GuardEvent,
     JudgmentEvent,
@@ -50,6 +51,7 @@ from tracerag.trail.events import (
     ResultEvent,
     ReviewEvent,
     RunEvent,
+    RunKind,
     SearchEvent,
     VerdictEvent,
     WindowShareEvent,
@@ -170,7 +172,18 @@ def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
     llm = "/".join(_data(v) for v in run.llm.values()) if run.llm else None
     replies = [e for e in events if isinstance(e, CatalogReplyEvent)]
     catalog = any(e.kind.startswith("catalog_") for e in events)
-    without = "none: rule-based parsing, templated replies" if catalog else "none: hybrid warm start only"
+    # what a run of each kind does without a model (the catalog's run event says "ask": it is told by its events)
+    without = (
+        "none: rule-based parsing, templated replies"
+        if catalog
+        else {
+            RunKind.SEARCH: "none: no variants asked of a model",
+            RunKind.REVIEW: "none: the researcher decides",
+            RunKind.ANSWER: "none: an extractive draft and a lexical check",
+        }.get(run.run, "none: hybrid warm start only")
+    )
+    if not catalog and run.run is not RunKind.ASK:
+        grid.add_row("Kind", _text(f"{run.run.value} run"))
     grid.add_row("LLM", _text(llm) if llm else _text((without, "dim")))
     if catalog:
         outcomes = ", ".join(f"{n} {o}" for o, n in Counter(e.outcome for e in replies).items())
@@ -208,7 +221,7 @@ def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
         grid.add_row("Elapsed", _text(f"{elapsed:.1f} s"))
     if totals:
         grid.add_row("Totals", _text(", ".join(f"{_data(k)}={v:g}" for k, v in totals.items())))
-    if result is not None:
+    if result is not None and run.run is RunKind.ASK:  # a search run has a ranking, not verdicts
         grid.add_row(
             "Verdicts",
             _text(
@@ -223,6 +236,38 @@ def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
         grid.add_row("Config", _text((_json(run.config, 400), "dim")))
         grid.add_row("Versions", _text((_json(run.versions, 400), "dim")))
     return Panel(grid, title=_text(("TRACE trail", "bold")), title_align="left", border_style="blue")
+
+
+def _expansion(event: ExpansionEvent) -> RenderableType:
+    """What a search ran as: the query with the researcher's additions, the filter, each variant and its top."""
+    tree = Tree(_text(("expansion ", "bold"), "searched ", ("“" + _data(event.searched) + "”", "italic")))
+    for applied in event.synonyms:
+        added = ", ".join(_data(a) for a in applied.get("added", []))
+        tree.add(
+            _text(
+                "synonym map: ",
+                _data(str(applied.get("found", ""))),
+                f" → {added}",
+                (f" (line {applied.get('line')})", "dim"),
+            )
+        )
+    if event.filter_expression:
+        tree.add(_text("filter ", _data(event.filter_expression), f" → {event.allowed} documents allowed"))
+    for v in event.variants:
+        kind = v.source if v.kind is None else f"{v.source}/{v.kind}"
+        top = ", ".join(_data(d) for d in v.ranking[:5])
+        weight = event.weights.get(v.name)
+        tree.add(
+            _text(
+                (_data(v.name), "bold"),
+                f" ({kind}" + (f", weight {weight:g}" if weight is not None else "") + "): ",
+                ("“" + _data(v.query) + "”", "italic"),
+                (f" → {top}" if top else " → nothing", "dim"),
+            )
+        )
+    for failure in event.failures:
+        tree.add(_text(("failed: ", "bold red"), _data(failure)))
+    return tree
 
 
 def _plan(event: PlanEvent) -> RenderableType:
@@ -534,6 +579,8 @@ def render_trail(
             out.append(_research_line(event))
         elif isinstance(event, DraftEvent):
             out.append(_draft(event))
+        elif isinstance(event, ExpansionEvent):
+            out.append(_expansion(event))
     flush()
 
     result = result_event(events)
