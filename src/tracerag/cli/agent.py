@@ -23,6 +23,7 @@ from tracerag.cli.app import (
     CollectionOpt,
     ConfigOpt,
     ExitCode,
+    IiifBaseOpt,
     app,
     counted,
     data_text,
@@ -221,10 +222,7 @@ def trail_export(
     collection: CollectionOpt = Path("."),
     fmt: Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")] = "csv",
     output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
-    iiif_base: Annotated[
-        str | None,
-        typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
-    ] = None,
+    iiif_base: IiifBaseOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """Export the final sources with their reasons and exact evidence spans (RIS and CSL-JSON import into Zotero),

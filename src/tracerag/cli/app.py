@@ -51,6 +51,10 @@ WaitOpt = Annotated[
     typer.Option("--wait", help="When another process is writing the collection, wait for it (else exit 3 at once)."),
 ]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")]
+IiifBaseOpt = Annotated[
+    str | None,
+    typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
+]
 
 
 class ExitCode(IntEnum):

@@ -30,6 +30,7 @@ from tracerag.cli.app import (
     CollectionOpt,
     ConfigOpt,
     ExitCode,
+    IiifBaseOpt,
     app,
     counted,
     data_text,
@@ -329,10 +330,7 @@ def selection_export(
     collection: CollectionOpt = Path("."),
     fmt: Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")] = "csv",
     output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
-    iiif_base: Annotated[
-        str | None,
-        typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
-    ] = None,
+    iiif_base: IiifBaseOpt = None,
     config: ConfigOpt = None,
 ) -> None:
     """The accepted sources with their cited spans and the researcher's notes (RIS and CSL-JSON import into

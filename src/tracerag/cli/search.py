@@ -12,6 +12,7 @@ from tracerag.cli.app import (
     CollectionOpt,
     ConfigOpt,
     ExitCode,
+    IiifBaseOpt,
     app,
     data_text,
     err,
@@ -52,10 +53,7 @@ def search(
         str | None,
         typer.Option(help="Temporal windowing: equal share per window, e.g. 5y (also the windows --explain shows)."),
     ] = None,
-    iiif_base: Annotated[
-        str | None,
-        typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
-    ] = None,
+    iiif_base: IiifBaseOpt = None,
     expand: Annotated[
         list[str] | None,
         typer.Option(help="Also search variants, fused by RRF: 'llm' (a model's, --llm) or 'vocab' (repeatable)."),
