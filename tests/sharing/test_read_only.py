@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.sharing import environment, tracerag
-from tracerag.collection import Collection
+from tracerag.collection import SELECTIONS_FILE, Collection
 from tracerag.config import load_settings
 from tracerag.ingest import read_documents
 from tracerag.retrieval import Retriever, SearchRequest
@@ -88,7 +88,7 @@ def test_a_collection_of_another_user_is_readable_and_refuses_writes(hipe_dir: P
     env = environment(home / "cache", HOME=str(home), PYTHONPATH=os.pathsep.join(paths), TMPDIR=str(home))
     python = nobodys_python(env)
 
-    def nobody(*args: object) -> tuple[int, str, str]:
+    def nobody(*args: object, keys: str | None = None) -> tuple[int, str, str]:
         prefix = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", python, "-c"]
         done = subprocess.run(
             [*prefix, "from tracerag.cli import app; app()", *map(str, args)],
@@ -97,6 +97,7 @@ def test_a_collection_of_another_user_is_readable_and_refuses_writes(hipe_dir: P
             text=True,
             timeout=300,
             cwd=home,
+            input=keys,
         )
         assert "Traceback" not in done.stdout + done.stderr, done.stderr
         return done.returncode, done.stdout, done.stderr
@@ -140,5 +141,15 @@ def test_a_collection_of_another_user_is_readable_and_refuses_writes(hipe_dir: P
         assert rc == 2, (command, err)
         assert "owned by root, not writable by this user" in err and "must write" in err
         assert len(err.strip().splitlines()) == 1
+
+    # A plain search is a run too: its trail goes where nobody may write, and is listed with the others.
+    searches = [t for t in (home / "cache" / "readonly").rglob("*.jsonl") if '"run": "search"' in t.read_text()]
+    assert searches, "the search runs' trails are in nobody's private folder"
+    # nobody's own selection of root's run: kept in nobody's private folder, the collection untouched
+    rc, out, err = nobody("review", root_run, "-c", col, "--question", "Conseils municipaux", keys="ar")
+    assert rc == 0, err
+    rc, out, err = nobody("selection", "list", "-c", col)
+    assert rc == 0 and "Conseils municipaux" in out, err
+    assert list((home / "cache" / "readonly").rglob(SELECTIONS_FILE))
 
     assert tree(col) == before  # nothing of the collection was touched
