@@ -23,6 +23,8 @@ from tracerag.cli.app import (
     CollectionOpt,
     ConfigOpt,
     ExitCode,
+    ExportFormatOpt,
+    ExportOutOpt,
     IiifBaseOpt,
     app,
     counted,
@@ -220,8 +222,8 @@ def trail_show(
 def trail_export(
     run: Annotated[str, typer.Argument(help="Run id (or a unique prefix), or a trail .jsonl file.")],
     collection: CollectionOpt = Path("."),
-    fmt: Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")] = "csv",
-    output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
+    fmt: ExportFormatOpt = "csv",
+    output: ExportOutOpt = None,
     iiif_base: IiifBaseOpt = None,
     config: ConfigOpt = None,
 ) -> None:

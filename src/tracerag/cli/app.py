@@ -51,6 +51,8 @@ WaitOpt = Annotated[
     typer.Option("--wait", help="When another process is writing the collection, wait for it (else exit 3 at once)."),
 ]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")]
+ExportFormatOpt = Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")]
+ExportOutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")]
 IiifBaseOpt = Annotated[
     str | None,
     typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),

@@ -30,6 +30,8 @@ from tracerag.cli.app import (
     CollectionOpt,
     ConfigOpt,
     ExitCode,
+    ExportFormatOpt,
+    ExportOutOpt,
     IiifBaseOpt,
     app,
     counted,
@@ -328,8 +330,8 @@ def selection_show(
 def selection_export(
     question: Annotated[str, typer.Argument(help="The research question (or a unique beginning of it).")],
     collection: CollectionOpt = Path("."),
-    fmt: Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")] = "csv",
-    output: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")] = None,
+    fmt: ExportFormatOpt = "csv",
+    output: ExportOutOpt = None,
     iiif_base: IiifBaseOpt = None,
     config: ConfigOpt = None,
 ) -> None:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from tracerag.cli.app import (
+    BaseUrlOpt,
     CollectionOpt,
     ConfigOpt,
     ExitCode,
@@ -69,7 +70,7 @@ def search(
     llm: Annotated[
         str | None, typer.Option("--llm", help="Model for --expand llm: openai:MODEL, local, replay:DIR.")
     ] = None,
-    base_url: Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")] = None,
+    base_url: BaseUrlOpt = None,
     min_ocr: Annotated[
         float | None,
         typer.Option(
