@@ -227,8 +227,10 @@ print(json.dumps({"peak_mb": peak / 1024, "chunks": report.chunks}))
 # document as one sub-batch (every chunk in memory, one engine write) peaked at 808 MB, and the list-building
 # chunker with its one transaction and one upsert per document (commit 8e1ddc3) at 620 MB. Since index version 4
 # the text, which states no language, has it detected: the detector's model (py3langid) stays resident, ~73 MB,
-# and the same ingest peaked at 471 MB.
-PEAK_BOUND_MB = 540
+# and the same ingest peaked at 471 MB. Since issue 12 each document's OCR quality is estimated against wordfreq's
+# word list for its language, a set of ~311,000 French words that stays resident, ~45 MB: 524-542 MB here and on CI.
+# The bound still catches either buffering design above (each would now peak ~50 MB higher than it did).
+PEAK_BOUND_MB = 600
 
 
 def test_a_20_mb_document_is_ingested_within_a_memory_bound(tmp_path, hipe_dir):

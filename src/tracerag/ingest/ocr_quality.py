@@ -74,7 +74,12 @@ def _lexicon(language: str) -> frozenset[str]:
     lists = _lists(language)
     if lists is None:
         return frozenset()
-    return frozenset(wordfreq.get_frequency_dict(language, wordlist=lists))
+    words = frozenset(wordfreq.get_frequency_dict(language, wordlist=lists))
+    # wordfreq keeps its own copies (the dict and the list behind it) cached; the set is the one this module needs,
+    # and an ingest holds it for the whole run.
+    wordfreq.get_frequency_dict.cache_clear()
+    wordfreq.get_frequency_list.cache_clear()
+    return words
 
 
 def is_garbage(token: str) -> bool:
