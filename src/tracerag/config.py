@@ -401,6 +401,17 @@ class RegionsSettings(_Section):
         return value.strip() if value else None
 
 
+class ServerSettings(_Section):
+    host: str = Field("127.0.0.1", description="Address `tracerag serve` binds to; beyond loopback a token is asked.")
+    port: int = Field(8765, ge=0, le=65535, description="Port of `tracerag serve` (0: any free port).")
+    max_request_kb: int = Field(1024, ge=1, description="Largest request body accepted, except uploads (KiB).")
+    max_upload_mb: int = Field(200, ge=1, description="Largest upload accepted by an ingest (MiB).")
+    rate_per_minute: int = Field(
+        600, ge=1, description="Requests one client may make per minute (a burst of a tenth of it at once)."
+    )
+    jobs_kept: int = Field(200, ge=1, description="Finished background jobs (ingest, ask) kept for their results.")
+
+
 class Settings(BaseSettings):
     """Everything that shapes ingest and retrieval. Collections record the parts that shaped their index."""
 
@@ -419,6 +430,7 @@ class Settings(BaseSettings):
     selection: SelectionSettings = Field(
         default_factory=SelectionSettings, description="The researcher's selection (review)."
     )
+    server: ServerSettings = Field(default_factory=ServerSettings, description="The web app and HTTP API.")
     cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
     demo_data: Path | None = Field(
         None, description="Local copy of the three HIPE-2022 demo files: `tracerag demo` uses it, not its sample."

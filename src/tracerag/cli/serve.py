@@ -1,0 +1,63 @@
+"""`tracerag serve`: the web app and HTTP API over one or more collections and a catalog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from tracerag.cli.app import BaseUrlOpt, ConfigOpt, ExitCode, app, data_text, err, friendly, out, settings_with_llm
+from tracerag.errors import ConfigError
+
+HostOpt = Annotated[
+    str | None, typer.Option("--host", help="Address to listen on (default 127.0.0.1; any other needs a token).")
+]
+PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
+TokenOpt = Annotated[
+    str | None,
+    typer.Option("--token", envvar="TRACERAG_TOKEN", help="Token asked of every client (generated beyond loopback)."),
+]
+
+
+@app.command()
+@friendly
+def serve(
+    collection: Annotated[
+        list[Path] | None, typer.Option("--collection", "-c", help="Collection directory to serve (repeatable).")
+    ] = None,
+    catalog: Annotated[Path | None, typer.Option("--catalog", help="Catalog directory for the catalog chat.")] = None,
+    host: HostOpt = None,
+    port: PortOpt = None,
+    token: TokenOpt = None,
+    llm: Annotated[
+        str | None,
+        typer.Option("--llm", help="Model for ask, judge, drafts and chat: openai:MODEL, local, replay:DIR."),
+    ] = None,
+    base_url: BaseUrlOpt = None,
+    config: ConfigOpt = None,
+) -> ExitCode | None:
+    """Serve the web app and the HTTP API (OpenAPI schema at /api/openapi.json) until Ctrl-C."""
+    from tracerag.collection import Collection
+    from tracerag.server.run import run_server
+    from tracerag.server.state import ServerConfig
+
+    if not collection and catalog is None:
+        raise ConfigError("nothing to serve: give a collection (-c DIR, repeatable) or a catalog (--catalog DIR)")
+    for path in collection or []:
+        if not Collection.exists(path):
+            raise ConfigError(f"-c {path}: not a TRACE collection (no collection.toml); see `tracerag ingest`")
+    if catalog is not None and not catalog.is_dir():
+        raise ConfigError(f"--catalog {catalog}: no such folder; make one with `tracerag catalog ingest`")
+    settings = settings_with_llm(config, llm, base_url)
+    server_config = ServerConfig(
+        collections=tuple(collection or ()),
+        settings=settings,
+        catalog=catalog,
+        token=token,
+        host=host or settings.server.host,
+        port=settings.server.port if port is None else port,
+    )
+    run_server(server_config, lambda line: out.print(data_text(line), soft_wrap=True))
+    err.print("stopped")
+    return None

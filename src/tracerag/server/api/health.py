@@ -1,0 +1,30 @@
+"""GET /api/health: the server is up, what it serves, and whether each collection can be read now."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from tracerag import __version__
+from tracerag.server.deps import State
+
+router = APIRouter(tags=["health"])
+
+
+class Health(BaseModel):
+    status: str
+    version: str
+    collections: list[str]
+    catalog: bool
+    jobs_running: int
+
+
+@router.get("/health", response_model=Health)
+def health(state: State) -> Health:
+    return Health(
+        status="ok",
+        version=__version__,
+        collections=sorted(state.collections),
+        catalog=state.config.catalog is not None,
+        jobs_running=sum(1 for j in state.jobs.list() if j.status.value == "running"),
+    )

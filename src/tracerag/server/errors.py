@@ -1,0 +1,79 @@
+"""The one place where errors become HTTP answers: a `TraceError` by its kind, a request that does not validate
+as a message naming the field, an HTTP error as JSON. API paths answer JSON `{"error": ..., "field": ...}`;
+pages answer an HTML page saying the same."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from tracerag.errors import (
+    CollectionBusyError,
+    ConfigError,
+    DataUnavailableError,
+    LLMError,
+    ReadOnlyError,
+    SelectionError,
+    TraceError,
+    TrailError,
+)
+from tracerag.server.state import NotFoundError
+
+# most specific first: the first class an error is an instance of decides its status
+STATUS_OF: list[tuple[type[TraceError], int]] = [
+    (NotFoundError, 404),
+    (CollectionBusyError, 503),
+    (ReadOnlyError, 409),
+    (LLMError, 502),
+    (DataUnavailableError, 503),
+    (TrailError, 404),
+    (SelectionError, 400),
+    (ConfigError, 400),
+    (TraceError, 400),
+]
+
+
+def status_of(exc: TraceError) -> int:
+    return next(status for kind, status in STATUS_OF if isinstance(exc, kind))
+
+
+def field_of(loc: tuple[Any, ...] | list[Any]) -> str:
+    """A validation error's place as a user names it: `body.filter.date_from` → `filter.date_from`."""
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "cookie")]
+    return ".".join(parts) or "body"
+
+
+def error_response(request: Request, status: int, message: str, **extra: Any) -> Response:
+    if request.url.path.startswith("/api"):
+        return JSONResponse({"error": message, **extra}, status_code=status)
+    templates = request.app.state.templates
+    return templates.TemplateResponse(request, "error.html", {"status": status, "message": message}, status_code=status)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(TraceError)
+    async def trace_error(request: Request, exc: TraceError) -> Response:
+        status = status_of(exc)
+        headers = {"Retry-After": "5"} if isinstance(exc, CollectionBusyError) else None
+        response = error_response(request, status, str(exc), kind=type(exc).__name__)
+        if headers:
+            response.headers.update(headers)
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError) -> Response:
+        errors = [{"field": field_of(e.get("loc", ())), "message": str(e.get("msg", "invalid"))} for e in exc.errors()]
+        first = errors[0] if errors else {"field": "body", "message": "invalid request"}
+        message = f"{first['field']}: {first['message']}"
+        return error_response(request, 422, message, field=first["field"], errors=errors)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        response = error_response(request, exc.status_code, str(exc.detail))
+        for key, value in (exc.headers or {}).items():
+            response.headers[key] = value
+        return response

@@ -1,0 +1,61 @@
+"""Start the server: bind first (so that port 0 gets a real port and the printed address is the one listening),
+say where it listens, then serve until interrupted. Used by `tracerag serve` and `tracerag demo --serve`."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+
+from tracerag.errors import ConfigError
+from tracerag.server.security import LOOPBACK, new_token
+from tracerag.server.state import ServerConfig
+
+
+def with_token(config: ServerConfig, announce: Callable[[str], None]) -> ServerConfig:
+    """A server opened beyond loopback must ask a token: the one given, else a new one, printed once."""
+    if config.token is not None and not config.token.strip():
+        raise ConfigError("--token: empty; give a token, or leave it out on 127.0.0.1")
+    if config.host in LOOPBACK or config.token is not None:
+        return config
+    token = new_token()
+    announce("a token is required beyond 127.0.0.1; this one is shown once (or pass --token):")
+    announce(f"  {token}")
+    return ServerConfig(**{**config.__dict__, "token": token})
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(f"--host {host} --port {port}: cannot listen there ({exc.strerror or exc})") from None
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def address(config: ServerConfig, port: int) -> str:
+    host = config.host if ":" not in config.host.strip("[]") else f"[{config.host.strip('[]')}]"
+    url = f"http://{host}:{port}/"
+    return url + (f"?token={config.token}" if config.token else "")
+
+
+def run_server(config: ServerConfig, announce: Callable[[str], None]) -> None:
+    import uvicorn
+
+    from tracerag.server.app import create_app
+
+    config = with_token(config, announce)
+    sock = bind(config.host, config.port)
+    port = sock.getsockname()[1]
+    app = create_app(config)
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5, lifespan="on")
+    )
+    served = ", ".join(sorted(app.state.server.collections)) or "no collection"
+    announce(f"serving {served}" + (" and the catalog" if config.catalog else "") + f" at {address(config, port)}")
+    announce("press Ctrl-C to stop")
+    server.run(sockets=[sock])

@@ -1,0 +1,268 @@
+"""The server's guards, applied to every request before any route: the Host header (no DNS rebinding onto a
+loopback server), the token (when one is set), CSRF on state-changing requests, a rate limit per client, the body
+size limit, and the response headers (a Content-Security-Policy that allows no inline script at all, so that text
+from a document can never run, whatever a template does with it)."""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+TOKEN_COOKIE = "tracerag_token"
+CSRF_COOKIE = "tracerag_csrf"
+CSRF_HEADER = "x-csrf-token"
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+# img-src https: is for page regions from an IIIF image server; nothing else may come from elsewhere
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
+)
+UPLOAD_PATHS = ("/api/collections/",)  # ... /{name}/ingest: the only routes that take files
+UPLOAD_SUFFIX = "/ingest"
+
+
+def new_token() -> str:
+    return secrets.token_urlsafe(24)
+
+
+@dataclass
+class RateLimiter:
+    """A token bucket per client: `per_minute` requests a minute, `burst` at once."""
+
+    per_minute: int
+    burst: int
+    _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def allow(self, client: str, now: float | None = None) -> float:
+        """0 when `client` may go on, else the seconds until it may."""
+        now = time.monotonic() if now is None else now
+        rate = self.per_minute / 60.0
+        with self._lock:
+            tokens, last = self._buckets.get(client, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - last) * rate)
+            if tokens >= 1:
+                self._buckets[client] = (tokens - 1, now)
+                return 0.0
+            self._buckets[client] = (tokens, now)
+            return (1 - tokens) / rate
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+def _cookies(headers: dict[str, str]) -> dict[str, str]:
+    jar: SimpleCookie = SimpleCookie()
+    try:
+        jar.load(headers.get("cookie", ""))
+    except Exception:  # a malformed cookie header counts as none
+        return {}
+    return {k: m.value for k, m in jar.items()}
+
+
+def _host_only(host: str) -> str:
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host.split("]")[0] + "]"
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class Guard:
+    """The ASGI middleware that applies the guards (see the module docstring). `token` None: none asked (the
+    server then listens on loopback only, and the Host header must be a loopback name)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        token: str | None,
+        loopback_only: bool,
+        max_body: int,
+        max_upload: int,
+        limiter: RateLimiter,
+    ):
+        self.app = app
+        self.token = token
+        self.loopback_only = loopback_only
+        self.max_body = max_body
+        self.max_upload = max_upload
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        path: str = scope.get("path", "/")
+        method: str = scope.get("method", "GET")
+        api = path.startswith("/api/") or path == "/api"
+        cookies = _cookies(headers)
+
+        async def refuse(status: int, message: str, extra: dict[str, str] | None = None) -> None:
+            await _error(send, status, message, api=api, extra=extra)
+
+        if self.loopback_only and _host_only(headers.get("host", "")) not in LOOPBACK:
+            await refuse(421, "this server answers only to a loopback host name (127.0.0.1 or localhost)")
+            return
+        client = (scope.get("client") or ("?", 0))[0]
+        wait = self.limiter.allow(client)
+        if wait:
+            await refuse(429, "too many requests: slow down", {"retry-after": str(max(1, round(wait)))})
+            return
+
+        set_token_cookie = False
+        if self.token is not None:
+            query_token = _query_token(scope)
+            offered = _bearer(headers) or cookies.get(TOKEN_COOKIE) or query_token
+            if not offered or not hmac.compare_digest(offered.encode(), self.token.encode()):
+                await refuse(
+                    401,
+                    "a token is required: open the address `tracerag serve` printed, or send "
+                    "'Authorization: Bearer TOKEN'",
+                    {"www-authenticate": "Bearer"},
+                )
+                return
+            set_token_cookie = query_token is not None and cookies.get(TOKEN_COOKIE) != self.token
+            if set_token_cookie and method in SAFE_METHODS and not api:
+                # the printed address carries the token once: keep it in a cookie and drop it from the address
+                await _redirect_without_token(send, scope, self.token)
+                return
+
+        if method not in SAFE_METHODS:
+            problem = _csrf_problem(headers, cookies, bearer=_bearer(headers) is not None)
+            if problem:
+                await refuse(403, problem)
+                return
+
+        limit = self.max_upload if path.startswith(UPLOAD_PATHS) and path.endswith(UPLOAD_SUFFIX) else self.max_body
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await refuse(413, f"request body too large: {int(length)} bytes, at most {limit}")
+            return
+
+        csrf = cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(18)
+        scope.setdefault("state", {})["csrf_token"] = csrf
+        new_csrf = CSRF_COOKIE not in cookies
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        async def send_with_headers(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                extra = [
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"no-referrer"),
+                    (b"x-frame-options", b"DENY"),
+                ]
+                if api:
+                    extra.append((b"cache-control", b"no-store"))
+                if new_csrf:
+                    extra.append((b"set-cookie", _cookie(CSRF_COOKIE, csrf)))
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, send_with_headers)
+        except BodyTooLarge as exc:
+            if not started:
+                await refuse(413, f"request body too large: more than {exc.limit} bytes")
+
+
+class BodyTooLarge(Exception):
+    def __init__(self, limit: int):
+        self.limit = limit
+
+
+def _cookie(name: str, value: str) -> bytes:
+    return f"{name}={value}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+
+def _bearer(headers: dict[str, str]) -> str | None:
+    auth = headers.get("authorization", "")
+    return auth[7:].strip() or None if auth.lower().startswith("bearer ") else None
+
+
+def _query_token(scope: Scope) -> str | None:
+    from urllib.parse import parse_qs
+
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("token")
+    return values[0] if values else None
+
+
+def _csrf_problem(headers: dict[str, str], cookies: dict[str, str], *, bearer: bool) -> str | None:
+    """Why a state-changing request may not be from this app's own pages, or None. A request with a bearer token
+    carries no ambient credential; JSON cannot be sent across sites without a CORS preflight, which this server
+    never grants; a form or an upload must echo the CSRF cookie in the X-CSRF-Token header."""
+    origin = headers.get("origin")
+    if origin and origin != "null":
+        from urllib.parse import urlsplit
+
+        if urlsplit(origin).netloc.lower() != headers.get("host", "").lower():
+            return f"cross-site request refused (Origin {origin})"
+    if bearer:
+        return None
+    content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type == "application/json":
+        return None
+    sent, expected = headers.get(CSRF_HEADER), cookies.get(CSRF_COOKIE)
+    if not sent or not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
+        return "missing or wrong CSRF token: send the page's X-CSRF-Token header (or a JSON body)"
+    return None
+
+
+async def _error(send: Send, status: int, message: str, *, api: bool, extra: dict[str, str] | None = None) -> None:
+    import json
+    from html import escape
+
+    if api:
+        body = json.dumps({"error": message}).encode()
+        content_type = b"application/json"
+    else:
+        body = (
+            f"<!doctype html><html lang='en'><head><meta charset='utf-8'><title>TRACE: {status}</title></head>"
+            f"<body><main><h1>{status}</h1><p>{escape(message)}</p></main></body></html>"
+        ).encode()
+        content_type = b"text/html; charset=utf-8"
+    headers: list[tuple[bytes, bytes]] = [
+        (b"content-type", content_type),
+        (b"content-length", str(len(body)).encode()),
+        (b"content-security-policy", CSP.encode()),
+        (b"x-content-type-options", b"nosniff"),
+    ]
+    headers += [(k.encode(), v.encode()) for k, v in (extra or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _redirect_without_token(send: Send, scope: Scope, token: str) -> None:
+    from urllib.parse import parse_qsl, urlencode
+
+    kept = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
+    location = scope.get("path", "/") + (f"?{urlencode(kept)}" if kept else "")
+    headers = [
+        (b"location", location.encode("latin-1", "replace")),
+        (b"set-cookie", _cookie(TOKEN_COOKIE, token)),
+        (b"content-length", b"0"),
+        (b"referrer-policy", b"no-referrer"),
+    ]
+    await send({"type": "http.response.start", "status": 303, "headers": headers})
+    await send({"type": "http.response.body", "body": b""})
