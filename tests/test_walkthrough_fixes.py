@@ -186,13 +186,13 @@ def test_the_store_lists_the_keys_a_chunk_carries(tmp_path: Path) -> None:
 
 def test_on_hipe_a_source_key_given_as_a_field_is_named_where_it_lives(hipe_collection) -> None:
     """HIPE's documents keep their publication and dataset in `source`, and carry no fields."""
-    from tracerag.cli.search import _check_field_keys
+    from tracerag.retrieval.search_filter import CLI_NAMES, check_field_keys
 
     col = hipe_collection.collection
     assert col.store.metadata_keys() == []
     assert {"dataset", "publication"} <= set(col.store.metadata_keys("source"))
     with pytest.raises(TraceError) as error:
-        _check_field_keys(col, Filter(fields=(("publication", "gdl"),)))
+        check_field_keys(col, Filter(fields=(("publication", "gdl"),)), CLI_NAMES)
     assert str(error.value) == (
         f"--field: no document in {col.path} has the field 'publication'; its documents have no fields; "
         "'publication' is in the documents' source, which is not filterable"

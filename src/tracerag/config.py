@@ -410,6 +410,11 @@ class ServerSettings(_Section):
         600, ge=1, description="Requests one client may make per minute (a burst of a tenth of it at once)."
     )
     jobs_kept: int = Field(200, ge=1, description="Finished background jobs (ingest, ask) kept for their results.")
+    catalog_conversations: int = Field(
+        32,
+        ge=1,
+        description="Catalog chat conversations held at once (a thread each); one more ends the one idle longest.",
+    )
 
 
 class Settings(BaseSettings):

@@ -102,11 +102,11 @@ def test_tokens_that_are_not_garbage(token):
 
 def test_the_demo_sample_is_estimated_at_ingest_and_shown_per_corpus(tmp_path):
     """The packaged sample (public-domain ALTO and text pages; one in Luxembourgish, which wordfreq has no list for)."""
-    from tracerag.cli.collections import ocr_distribution
     from tracerag.collection import Collection
     from tracerag.config import load_settings
     from tracerag.demo_data import sample_source
     from tracerag.model import Document
+    from tracerag.retrieval.collection_info import ocr_distribution
 
     docs = [d for d in sample_source().documents() if isinstance(d, Document)]
     with Collection.open(tmp_path / "c", load_settings(), mode="write", create=True, embed_model="none") as col:

@@ -41,15 +41,26 @@ def _need(what: str, ok: bool) -> None:
     pytest.skip(what)
 
 
+_RUNNING: dict[str, Any] = {}  # one Playwright and browser per process (see `chromium`)
+
+
 @pytest.fixture(scope="session")
 def chromium() -> Iterator[Any]:
+    """The browser. Each test module that imports this fixture gets its own session-scoped copy of it, and a second
+    Playwright started while the first runs fails ("Sync API inside the asyncio loop"): so every copy shares one,
+    started by the first and stopped by the first copy torn down at the session's end."""
     _need(f"no Chromium at {CHROMIUM} (apt-get install chromium, or set TRACERAG_CHROMIUM)", Path(CHROMIUM).exists())
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=FLAGS)
-        yield browser
-        browser.close()
+    if not _RUNNING:
+        _RUNNING["playwright"] = sync_playwright().start()
+        _RUNNING["browser"] = _RUNNING["playwright"].chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=FLAGS
+        )
+    yield _RUNNING["browser"]
+    if _RUNNING:
+        _RUNNING.pop("browser").close()
+        _RUNNING.pop("playwright").stop()
 
 
 @pytest.fixture()

@@ -27,7 +27,6 @@ from tracerag.cli.app import (
     ExportOutOpt,
     IiifBaseOpt,
     app,
-    counted,
     data_text,
     err,
     friendly,
@@ -41,15 +40,6 @@ from tracerag.config import load_settings
 from tracerag.errors import ConfigError, TrailError
 from tracerag.model import Document, RunStatus
 from tracerag.trail import Event, find_trail, list_trails, read_trail
-from tracerag.trail.events import (
-    CatalogParseEvent,
-    DecisionEvent,
-    JudgmentEvent,
-    ReevalEvent,
-    ResultEvent,
-    RunEvent,
-    VerdictEvent,
-)
 
 if TYPE_CHECKING:
     from tracerag.agent.pipeline import AgentResult
@@ -167,6 +157,8 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
 @friendly
 def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     """The runs recorded in a collection, newest last (exit 1 when a trail file is damaged)."""
+    from tracerag.trail.show import summarise
+
     table = Table("run", "status", "question")
     damaged: list[TrailError] = []
     # With the runs made while it was read-only here (they went to a private folder).
@@ -180,24 +172,12 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
             where = f"line {exc.line}: " if exc.line is not None else ""
             table.add_row(data_text(path.stem), Text("damaged", style="red"), data_text(where + exc.reason))
             continue
-        table.add_row(data_text(path.stem), *(data_text(cell) for cell in _trail_summary(events)))
+        summary = summarise(events)
+        table.add_row(data_text(path.stem), data_text(summary.status), data_text(summary.question))
     out.print(table)
     for bad in damaged:  # each in full, `file:line: reason` on one line, never cut
         err.print(Text.assemble(("damaged trail", "red"), " ", data_text(bad)), soft_wrap=True)
     return ExitCode.PARTIAL if damaged else ExitCode.OK
-
-
-def _trail_summary(events: list[Event]) -> tuple[str, str]:
-    """A trail's status and question for `trail list`. An agent run: its result's status ("unfinished" before
-    one); a catalog conversation has no result, only turns: "catalog · N turns", and its first request."""
-    requests = [e.request for e in events if isinstance(e, CatalogParseEvent)]
-    if requests or any(e.kind.startswith("catalog_") for e in events):
-        return f"catalog · {counted(len(requests), 'turn')}", requests[0] if requests else ""
-    from tracerag.trail.show import research_status
-
-    result = next((e for e in reversed(events) if isinstance(e, ResultEvent)), None)
-    question = events[0].question if events and isinstance(events[0], RunEvent) else ""
-    return (str(result.status) if result else research_status(events) or "unfinished"), question
 
 
 @trail_app.command("show")
@@ -230,7 +210,7 @@ def trail_export(
     """Export the final sources with their reasons and exact evidence spans (RIS and CSL-JSON import into Zotero),
     and where each span lies on the page scans when the collection keeps ALTO boxes."""
     from tracerag.ingest.alto_regions import check_base
-    from tracerag.trail.export import ExportedSource, export_sources, source_regions
+    from tracerag.trail.export import ExportedSource, export_sources, store_regions
 
     base = check_base(iiif_base)
     events = read_trail(find_trail(trail_roots(collection, load_settings(config)), run))
@@ -240,16 +220,8 @@ def trail_export(
         if not Collection.exists(collection):
             return [[] for _ in sources]
         with Collection.open(collection, load_settings(config), mode="read") as col:
-            chunks = col.store.get_chunks(sorted({s.chunk_id for s in sources if s.chunk_id and s.span is None}))
             settings = col.settings.regions
-            return source_regions(
-                sources,
-                documents,
-                col.store.boxes_in,
-                chunk_spans={c.id: (c.start, c.end) for c in chunks.values()},
-                iiif_base=base or settings.iiif_base,
-                dpi=settings.dpi,
-            )
+            return store_regions(col.store, documents, iiif_base=base or settings.iiif_base, dpi=settings.dpi)(sources)
 
     text = export_sources(events, documents, fmt, regions=regions)
     if output is None:
@@ -270,9 +242,9 @@ def trail_schema() -> None:
 
 def _documents(collection: Path, events: list[Event], config: Path | None) -> dict[str, Document]:
     """The documents a trail names, to show their text (none when the collection is not at hand)."""
-    ids = {r.doc_id for e in events if isinstance(e, ResultEvent) for r in e.ranking}
-    ids |= {e.doc_id for e in events if isinstance(e, VerdictEvent | ReevalEvent | DecisionEvent | JudgmentEvent)}
+    from tracerag.trail.export import named_documents
+
     if not Collection.exists(collection):
         return {}
     with Collection.open(collection, load_settings(config), mode="read") as col:
-        return col.store.get_documents(sorted(ids))
+        return col.store.get_documents(named_documents(events))

@@ -63,13 +63,9 @@ def answer(
     config: ConfigOpt = None,
 ) -> ExitCode:
     """Draft an answer citing exact spans of the accepted sources, or abstain; then check every citation."""
-    from tracerag import __version__
     from tracerag.llm import load_llm
-    from tracerag.research.answer import draft
-    from tracerag.research.citecheck import check
-    from tracerag.research.sources import load_chunks, refs_from_run, refs_from_selection
-    from tracerag.trail import JsonlWriter, Trail, find_trail, new_run_id, read_trail
-    from tracerag.trail.events import RunEvent, RunKind
+    from tracerag.research.answer_run import answer_run, answer_sources
+    from tracerag.trail import find_trail, read_trail
 
     if not question.strip():
         raise ConfigError("a question is required")
@@ -80,48 +76,18 @@ def answer(
     settings = settings_with_llm(config, llm, base_url)
     model = load_llm(settings)
     with Collection.open(collection, settings, mode="read") as col:
-        if selection is not None:
-            resolved, refs = refs_from_selection(col.path, settings, selection)
-            source = f"selection:{resolved}"
-        else:
-            assert from_run is not None
+        run = None
+        if from_run is not None:
             path = find_trail(trail_roots(col.path, settings), from_run)
-            events = read_trail(path)
-            refs, source = refs_from_run(events, accepted_only=True, source=str(path)), path.stem
-            first = events[0] if events else None
-            if not refs and isinstance(first, RunEvent) and first.run is not RunKind.ASK:
-                raise ConfigError(
-                    f"run {path.stem} is a {first.run.value} run: only the agent accepts sources "
-                    "(tracerag ask); for this run's candidates, accept them with `tracerag review "
-                    f"{path.stem}` and draft with --selection QUESTION"
-                )
-        loaded = load_chunks(col, refs)
-        sources = loaded.chunks
-        for doc_id in loaded.missing:  # drafted without it, and said so
+            run = (path.stem, read_trail(path))
+        sources = answer_sources(col, settings, selection=selection, run=run)
+        for doc_id in sources.loaded.missing:  # drafted without it, and said so
             err.print(data_text(f"left out {doc_id}: the collection no longer holds it", "yellow"))
-        run_id = new_run_id()
-        trail_path = (trail_dir or col.trails_dir) / f"{run_id}.jsonl"
-        writer = JsonlWriter(trail_path)
-        try:
-            trail = Trail(run_id, [writer])
-            trail.emit(
-                RunEvent(
-                    question=question,
-                    collection=str(col.path),
-                    k=len(sources),
-                    config={"from": source, "language": language, "missing": loaded.missing},
-                    llm={"provider": model.name, "model": model.model} if model else None,
-                    versions={"tracerag": __version__},
-                    run=RunKind.ANSWER,
-                )
-            )
-            if model is None:
-                err.print("[yellow]no language model: an extractive draft, checked lexically[/yellow]")
-            with err.status("drafting and checking (each step goes to the trail)…"):
-                result = draft(question, sources, model, trail, language=language)
-                checks = check(result, model, trail)
-        finally:
-            writer.close()
+        if model is None:
+            err.print("[yellow]no language model: an extractive draft, checked lexically[/yellow]")
+        with err.status("drafting and checking (each step goes to the trail)…"):
+            done = answer_run(col, question, sources, model, language=language, trail_dir=trail_dir)
+    result, checks, run_id, trail_path, missing = done.draft, done.checks, done.run_id, done.trail_path, done.missing
     flagged = [c for c in checks if c.flagged]
     if json_out:
         write_json(
@@ -137,12 +103,12 @@ def answer(
                 "sources": [{"label": k, "doc_id": s.doc_id, "chunk_id": s.chunk_id} for k, s in result.labels.items()],
                 "sentences": [s.model_dump(mode="json") for s in result.sentences],
                 "checks": [{**vars(c), "flagged": c.flagged} for c in checks],
-                "missing": loaded.missing,
+                "missing": missing,
             }
         )
     else:
         _print(result, checks, trail_path)
-    return ExitCode.PARTIAL if flagged or result.abstained or loaded.missing else ExitCode.OK
+    return ExitCode.PARTIAL if flagged or result.abstained or missing else ExitCode.OK
 
 
 def _print(result: Draft, checks: list[CitationCheck], trail_path: Path) -> None:

@@ -38,7 +38,7 @@ from tracerag.errors import ConfigError, NothingIngestedError
 from tracerag.ingest.checked import read_checked, take_documents
 from tracerag.ingest.table import ColumnChoice
 from tracerag.ingest_job import ingest_into
-from tracerag.retrieval import Retriever
+from tracerag.retrieval.collection_info import collection_info
 from tracerag.retrieval.explain import fusion_summary
 
 
@@ -195,10 +195,7 @@ def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = 
 def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """What a collection holds: documents, chunks, corpora, the embedding model."""
     with Collection.open(collection, load_settings(), mode="read") as col:
-        stats = col.stats()
-        stats["activity"] = col.activity()
-        stats["fusion"] = Retriever(col).fusion_plan().to_dict()  # how searches weigh the channels, and why
-        stats["ocr_quality"] = ocr_distribution(col.store.ocr_by_corpus())
+        stats = collection_info(col)
     if json_out:
         write_json(stats)
         return
@@ -232,30 +229,6 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
         )
     elif stats["ocr_quality"]:
         _print_ocr(stats["ocr_quality"])
-
-
-def ocr_distribution(by_corpus: dict[str, dict] | None) -> dict[str, dict] | None:
-    """Per sub-corpus: how many documents have an OCR-quality score, its quartiles, those without one, and the
-    repairs made (ingest/ocr_quality.py, ingest/ocr_fixes.py); None when the collection has no estimates at all."""
-    if by_corpus is None:
-        return None
-    out_: dict[str, dict] = {}
-    for corpus, entry in sorted(by_corpus.items()):
-        scores = entry["scores"]
-        # a sub-corpus of documents none of which could be scored (no word list, too short) has no quartiles
-        quartiles = (
-            [scores[min(len(scores) - 1, int(q * len(scores)))] for q in (0, 0.25, 0.5, 0.75)] + scores[-1:]
-            if scores
-            else []
-        )
-        out_[corpus] = {
-            "scored": len(scores),
-            "unscored": entry["unscored"],
-            "unestimated": entry["unestimated"],
-            "min_q1_median_q3_max": quartiles or None,
-            "fixes": entry["fixes"],
-        }
-    return out_
 
 
 def _print_ocr(distribution: dict[str, dict]) -> None:

@@ -43,6 +43,9 @@ def demo(
         int | None, typer.Option(help="Documents taken from each HIPE file or sample sub-corpus (default: 12 / all).")
     ] = None,
     no_dense: Annotated[bool, typer.Option("--no-dense", help="Lexical channels only: no vectors, no re-run.")] = False,
+    serve: Annotated[
+        bool, typer.Option("--serve", help="Then open the demo collection in the web app (as `tracerag serve`).")
+    ] = False,
 ) -> ExitCode | None:
     """The main job on a small collection: ingest (lexical first), explained searches, then vectors and the same
     questions with the dense channel. Uses the packaged sample unless HIPE-2022 is at hand; never the network
@@ -80,6 +83,13 @@ def demo(
             _demo_searches(col, again, None, "4. the same questions with the dense channel", before=lexical)
     hint = f'try `tracerag search "..." -c {target} --explain`; the next demo reuses it'
     out.print(data_text(f"\ncollection kept in {target}: {hint}"))
+    if serve:  # after the writer closed it: the server reads it like any other collection
+        from tracerag.server.run import run_server
+        from tracerag.server.state import ServerConfig
+
+        config = ServerConfig((target,), settings, host=settings.server.host, port=settings.server.port)
+        run_server(config, lambda line: out.print(data_text(line), soft_wrap=True))
+        err.print("stopped")
     return ExitCode.PARTIAL if report.skipped else None
 
 

@@ -73,11 +73,10 @@ def judge(
     from tracerag.llm import load_llm
     from tracerag.research.criteria import load_criteria
     from tracerag.research.diagnostics import judge_vs_judge, retrieval_vs_judge
-    from tracerag.research.judge import JudgeCache, candidates_of, judge_run
-    from tracerag.research.sources import load_chunks, refs_from_run, refs_from_selection, run_question
+    from tracerag.research.judge import JudgeCache, judge_run, judge_sources
     from tracerag.trail import find_trail, read_trail
 
-    if (from_run is None) == (selection is None):
+    if (from_run is None) == (selection is None):  # said before a model is loaded
         raise ConfigError("give one of --from RUN or --selection QUESTION")
     crit = load_criteria(criteria)
     settings = settings_with_llm(config, llm, base_url)
@@ -89,23 +88,14 @@ def judge(
         other = load_llm(settings_with_llm(config, compare, base_url))
         assert other is not None  # a non-empty spec always builds a model (or raises ConfigError)
     with Collection.open(collection, settings, mode="read") as col:
-        if selection is not None:
-            question, refs = refs_from_selection(col.path, settings, selection)
-            source = f"selection:{question}"
-        else:
-            assert from_run is not None
+        run = None
+        if from_run is not None:
             path = find_trail(trail_roots(col.path, settings), from_run)
-            events = read_trail(path)
-            refs, question, source = refs_from_run(events, source=str(path)), run_question(events), path.stem
-        refs = refs[:k] if k else refs
-        if not refs:
-            raise ConfigError(f"{source}: no candidates to judge")
-        loaded = load_chunks(col, refs)
-        for doc_id in loaded.missing:
+            run = (path.stem, read_trail(path))
+        found = judge_sources(col, settings, run=run, selection=selection, k=k)
+        for doc_id in found.missing:
             err.print(data_text(f"skipped {doc_id}: the collection no longer holds it", "yellow"))
-        if not loaded.chunks:
-            raise ConfigError(f"{source}: none of its candidates is in {col.path}")
-        candidates = candidates_of(loaded.chunks)
+        candidates, question, source = found.candidates, found.question, found.source
         cache = None if no_cache else JudgeCache.for_collection(col, settings)
         trails = trail_dir or col.trails_dir
         runs: list[JudgeRun] = []
@@ -149,13 +139,13 @@ def judge(
                     for r in runs
                 ],
                 "criteria_hash": crit.digest,
-                "skipped": loaded.missing,
+                "skipped": found.missing,
                 "diagnostics": [c.to_dict() for c in correlations],
             }
         )
     else:
         _print(runs, correlations)
-    return ExitCode.PARTIAL if failed or loaded.missing else ExitCode.OK
+    return ExitCode.PARTIAL if failed or found.missing else ExitCode.OK
 
 
 def _print(runs: list[JudgeRun], correlations: list[Correlation]) -> None:

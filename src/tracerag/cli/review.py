@@ -25,7 +25,6 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tracerag import __version__
 from tracerag.cli.app import (
     CollectionOpt,
     ConfigOpt,
@@ -44,22 +43,20 @@ from tracerag.cli.app import (
 )
 from tracerag.collection import Collection, trail_roots
 from tracerag.config import Settings, load_settings
-from tracerag.errors import TrailError
 from tracerag.model import Document
 from tracerag.research.review import (
     HELP,
     Candidate,
     ReviewSession,
-    candidates_of,
-    run_of,
-    source_run_id,
+    chunk_spans,
+    run_candidates,
+    start_review_trail,
     with_chunk_spans,
 )
 from tracerag.research.selection import Decision, SelectionStore, default_user, open_selections
-from tracerag.research.selection_export import decision_reason, export_selection
+from tracerag.research.selection_export import decision_reason, export_accepted
 from tracerag.trail import Event, find_trail, read_trail
-from tracerag.trail.events import RunEvent, RunKind
-from tracerag.trail.writer import JsonlWriter, Trail
+from tracerag.trail.writer import JsonlWriter
 
 selection_app = typer.Typer(help="List, show and export the researcher's selections.", no_args_is_help=True)
 
@@ -147,8 +144,12 @@ def review(
     settings = load_settings(config)
     roots = trail_roots(collection, settings)
     events = read_trail(find_trail(roots, run))
-    candidates, from_run, run_question = _candidates(events, roots, judge)
-    key = question or run_question
+    judged: list[Event] = read_trail(find_trail(roots, judge)) if judge else []
+    found = run_candidates(events, judged, find=lambda run_id: read_trail(find_trail(roots, run_id)))
+    for warning in found.warnings:
+        err.print(data_text(warning))
+    candidates, from_run = found.candidates, found.from_run
+    key = question or found.question
     user = who or default_user(settings)
     with Collection.open(collection, settings, mode="read") as col, _selections(collection, settings) as store:
         if undecided:
@@ -157,23 +158,14 @@ def review(
                 err.print(data_text(f"every candidate of {from_run} is decided for this question"))
                 return ExitCode.OK
         documents = col.store.get_documents(sorted({c.doc_id for c in candidates}))
-        chunk_ids = [c.chunk_id for c in candidates if c.chunk_id]
-        spans = {cid: (ch.start, ch.end) for cid, ch in col.store.get_chunks(chunk_ids).items()}
+        spans = chunk_spans(col, candidates)
         candidates = with_chunk_spans(candidates, spans)
-        trail = Trail()
-        writer = JsonlWriter(col.trails_dir / f"{trail.run_id}.jsonl")
+        trail, trail_file = start_review_trail(
+            col, key, from_run, who=user, candidates=len(candidates), judge_run=judge
+        )
+        writer = JsonlWriter(trail_file)
         trail.listeners.append(writer)
         try:
-            trail.emit(
-                RunEvent(
-                    question=" ".join(key.split()),
-                    collection=str(col.path),
-                    k=len(candidates),
-                    config={"from_run": from_run, "judge_run": judge, "who": user},
-                    versions={"tracerag": __version__},
-                    run=RunKind.REVIEW,
-                )
-            )
             session = ReviewSession(key, candidates, store, user, from_run, emit=trail.emit)
             _drive(session, KeyReader(sys.stdin), documents, spans)
         finally:
@@ -202,23 +194,6 @@ def _selections(collection: Path, settings: Settings, write: bool = True) -> Ite
         yield store
     finally:
         store.close()
-
-
-def _candidates(events: list[Event], roots: list[Path], judge: str | None) -> tuple[list[Candidate], str, str]:
-    """The candidates, the run they came from, and its question. A judge run that names the run it judged is
-    reviewed as that run's candidates with the judge's notes beside them."""
-    run = run_of(events)
-    judged: list[Event] = read_trail(find_trail(roots, judge)) if judge else []
-    if run.run is RunKind.JUDGE and not judge:
-        source = source_run_id(run)
-        if source is not None:
-            try:
-                source_events = read_trail(find_trail(roots, source))
-            except TrailError as exc:
-                err.print(data_text(f"the judged run {source} cannot be read ({exc}): reviewing the judgments alone"))
-            else:
-                return candidates_of(source_events, events), source, run_of(source_events).question
-    return candidates_of(events, judged), run.run_id, run.question
 
 
 def _drive(
@@ -338,7 +313,6 @@ def selection_export(
     """The accepted sources with their cited spans and the researcher's notes (RIS and CSL-JSON import into
     Zotero), and where each span lies on the page scans when the collection keeps ALTO boxes."""
     from tracerag.ingest.alto_regions import check_base
-    from tracerag.trail.export import source_regions
 
     settings = load_settings(config)
     base = check_base(iiif_base)
@@ -346,22 +320,10 @@ def selection_export(
         key = store.resolve(question)
         accepted = store.accepted(key)
     if not Collection.exists(collection):
-        text = export_selection(accepted, {}, fmt)
+        text = export_accepted(accepted, None, fmt)
     else:
         with Collection.open(collection, settings, mode="read") as col:
-            documents = col.store.get_documents(sorted({e.doc_id for e in accepted}))
-            text = export_selection(
-                accepted,
-                documents,
-                fmt,
-                regions=lambda sources: source_regions(
-                    sources,
-                    documents,
-                    col.store.boxes_in,
-                    iiif_base=base or col.settings.regions.iiif_base,
-                    dpi=col.settings.regions.dpi,
-                ),
-            )
+            text = export_accepted(accepted, col, fmt, iiif_base=base)
     if output is None:
         write_stdout(text)
     else:

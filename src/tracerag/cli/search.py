@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Annotated
 
@@ -24,9 +23,7 @@ from tracerag.cli.app import (
 )
 from tracerag.cli.views import render
 from tracerag.collection import Collection
-from tracerag.dates import parse_partial_date
 from tracerag.errors import TraceError
-from tracerag.model import Filter
 
 
 @app.command()
@@ -84,12 +81,20 @@ def search(
     """Hybrid search: each channel ranks chunks, documents are scored by their best chunk, the channels' scores are
     fused (weighed by the collection's calibration: `tracerag calibrate`)."""
     from tracerag.ingest.alto_regions import check_base
-    from tracerag.research.search_run import run_search
+    from tracerag.research.search_report import explained_search
     from tracerag.retrieval import SearchRequest
-    from tracerag.retrieval.explain import explain
+    from tracerag.retrieval.search_filter import CLI_NAMES, search_filter
     from tracerag.retrieval.synonyms import SynonymMap
 
-    flt = _filter(corpus, date_from, date_to, language, field, doc_id)
+    flt = search_filter(
+        corpora=corpus or (),
+        date_from=date_from,
+        date_to=date_to,
+        languages=language or (),
+        fields=_field_pairs(field),
+        doc_ids=doc_id or (),
+        names=CLI_NAMES,
+    )
     iiif_base = check_base(iiif_base)  # a bad base is refused before anything is searched or written
     request = SearchRequest(
         query=query,
@@ -107,8 +112,7 @@ def search(
 
         model = load_llm(settings)
     with Collection.open(collection, settings, mode="read") as col:
-        start = time.perf_counter()
-        run = run_search(
+        result, run = explained_search(
             col,
             request,
             expand=expand or (),
@@ -117,15 +121,10 @@ def search(
             synonyms=synonym_map,
             added=add or (),
             filter_expression=filter_expr,
+            iiif_base=iiif_base,
+            names=CLI_NAMES,
         )
         ranking = run.ranking
-        if not ranking.documents and flt.fields:
-            _check_field_keys(col, flt)  # a key no document has finds nothing: say so, rather than nothing
-        result = explain(ranking, col, iiif_base=iiif_base)
-        result["seconds"] = round(time.perf_counter() - start, 4)
-        result["run_id"] = run.run_id
-        result["expansion"] = ranking.params.get("expansion")
-        result["failures"] = run.failures
     # one line, to grep: the run a judge or a review starts from (`--from RUN`)
     err.print(data_text(f"run {run.run_id}" + (f" · trail {run.trail_path}" if run.trail_path else "")), soft_wrap=True)
     for failure in run.failures:
@@ -140,65 +139,12 @@ def search(
     return ExitCode.PARTIAL if run.failures else None
 
 
-# What a user may mean by `--field KEY=...` for a key that is not a field: the option that filters on it.
-_OPTION_FOR = {
-    "corpus": "--corpus",
-    "language": "--language",
-    "date": "--from/--to",
-    "id": "--doc-id",
-    "doc_id": "--doc-id",
-}
-
-
-def _check_field_keys(col: Collection, flt: Filter) -> None:
-    """Raise a TraceError naming each `--field` key that no document of `col` has (with the keys it has, and
-    where the key lives when it is no field). Asked only when a search found nothing: one pass over the store."""
-    known = set(col.store.metadata_keys("fields"))
-    unknown = list(dict.fromkeys(key for key, _ in flt.fields if key not in known))
-    if not unknown:
-        return
-    in_source = set(col.store.metadata_keys("source"))
-    notes = []
-    for key in unknown:
-        if key in _OPTION_FOR:
-            notes.append(f"'{key}' is filtered with {_OPTION_FOR[key]}")
-        elif key in in_source:
-            notes.append(f"'{key}' is in the documents' source, which is not filterable")
-    has = f"the fields it has: {', '.join(sorted(known))}" if known else "its documents have no fields"
-    keys = ", ".join(repr(key) for key in unknown)
-    raise TraceError(
-        f"--field: no document in {col.path} has the field{'s' if len(unknown) > 1 else ''} {keys}; {has}"
-        + "".join(f"; {note}" for note in notes)
-    )
-
-
-def _filter(
-    corpus: list[str] | None,
-    date_from: str | None,
-    date_to: str | None,
-    language: list[str] | None,
-    field: list[str] | None,
-    doc_id: list[str] | None,
-) -> Filter:
-    """The search's filter from its options, each checked (KEY=VALUE fields, partial dates in order)."""
-    fields = []
+def _field_pairs(field: list[str] | None) -> list[tuple[str, str]]:
+    """`--field KEY=VALUE` options as pairs."""
+    pairs = []
     for item in field or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise TraceError(f"--field {item!r}: expected KEY=VALUE")
-        fields.append((key, value))
-    try:
-        start = parse_partial_date(date_from).start if date_from else None
-        end = parse_partial_date(date_to).end if date_to else None
-    except ValueError as exc:
-        raise TraceError(f"--from/--to: {exc}") from None
-    if start and end and start > end:
-        raise TraceError(f"--from {date_from} is after --to {date_to}")
-    return Filter(
-        corpora=tuple(corpus or ()),
-        date_from=start,
-        date_to=end,
-        languages=tuple(language or ()),
-        fields=tuple(fields),
-        doc_ids=tuple(doc_id or ()),
-    )
+        pairs.append((key, value))
+    return pairs

@@ -33,13 +33,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from tracerag.collection import Collection, private_root
 from tracerag.config import Settings
-from tracerag.errors import LLMCallFailed
+from tracerag.errors import ConfigError, LLMCallFailed
 from tracerag.llm import Completion, StructuredLLM
 from tracerag.research import prompts
 from tracerag.research.criteria import Criteria
 from tracerag.research.sources import SourceChunk
 from tracerag.text import fence_json
-from tracerag.trail import Trail
+from tracerag.trail import Event, Trail
 from tracerag.trail.events import JudgmentEvent, LLMCallEvent, LLMPurpose
 
 JUDGE_CACHE_FILE = "judgments.sqlite"
@@ -301,3 +301,44 @@ def judge_run(
 def candidates_of(chunks: Iterable[SourceChunk]) -> list[JudgeCandidate]:
     """Source chunks as candidates, with their place in the run they came from."""
     return [JudgeCandidate(c.doc_id, c.chunk_id, c.text, c.rank, c.score, c.title, c.date) for c in chunks]
+
+
+@dataclass(frozen=True)
+class JudgeSources:
+    """What a judge run judges: the question, where the candidates came from (a run id or `selection:QUESTION`),
+    the candidates, and the documents named there that the collection no longer holds (skipped, said)."""
+
+    question: str
+    source: str
+    candidates: list[JudgeCandidate]
+    missing: list[str]
+
+
+def judge_sources(
+    col: Collection,
+    settings: Settings,
+    *,
+    run: tuple[str, Sequence[Event]] | None = None,
+    selection: str | None = None,
+    k: int | None = None,
+) -> JudgeSources:
+    """The candidates of a run (`run`: its id and events) or of a saved selection's accepted sources, the first
+    `k` of them; ConfigError when there is nothing to judge (the CLI's `--from`/`--selection`, the web app's)."""
+    from tracerag.research.sources import load_chunks, refs_from_run, refs_from_selection, run_question
+
+    if (run is None) == (selection is None):
+        raise ConfigError("give one of --from RUN or --selection QUESTION")
+    if selection is not None:
+        question, refs = refs_from_selection(col.path, settings, selection)
+        source = f"selection:{question}"
+    else:
+        assert run is not None
+        source, events = run
+        refs, question = refs_from_run(events, source=source), run_question(events)
+    refs = refs[:k] if k else refs
+    if not refs:
+        raise ConfigError(f"{source}: no candidates to judge")
+    loaded = load_chunks(col, refs)
+    if not loaded.chunks:
+        raise ConfigError(f"{source}: none of its candidates is in {col.path}")
+    return JudgeSources(question, source, candidates_of(loaded.chunks), loaded.missing)

@@ -13,9 +13,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
+from pathlib import Path
 
-from tracerag.errors import SelectionError
+from tracerag import __version__
+from tracerag.collection import Collection
+from tracerag.errors import SelectionError, TrailError
 from tracerag.research.selection import Decision, SelectionEntry, SelectionStore, question_key
+from tracerag.trail import EVENT_ADAPTER, JsonlWriter, Trail, trails_by_run
 from tracerag.trail.events import (
     DecisionEvent,
     Event,
@@ -49,6 +53,10 @@ class Candidate:
     origin: str  # "agent", "warm_start", "search", "judge"
     reasons: tuple[str, ...] = ()  # the agent's
     judge: JudgeNote | None = None
+    verdict: str | None = None  # the agent's final verdict on the document (accept, hold, reject), in an ask run
+
+
+FindTrail = Callable[[str], Sequence[Event]]  # a run id to its trail's events
 
 
 def run_of(events: Sequence[Event]) -> RunEvent:
@@ -79,6 +87,11 @@ def candidates_of(events: Sequence[Event], judged: Sequence[Event] = ()) -> list
     result = next((e for e in reversed(events) if isinstance(e, ResultEvent)), None)
     if result is not None:
         origin_of = None if run.run in (RunKind.ASK, RunKind.JUDGE) else run.run.value  # a search run's own kind
+        verdicts = {
+            **dict.fromkeys(result.rejected, "reject"),
+            **dict.fromkeys(result.held, "hold"),
+            **dict.fromkeys(result.accepted, "accept"),
+        }
         return [
             Candidate(
                 rank=r.rank,
@@ -89,6 +102,7 @@ def candidates_of(events: Sequence[Event], judged: Sequence[Event] = ()) -> list
                 origin=origin_of or r.origin,
                 reasons=tuple(r.reasons),
                 judge=_note(judgments[r.doc_id]) if r.doc_id in judgments else None,
+                verdict=verdicts.get(r.doc_id) if run.run is RunKind.ASK else None,
             )
             for r in sorted(result.ranking, key=lambda r: r.rank)
         ]
@@ -134,6 +148,81 @@ def source_run_id(run: RunEvent) -> str | None:
         if isinstance(value, str) and value and not value.startswith("selection:"):  # a selection is no run
             return value
     return None
+
+
+@dataclass(frozen=True)
+class RunCandidates:
+    """What a review starts from: the candidates, the run they came from, its question, and what could not be
+    read (said to the researcher, not fatal)."""
+
+    candidates: list[Candidate]
+    from_run: str
+    question: str
+    warnings: tuple[str, ...] = ()
+
+
+def run_candidates(events: Sequence[Event], judge_events: Sequence[Event] = (), *, find: FindTrail) -> RunCandidates:
+    """A run's candidates for review (the CLI's and the web app's). A judge run that names the run it judged is
+    reviewed as that run's candidates with the judge's notes beside them; `find(run_id)` reads that run's trail
+    (raising TrailError when it cannot), and a judged run that cannot be read leaves the judgments alone."""
+    run = run_of(events)
+    if run.run is RunKind.JUDGE and not judge_events:
+        source = source_run_id(run)
+        if source is not None:
+            try:
+                source_events = find(source)
+            except TrailError as exc:
+                warning = f"the judged run {source} cannot be read ({exc}): reviewing the judgments alone"
+                return RunCandidates(candidates_of(events), run.run_id, run.question, (warning,))
+            return RunCandidates(candidates_of(source_events, events), source, run_of(source_events).question)
+    return RunCandidates(candidates_of(events, judge_events), run.run_id, run.question)
+
+
+def chunk_spans(col: Collection, candidates: Sequence[Candidate]) -> dict[str, tuple[int, int]]:
+    """Each candidate chunk's span in its document (chunk id -> (start, end)), for `with_chunk_spans`."""
+    chunk_ids = [c.chunk_id for c in candidates if c.chunk_id]
+    return {cid: (ch.start, ch.end) for cid, ch in col.store.get_chunks(chunk_ids).items()}
+
+
+def start_review_trail(
+    col: Collection, question: str, from_run: str, *, who: str, candidates: int, judge_run: str | None = None
+) -> tuple[Trail, Path]:
+    """A new `review` run's trail with its run event written: the decisions of one review session follow it
+    (`DecisionEvent`s, through `Trail.emit` to a `JsonlWriter` on the path returned)."""
+    trail = Trail()
+    path = col.trails_dir / f"{trail.run_id}.jsonl"
+    writer = JsonlWriter(path)
+    trail.listeners.append(writer)
+    try:
+        trail.emit(
+            RunEvent(
+                question=question_key(question),
+                collection=str(col.path),
+                k=candidates,
+                config={"from_run": from_run, "judge_run": judge_run, "who": who},
+                versions={"tracerag": __version__},
+                run=RunKind.REVIEW,
+            )
+        )
+    finally:
+        trail.listeners.remove(writer)
+        writer.close()
+    return trail, path
+
+
+def reviewable_runs(roots: Sequence[Path]) -> list[RunEvent]:
+    """The runs whose candidates can be reviewed (search, ask, judge), newest first, read from the first line of
+    each trail only (an ask run's trail may be megabytes); a trail whose first line is no run event is left out."""
+    found: list[RunEvent] = []
+    for path in trails_by_run(roots).values():
+        try:
+            with path.open("rb") as fh:
+                event = EVENT_ADAPTER.validate_json(fh.readline())
+        except (OSError, ValueError):
+            continue
+        if isinstance(event, RunEvent) and event.run in (RunKind.SEARCH, RunKind.ASK, RunKind.JUDGE):
+            found.append(event)
+    return sorted(found, key=lambda e: e.run_id, reverse=True)
 
 
 # -- the session -------------------------------------------------------------------------------------------------

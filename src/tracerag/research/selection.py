@@ -14,6 +14,7 @@ On a collection this user cannot write, the selection is this user's own: the sa
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -98,6 +99,11 @@ def question_key(question: str) -> str:
     if not key:
         raise SelectionError("a research question is needed: got an empty one")
     return key
+
+
+def selection_id(question: str) -> str:
+    """A short stable name of a question's selection, for URLs (a question may hold any character, '/' too)."""
+    return hashlib.sha256(question_key(question).encode()).hexdigest()[:12]
 
 
 def now_utc() -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
+from tracerag.collection import Collection
 from tracerag.model import Document
 from tracerag.research.selection import SelectionEntry
 from tracerag.trail.export import ExportedSource, PageRegion, joined_source, with_regions, write_sources
@@ -50,3 +51,28 @@ def export_selection(
     if regions is not None:
         sources = with_regions(sources, regions(sources))
     return write_sources(sources, fmt)
+
+
+def export_accepted(
+    entries: Sequence[SelectionEntry], col: Collection | None, fmt: str, *, iiif_base: str | None = None
+) -> str:
+    """`entries` as `fmt`, joined with their documents in `col` and each cited span's page regions where the
+    collection keeps ALTO boxes (`iiif_base`, else the collection's `regions.iiif_base`); with no collection
+    (its folder gone), the entries alone (the CLI's `selection export` and the web app's)."""
+    if col is None:
+        return export_selection(entries, {}, fmt)
+    from tracerag.trail.export import source_regions
+
+    documents = col.store.get_documents(sorted({e.doc_id for e in entries}))
+    return export_selection(
+        entries,
+        documents,
+        fmt,
+        regions=lambda sources: source_regions(
+            sources,
+            documents,
+            col.store.boxes_in,
+            iiif_base=iiif_base or col.settings.regions.iiif_base,
+            dpi=col.settings.regions.dpi,
+        ),
+    )

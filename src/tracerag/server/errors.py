@@ -43,7 +43,10 @@ def status_of(exc: TraceError) -> int:
 
 def field_of(loc: tuple[Any, ...] | list[Any]) -> str:
     """A validation error's place as a user names it: `body.filter.date_from` → `filter.date_from`."""
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "cookie")]
+    # only the first part says where (a body field may itself be called `query`, as the search's is)
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header", "cookie"):
+        parts = parts[1:]
     return ".".join(parts) or "body"
 
 

@@ -56,10 +56,15 @@ class Job:
     def follow(self, after: int = -1, *, heartbeat_s: float = 15.0) -> Iterator[dict[str, Any] | None]:
         """The events numbered after `after`, as they come, until the job's end event; None every `heartbeat_s`
         without news (so that a stream can say it is alive and notice a client that left)."""
-        next_seq = after + 1
+        next_seq = max(0, after + 1)
         while True:
             with self._changed:
                 if next_seq >= len(self.events):
+                    if self.status is not JobStatus.RUNNING:
+                        # the end is behind the point asked for (a bad id, or a browser that reconnected after
+                        # it): the end again, so that the client stops instead of reconnecting forever
+                        yield self.events[-1]
+                        return
                     self._changed.wait(heartbeat_s)
                 fresh = self.events[next_seq:]
             if not fresh:

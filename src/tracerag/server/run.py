@@ -3,8 +3,11 @@ say where it listens, then serve until interrupted. Used by `tracerag serve` and
 
 from __future__ import annotations
 
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from tracerag.errors import ConfigError
 from tracerag.server.security import LOOPBACK, new_token
@@ -17,10 +20,9 @@ def with_token(config: ServerConfig, announce: Callable[[str], None]) -> ServerC
         raise ConfigError("--token: empty; give a token, or leave it out on 127.0.0.1")
     if config.host in LOOPBACK or config.token is not None:
         return config
-    token = new_token()
-    announce("a token is required beyond 127.0.0.1; this one is shown once (or pass --token):")
-    announce(f"  {token}")
-    return ServerConfig(**{**config.__dict__, "token": token})
+    # the address printed next carries it: that line is the only place it is ever shown
+    announce("a token is required beyond 127.0.0.1: one was made for this run (pass --token to choose it)")
+    return ServerConfig(**{**config.__dict__, "token": new_token()})
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -58,4 +60,29 @@ def run_server(config: ServerConfig, announce: Callable[[str], None]) -> None:
     served = ", ".join(sorted(app.state.server.collections)) or "no collection"
     announce(f"serving {served}" + (" and the catalog" if config.catalog else "") + f" at {address(config, port)}")
     announce("press Ctrl-C to stop")
-    server.run(sockets=[sock])
+    with _stopped_by_signals():
+        server.run(sockets=[sock])
+
+
+class _Stopped(Exception):
+    """SIGTERM, after uvicorn's graceful shutdown (it raises again the signals it caught)."""
+
+
+@contextmanager
+def _stopped_by_signals() -> Iterator[None]:
+    """Ctrl-C or a service manager's SIGTERM is how a server stops: once uvicorn has shut down gracefully, both
+    end the run normally (exit 0) instead of as an interruption."""
+    if threading.current_thread() is not threading.main_thread():  # signals are only seen by the main thread
+        yield
+        return
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise _Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    except (KeyboardInterrupt, _Stopped):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -6,12 +6,16 @@ from a document can never run, whatever a template does with it)."""
 from __future__ import annotations
 
 import hmac
+import json
+import re
 import secrets
 import threading
 import time
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
+from typing import Any
 
+from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 TOKEN_COOKIE = "tracerag_token"
@@ -38,6 +42,7 @@ class RateLimiter:
 
     per_minute: int
     burst: int
+    max_clients: int = 10_000  # buckets kept; beyond, the full ones (clients quiet long enough) are forgotten
     _buckets: dict[str, tuple[float, float]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -50,9 +55,17 @@ class RateLimiter:
             tokens = min(float(self.burst), tokens + (now - last) * rate)
             if tokens >= 1:
                 self._buckets[client] = (tokens - 1, now)
+                if len(self._buckets) > self.max_clients:
+                    self._forget_full(now, rate)
                 return 0.0
             self._buckets[client] = (tokens, now)
             return (1 - tokens) / rate
+
+    def _forget_full(self, now: float, rate: float) -> None:
+        """Drop the buckets that have filled up again: forgetting them changes nothing for their clients."""
+        full = [c for c, (tokens, last) in self._buckets.items() if tokens + (now - last) * rate >= self.burst]
+        for client in full:
+            del self._buckets[client]
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -97,7 +110,11 @@ class Guard:
         self.limiter = limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            # no route of this app is a websocket: one would get past every guard below, so none is let in
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
@@ -106,11 +123,17 @@ class Guard:
         api = path.startswith("/api/") or path == "/api"
         cookies = _cookies(headers)
 
-        async def refuse(status: int, message: str, extra: dict[str, str] | None = None) -> None:
-            await _error(send, status, message, api=api, extra=extra)
+        async def refuse(
+            status: int, message: str, extra: dict[str, str] | None = None, field: str | None = None
+        ) -> None:
+            await _error(send, status, message, api=api, extra=extra, field=field)
 
         if self.loopback_only and _host_only(headers.get("host", "")) not in LOOPBACK:
             await refuse(421, "this server answers only to a loopback host name (127.0.0.1 or localhost)")
+            return
+        if any(ord(c) < 32 or ord(c) == 127 for c in path):
+            # no name of anything served holds a control character; a NUL would reach a file system call
+            await refuse(400, "a control character in the request path")
             return
         client = (scope.get("client") or ("?", 0))[0]
         wait = self.limiter.allow(client)
@@ -180,16 +203,102 @@ class Guard:
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
+        app_receive: Receive = limited_receive
+        if method not in SAFE_METHODS and _content_type(headers) == "application/json":
+            try:
+                body = await _whole_body(limited_receive)
+            except BodyTooLarge as exc:
+                await refuse(413, f"request body too large: more than {exc.limit} bytes")
+                return
+            field = lone_surrogate(body)
+            if field is not None:
+                message = f"{field}: not text (a lone UTF-16 surrogate escape); send the characters themselves"
+                await refuse(422, message, field=field)
+                return
+            app_receive = _replay(body, receive)
+
         try:
-            await self.app(scope, limited_receive, send_with_headers)
+            await self.app(scope, app_receive, send_with_headers)
         except BodyTooLarge as exc:
             if not started:
                 await refuse(413, f"request body too large: more than {exc.limit} bytes")
+        except Exception:
+            # a bug: answered here, in the API's shape and with the headers every answer has (the error middleware
+            # outside would answer bare text without them), then passed on for the server's log
+            if not started:
+                await refuse(500, "internal error: the server's log has the details")
+            raise
 
 
-class BodyTooLarge(Exception):
+class BodyTooLarge(HTTPException):
+    """A body that outgrew its limit while it was read (a chunked body, or one longer than it said). An HTTP error,
+    so that FastAPI's body parsing passes it on as it is (413), instead of calling it a body it could not parse."""
+
     def __init__(self, limit: int):
+        super().__init__(413, f"request body too large: more than {limit} bytes")
         self.limit = limit
+
+
+def _content_type(headers: dict[str, str]) -> str:
+    return headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+async def _whole_body(receive: Receive) -> bytes:
+    parts = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        parts.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the app the body already read, then waits on the real one (a disconnect)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replayed
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+def lone_surrogate(body: bytes) -> str | None:
+    """The field of a JSON body whose string holds a lone surrogate (`"\\ud800"`: valid JSON but no text, which
+    no trail, page or answer can carry), "body" for the body itself; None when it holds none."""
+    if not _SURROGATE_ESCAPE.search(body):
+        return None  # the fast path: no surrogate escape at all (a raw surrogate cannot be in UTF-8)
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None  # not JSON: the route's own parsing says so
+
+    def find(value: Any, where: str) -> str | None:
+        if isinstance(value, str):
+            return where if any(0xD800 <= ord(c) <= 0xDFFF for c in value) else None
+        if isinstance(value, dict):
+            for key, item in value.items():
+                found = find(key, where) or find(item, f"{where}.{key}" if where else str(key))
+                if found is not None:
+                    return found
+        if isinstance(value, list):
+            for i, item in enumerate(value):
+                found = find(item, f"{where}.{i}" if where else str(i))
+                if found is not None:
+                    return found
+        return None
+
+    found = find(data, "")
+    return None if found is None else found or "body"
 
 
 def _cookie(name: str, value: str) -> bytes:
@@ -229,12 +338,19 @@ def _csrf_problem(headers: dict[str, str], cookies: dict[str, str], *, bearer: b
     return None
 
 
-async def _error(send: Send, status: int, message: str, *, api: bool, extra: dict[str, str] | None = None) -> None:
-    import json
+async def _error(
+    send: Send,
+    status: int,
+    message: str,
+    *,
+    api: bool,
+    extra: dict[str, str] | None = None,
+    field: str | None = None,
+) -> None:
     from html import escape
 
     if api:
-        body = json.dumps({"error": message}).encode()
+        body = json.dumps({"error": message} | ({"field": field} if field else {})).encode()
         content_type = b"application/json"
     else:
         body = (
@@ -257,12 +373,16 @@ async def _redirect_without_token(send: Send, scope: Scope, token: str) -> None:
     from urllib.parse import parse_qsl, urlencode
 
     kept = [(k, v) for k, v in parse_qsl(scope.get("query_string", b"").decode("latin-1")) if k != "token"]
-    location = scope.get("path", "/") + (f"?{urlencode(kept)}" if kept else "")
+    # the raw path, as the client sent it, on this server: `//host` would be another site (a relative scheme)
+    raw = scope.get("raw_path") or scope.get("path", "/").encode("utf-8")
+    location = b"/" + raw.lstrip(b"/\\") + (f"?{urlencode(kept)}".encode("latin-1", "replace") if kept else b"")
     headers = [
-        (b"location", location.encode("latin-1", "replace")),
+        (b"location", location),
         (b"set-cookie", _cookie(TOKEN_COOKIE, token)),
         (b"content-length", b"0"),
+        (b"content-security-policy", CSP.encode()),
         (b"referrer-policy", b"no-referrer"),
+        (b"cache-control", b"no-store"),
     ]
     await send({"type": "http.response.start", "status": 303, "headers": headers})
     await send({"type": "http.response.body", "body": b""})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +18,9 @@ from pathlib import Path
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError, TraceError
+from tracerag.llm import StructuredLLM
 from tracerag.server.jobs import JobRegistry
+from tracerag.server.models import SharedModel
 
 
 class NotFoundError(TraceError):
@@ -56,17 +58,25 @@ class ServerState:
     config: ServerConfig
     collections: dict[str, Path] = field(init=False)
     jobs: JobRegistry = field(init=False)
+    shared_model: SharedModel = field(init=False)
     _local: threading.local = field(default_factory=threading.local, init=False)
     _opened: list[Collection] = field(default_factory=list, init=False)
     _opened_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _closers: list[Callable[[], None]] = field(default_factory=list, init=False)
 
     def __post_init__(self) -> None:
         self.collections = collection_names(self.config.collections)
         self.jobs = JobRegistry(self.config.settings.server.jobs_kept)
+        self.shared_model = SharedModel(self.config.settings)
 
     @property
     def settings(self) -> Settings:
         return self.config.settings
+
+    def model(self) -> StructuredLLM | None:
+        """A language model for one run (its own accounting), over the server's one provider; None without
+        `serve --llm`."""
+        return self.shared_model.llm()
 
     def path_of(self, name: str) -> Path:
         """The folder of the collection served as `name`; NotFoundError for any other name."""
@@ -98,10 +108,19 @@ class ServerState:
             col.close()
             raise
 
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Call `closer` at shutdown, before the views close (e.g. the catalog conversations, which hold their own)."""
+        with self._opened_lock:
+            self._closers.append(closer)
+
     def close(self) -> None:
         """Close every view (at shutdown): each hands its index on to whoever still uses it."""
         with self._opened_lock:
+            closers, self._closers = self._closers, []
             opened, self._opened = self._opened, []
+        for closer in closers:
+            with contextlib.suppress(Exception):
+                closer()
         for col in opened:
             with contextlib.suppress(Exception):  # at shutdown, one view that cannot close must not keep the rest
                 col.close()

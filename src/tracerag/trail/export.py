@@ -12,14 +12,27 @@ import io
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracerag.dates import date_parts
 from tracerag.errors import TrailError
 from tracerag.ingest.alto_regions import PageRegion, page_regions
 from tracerag.model import Document, SubQuestion
 from tracerag.text import csv_cell, json_dumps
-from tracerag.trail.events import Event, PlanEvent, ReplanEvent, ResultEvent, RunEvent
+from tracerag.trail.events import (
+    DecisionEvent,
+    Event,
+    JudgmentEvent,
+    PlanEvent,
+    ReevalEvent,
+    ReplanEvent,
+    ResultEvent,
+    RunEvent,
+    VerdictEvent,
+)
+
+if TYPE_CHECKING:
+    from tracerag.store import DocumentStore
 
 FORMATS = ("csv", "ris", "csl-json")
 
@@ -68,6 +81,14 @@ def sub_questions(events: Sequence[Event]) -> list[SubQuestion]:
         elif isinstance(event, ReplanEvent):
             current = replanned(current, event)
     return current
+
+
+def named_documents(events: Sequence[Event]) -> list[str]:
+    """The ids of the documents a trail speaks of (its ranking, verdicts, decisions, judgments), sorted: what to
+    fetch from the collection to show their titles and quoted evidence."""
+    ids = {r.doc_id for e in events if isinstance(e, ResultEvent) for r in e.ranking}
+    ids |= {e.doc_id for e in events if isinstance(e, VerdictEvent | ReevalEvent | DecisionEvent | JudgmentEvent)}
+    return sorted(ids)
 
 
 # -- one exported source --------------------------------------------------------------------------------------
@@ -448,6 +469,27 @@ def source_regions(
         boxes = boxes_in(s.doc_id, *span)
         out.append(page_regions(s.doc_id, doc.source, boxes, iiif_base=iiif_base, dpi=dpi))
     return out
+
+
+def store_regions(
+    store: DocumentStore, documents: Mapping[str, Document], *, iiif_base: str | None, dpi: float | None
+) -> Callable[[Sequence[ExportedSource]], list[list[PageRegion]]]:
+    """The `regions` argument of `export_sources` for a collection's store: each source's page regions from its
+    String boxes, a source without a quoted span taking its chunk's span. `iiif_base` is the caller's choice
+    (`--iiif-base`, else the collection's `regions.iiif_base`)."""
+
+    def regions(sources: Sequence[ExportedSource]) -> list[list[PageRegion]]:
+        chunks = store.get_chunks(sorted({s.chunk_id for s in sources if s.chunk_id and s.span is None}))
+        return source_regions(
+            sources,
+            documents,
+            store.boxes_in,
+            chunk_spans={c.id: (c.start, c.end) for c in chunks.values()},
+            iiif_base=iiif_base,
+            dpi=dpi,
+        )
+
+    return regions
 
 
 _WRITERS = {"csv": to_csv, "ris": to_ris, "csl-json": to_csl_json}

@@ -78,3 +78,14 @@ def find_trail(roots: Sequence[Path], run: str) -> Path:
 def list_trails(collection_dir: Path) -> list[Path]:
     folder = Path(collection_dir) / "trails"
     return sorted(folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def trails_by_run(roots: Sequence[Path]) -> dict[str, Path]:
+    """Every trail under `roots` (`collection.trail_roots`) by its run id, the file's name without `.jsonl`; the
+    first root holding a run wins. A caller that is given an id from outside (the web app) looks it up here, so
+    that the id is only ever compared with names, never made into a path or a glob pattern."""
+    found: dict[str, Path] = {}
+    for root in roots:
+        for path in list_trails(root):
+            found.setdefault(path.stem, path)
+    return found

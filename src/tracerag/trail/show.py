@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -591,6 +592,31 @@ def render_trail(
         if calls:
             out.append(_llm_calls(calls))
     return out
+
+
+@dataclass(frozen=True)
+class TrailSummary:
+    """What a list of runs says of one (`tracerag trail list`, the web app's trail list)."""
+
+    run_id: str
+    kind: str  # the run's `RunKind` value, or "catalog" for a catalog conversation (its run event says "ask")
+    question: str  # a catalog conversation's first request
+    started: str  # the run event's time (UTC, ISO 8601)
+    status: str  # the result's status, what a research run came to, "catalog · N turns", or "unfinished"
+
+
+def summarise(events: Sequence[Event]) -> TrailSummary:
+    """A trail's kind, question and status. An agent run: its result's status ("unfinished" before one); a
+    catalog conversation has no result, only turns: "catalog · N turns", and its first request."""
+    run = run_event(events)
+    requests = [e.request for e in events if isinstance(e, CatalogParseEvent)]
+    if requests or any(e.kind.startswith("catalog_") for e in events):
+        return TrailSummary(
+            run.run_id, "catalog", requests[0] if requests else "", run.time, f"catalog · {_n(len(requests), 'turn')}"
+        )
+    result = result_event(events)
+    status = str(result.status) if result else research_status(events) or "unfinished"
+    return TrailSummary(run.run_id, run.run.value, run.question, run.time, status)
 
 
 def research_status(events: Sequence[Event]) -> str:

@@ -6,6 +6,17 @@ from fastapi import APIRouter
 
 
 def routers() -> list[APIRouter]:
-    from tracerag.server.api import ask, catalog, collections, health, jobs, research, search, trails
+    from tracerag.server.api import (
+        ask,
+        catalog,
+        collections,
+        health,
+        ingest,
+        jobs,
+        research,
+        search,
+        selections,
+        trails,
+    )
 
-    return [m.router for m in (health, collections, search, jobs, ask, research, trails, catalog)]
+    return [m.router for m in (health, collections, ingest, search, jobs, ask, research, selections, trails, catalog)]

@@ -1,5 +1,232 @@
-"""TODO(helper): see /work/notes/i13."""
+"""POST /api/collections/{name}/search: a search with every option `tracerag search` has, run as the CLI runs it
+(`research/search_report.py`: recorded as a run in the trail, its id returned), answered as
+`retrieval/explain.py`'s data with each result's keyword-in-context snippet (`retrieval/kwic.py`)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
 
 from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-router = APIRouter()
+from tracerag.config import Channel, window_years
+from tracerag.dates import parse_partial_date
+from tracerag.research.search_report import explained_search, searched_queries
+from tracerag.retrieval import SearchRequest
+from tracerag.retrieval.kwic import snippet
+from tracerag.retrieval.search_filter import search_filter
+from tracerag.retrieval.synonyms import SynonymMap
+from tracerag.server.api.collections import Region, source_link, web_link
+from tracerag.server.deps import State
+from tracerag.server.schemas import ERRORS
+from tracerag.server.state import ServerState
+
+router = APIRouter(tags=["search"], responses=ERRORS)
+
+
+class SearchBody(BaseModel):
+    """A search: the options of `tracerag search`, by the same names (`from`/`to` are `date_from`/`date_to`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1, max_length=4000, description='What to look for. Quote phrases with "...".')
+    k: int = Field(10, ge=1, le=500, description="Number of documents.")
+    corpus: list[str] = Field([], description="Restrict to these sub-corpora (a parent admits its children).")
+    date_from: str | None = Field(None, description="Earliest date (1890, 1890-05, 1890-05-01).")
+    date_to: str | None = Field(None, description="Latest date, inclusive (1900 is up to 1900-12-31).")
+    language: list[str] = Field([], description="Restrict to these languages.")
+    fields: dict[str, str] = Field({}, description="Structured fields that must hold these values.")
+    doc_ids: list[str] = Field([], description="Allow-list of document ids.")
+    channels: list[Channel] | None = Field(None, description="The channels to run (None: the settings' channels).")
+    windows: str | None = Field(None, description="Temporal windowing, e.g. 5y ('' turns it off).")
+    expand: list[Literal["llm", "vocab"]] = Field([], description="Also search variants: an LLM's, the vocabulary's.")
+    variants: int | None = Field(None, ge=1, le=20, description="How many LLM variants (default expansion.variants).")
+    add: list[str] = Field([], description="Words added to the query (e.g. vocabulary neighbours).")
+    synonyms: str | None = Field(
+        None, max_length=200_000, description="A spelling/synonym map as TSV text (forms of one word per line)."
+    )
+    filter: str | None = Field(None, description='Boolean filter: AND OR NOT ( ) "phrase" field:value word*.')
+    min_ocr: float | None = Field(None, ge=0, le=1, description="Only documents of at least this OCR quality (0-1).")
+    explain: bool = Field(False, description="Also return each channel's and text field's own ranking.")
+    iiif_base: str | None = Field(None, description="IIIF image base for the results' page regions.")
+
+    @field_validator("date_from", "date_to")
+    @classmethod
+    def _partial_date(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            parse_partial_date(value.strip())  # a ValueError names the date; the error edge names the field
+            return value.strip()
+        return None
+
+    @field_validator("windows")
+    @classmethod
+    def _window(cls, value: str | None) -> str | None:
+        if value:
+            window_years(value)  # '' turns windowing off; anything else is a number of years
+        return value
+
+
+class ChannelFind(BaseModel):
+    channel: str = Field(description="The channel that found the document.")
+    rank: int = Field(description="Its rank in that channel's ranking (1 is first).")
+    score: float
+    chunk_id: str
+    span: list[int] = Field(description="The chunk's [start, end] in the document text.")
+    field: str | None = Field(None, description="The text field (language) that ranked it, for a lexical channel.")
+    field_rank: int | None = None
+
+
+class BestChunk(BaseModel):
+    chunk_id: str
+    start: int = Field(description="Character offset of the chunk in the document text.")
+    end: int
+    text: str
+
+
+class Kwic(BaseModel):
+    """The query's words in context: `text` is the document's text from `start` to `end`; `spans` the matched
+    words, as [start, end] offsets into `text`."""
+
+    text: str
+    start: int
+    end: int
+    spans: list[list[int]]
+    cut_before: bool
+    cut_after: bool
+
+
+class SearchResult(BaseModel):
+    rank: int
+    doc_id: str
+    score: float = Field(description="The fused score (by params.fusion.method).")
+    corpus: str
+    date: str | None
+    language: str | None
+    title: str | None
+    window: str | None = Field(description="The time window the document fell in, when windowing.")
+    source: dict[str, str | int | float | bool]
+    source_url: str | None = Field(description="The document's own http(s) link, if any.")
+    fields: dict[str, Any]
+    ocr: dict[str, Any] | None = Field(description="The OCR-quality estimate and its parts.")
+    ocr_quality_stated: float | None
+    best_chunk: BestChunk
+    kwic: Kwic
+    regions: list[Region]
+    channels: list[ChannelFind]
+
+
+class WindowRow(BaseModel):
+    window: str
+    results: int
+    result_share: float
+    documents: int = Field(description="Documents of the window among those searched.")
+    corpus_share: float
+    ratio: float = Field(description="result_share / corpus_share: above 1, the window is over-represented.")
+
+
+class TimeWindows(BaseModel):
+    """Each time window's share of the results against its share of the documents searched."""
+
+    window: str
+    chosen: str | None = Field(None, description="Where the window size came from.")
+    results: int
+    searched: int
+    rows: list[WindowRow]
+
+
+class SearchAnswer(BaseModel):
+    run_id: str = Field(description="The search's run in the trail (GET /api/trails/{run_id}; judge or review it).")
+    collection: str
+    query: str
+    seconds: float
+    results: list[SearchResult]
+    time_windows: TimeWindows | None
+    expansion: dict[str, Any] | None = Field(description="What was searched: the query, its variants, weights.")
+    failures: list[str] = Field(description="What could not be done (an expansion); the search went on without it.")
+    params: dict[str, Any] = Field(description="The search as run: channels, fusion, filter, readings of each channel.")
+    channel_rankings: dict[str, list[dict[str, Any]]] | None = Field(
+        None, description="With explain: each channel's top chunks before fusion."
+    )
+    field_rankings: dict[str, dict[str, list[dict[str, Any]]]] | None = Field(
+        None, description="With explain: each lexical channel's text fields before they were merged."
+    )
+
+
+def run(state: ServerState, name: str, body: SearchBody) -> SearchAnswer:
+    """The search `body` over collection `name`, recorded and explained (shared by the API and the page)."""
+    flt = search_filter(
+        corpora=body.corpus,
+        date_from=body.date_from,
+        date_to=body.date_to,
+        languages=body.language,
+        fields=body.fields.items(),
+        doc_ids=body.doc_ids,
+    )
+    request = SearchRequest(
+        query=body.query,
+        k=body.k,
+        filter=flt,
+        channels=tuple(body.channels) if body.channels else None,
+        windows=body.windows,
+        min_ocr_quality=body.min_ocr,
+    )
+    synonyms = SynonymMap.parse(body.synonyms, "synonyms") if body.synonyms else None
+    model = None
+    if "llm" in body.expand:
+        model = state.model()  # None without `serve --llm`: the search says so in its failures
+    with state.reading(name) as col:
+        result, _ = explained_search(
+            col,
+            request,
+            expand=body.expand,
+            variants=body.variants,
+            llm=model,
+            synonyms=synonyms,
+            added=body.add,
+            filter_expression=body.filter,
+            iiif_base=body.iiif_base,
+        )
+    return answer(name, body, result)
+
+
+def answer(name: str, body: SearchBody, result: dict[str, Any]) -> SearchAnswer:
+    queries = searched_queries(result)
+    results = []
+    for r in result["results"]:
+        best = r["best_chunk"]
+        kwic = snippet(best["text"], queries, r["language"], offset=best["start"])
+        results.append(
+            SearchResult(
+                **{k: v for k, v in r.items() if k not in ("regions", "channels")},
+                source_url=source_link(r["source"]),
+                kwic=Kwic(
+                    text=kwic.text,
+                    start=kwic.start,
+                    end=kwic.end,
+                    spans=[list(s) for s in kwic.spans],
+                    cut_before=kwic.cut_before,
+                    cut_after=kwic.cut_after,
+                ),
+                regions=[Region(**{**g, "url": web_link(g.get("url"))}) for g in r["regions"]],
+                channels=[ChannelFind(**c) for c in r["channels"]],
+            )
+        )
+    params = result["params"]
+    return SearchAnswer(
+        run_id=result["run_id"],
+        collection=name,
+        query=body.query,
+        seconds=result["seconds"],
+        results=results,
+        time_windows=params.get("time_windows"),
+        expansion=result["expansion"],
+        failures=result["failures"],
+        params={k: v for k, v in params.items() if k != "time_windows"},
+        channel_rankings=result["channel_rankings"] if body.explain else None,
+        field_rankings=result["field_rankings"] if body.explain else None,
+    )
+
+
+@router.post("/collections/{name}/search", response_model=SearchAnswer)
+def search(name: str, body: SearchBody, state: State) -> SearchAnswer:
+    return run(state, name, body)

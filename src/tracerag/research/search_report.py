@@ -1,0 +1,65 @@
+"""One search, recorded as a run and explained: what `tracerag search --json` prints and the web app's search
+answers, made in one place so that both run a search exactly alike (the filter checked, the run in the trail, the
+ranking as `retrieval/explain.py`'s data with the run id, the expansion and what failed)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tracerag.collection import Collection
+from tracerag.ingest.alto_regions import check_base
+from tracerag.llm import StructuredLLM
+from tracerag.research.search_run import SearchRun, run_search
+from tracerag.retrieval import SearchRequest
+from tracerag.retrieval.explain import explain
+from tracerag.retrieval.search_filter import API_NAMES, OptionNames, check_field_keys
+from tracerag.retrieval.synonyms import SynonymMap
+
+
+def explained_search(
+    col: Collection,
+    request: SearchRequest,
+    *,
+    expand: Sequence[str] = (),
+    variants: int | None = None,
+    llm: StructuredLLM | None = None,
+    synonyms: SynonymMap | None = None,
+    added: Sequence[str] = (),
+    filter_expression: str | None = None,
+    iiif_base: str | None = None,
+    names: OptionNames = API_NAMES,
+) -> tuple[dict[str, Any], SearchRun]:
+    """Search `col` as asked, record the run, and explain its ranking. A field key no document has, in a search
+    that found nothing, is a TraceError (rather than an empty answer); an expansion that could not be made is in
+    `failures` and the search goes on without it."""
+    iiif_base = check_base(iiif_base, names.iiif_base)
+    start = time.perf_counter()
+    run = run_search(
+        col,
+        request,
+        expand=expand,
+        variants=variants,
+        llm=llm,
+        synonyms=synonyms,
+        added=added,
+        filter_expression=filter_expression,
+    )
+    ranking = run.ranking
+    if not ranking.documents and request.filter.fields:
+        check_field_keys(col, request.filter, names)
+    result = explain(ranking, col, iiif_base=iiif_base)
+    result["seconds"] = round(time.perf_counter() - start, 4)
+    result["run_id"] = run.run_id
+    result["expansion"] = ranking.params.get("expansion")
+    result["failures"] = run.failures
+    return result, run
+
+
+def searched_queries(result: dict[str, Any]) -> list[str]:
+    """Every query a search ran: the one searched (with the researcher's additions) and each variant's."""
+    expansion = result.get("expansion") or {}
+    queries = [expansion.get("searched") or result["params"].get("query", "")]
+    queries += [v["query"] for v in expansion.get("variants", []) if v.get("query")]
+    return [q for q in dict.fromkeys(queries) if q]
