@@ -76,6 +76,10 @@ def test_with_a_token_every_answer_needs_it(token_client: TestClient, path: str)
     assert refused.headers["content-security-policy"] == CSP
     wrong = token_client.get(path, headers={"Authorization": "Bearer " + TOKEN[:-1] + "x"}, follow_redirects=False)
     assert wrong.status_code == 401
+    # a missing token and a wrong one are told apart; a browser is told to open the printed address
+    assert "asks for a token" in refused.text and "is not the one" in wrong.text
+    said = "Authorization: Bearer" if path.startswith("/api/") else "open the address `tracerag serve` printed"
+    assert said in refused.text, refused.text
     by_bearer = token_client.get(path, headers={"Authorization": f"Bearer {TOKEN}"}, follow_redirects=False)
     assert by_bearer.status_code != 401
     token_client.cookies.set(TOKEN_COOKIE, TOKEN)
@@ -448,3 +452,13 @@ def test_a_lone_surrogate_in_any_json_body_is_refused_naming_its_field(client: T
     )
     assert paired.status_code == 200, paired.text
     assert security.lone_surrogate(b'{"a": "plain"}') is None
+
+
+def test_a_body_that_is_no_json_is_said_so_with_where_it_broke(client: TestClient) -> None:
+    name = client.get("/api/collections").json()[0]["name"]
+    broken = client.post(
+        f"/api/collections/{name}/search", content=b'{"query": "fire",', headers={"Content-Type": "application/json"}
+    )
+    assert broken.status_code == 422
+    body = broken.json()
+    assert body["field"] == "body" and "not valid JSON at character" in body["error"], body

@@ -4,6 +4,7 @@ exit code 0."""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -182,7 +183,7 @@ def test_what_serve_refuses(small: Path, tmp_path: Path, env: dict[str, str]) ->
 def test_demo_serve_opens_the_demo_collection(tmp_path: Path, env: dict[str, str]) -> None:
     target = tmp_path / "demo"
     served = Served(
-        ["demo", "--no-dense", "--per-file", "3", "-c", str(target), "--serve"], {**env, "TRACERAG_SERVER__PORT": "0"}
+        ["demo", "--no-dense", "--per-file", "3", "-c", str(target), "--serve", "--port", "0"], env
     )
     try:
         url = served.wait_for(r"at (http://127\.0\.0\.1:\d+/)", timeout=240).group(1)
@@ -191,3 +192,82 @@ def test_demo_serve_opens_the_demo_collection(tmp_path: Path, env: dict[str, str
         assert "collection kept in" in "".join(served.output)  # the demo ran first
     finally:
         assert served.stop() == 0, "".join(served.output)
+    alone = subprocess.run(
+        [sys.executable, "-m", "tracerag.cli", "demo", "--port", "0"], capture_output=True, text=True, env=env
+    )
+    assert alone.returncode == 2 and "with --serve" in alone.stderr
+
+
+def test_what_serve_refuses_of_a_catalog_and_a_collection_given_twice(small: Path, env: dict[str, str]) -> None:
+    # a collection folder is no catalog: said at start-up, not at the first chat request
+    done = subprocess.run(
+        [sys.executable, "-m", "tracerag.cli", "serve", "-c", str(small), "--catalog", str(small)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "not a catalog" in " ".join(done.stderr.split())
+    served = Served(["serve", "-c", str(small), "-c", f"{small}/", "--port", "0"], env)
+    try:
+        url = served.wait_for(r"at (http://\S+)").group(1)
+        assert httpx.get(url + "api/health", timeout=30).json()["collections"] == ["gazettes"]
+    finally:
+        assert served.stop() == 0
+
+
+def test_ctrl_c_ends_the_event_streams_and_says_which_job_it_cut_off(
+    hipe_dir: Path, tmp_path: Path, env: dict[str, str], server_settings: Settings
+) -> None:
+    """A page following a job must not hold the stop up (it did for uvicorn's whole graceful timeout, then was
+    cancelled with a traceback), and an ingest the stop cuts off is named, with what to do."""
+    target = tmp_path / "growing"
+    texts = [
+        d.text
+        for d in read_documents(hipe_dir / "HIPE-2022-v2.1-letemps-dev-fr.tsv", "hipe")
+        if isinstance(d, Document)
+    ]
+    with Collection.open(target, server_settings, mode="write", create=True, embed_model="none") as col:
+        col.ingest([Document("seed", texts[0], language="fr")], dense=False)
+    upload = tmp_path / "many.jsonl"
+    with upload.open("w", encoding="utf-8") as out:
+        for i in range(4000):
+            out.write(json.dumps({"id": f"d{i}", "text": texts[i % len(texts)], "language": "fr"}) + "\n")
+    served = Served(["serve", "-c", str(target), "--port", "0"], env)
+    try:
+        url = served.wait_for(r"at (http://\S+)").group(1)
+        with upload.open("rb") as fh:
+            started = httpx.post(
+                url + "api/collections/growing/ingest",
+                files={"files": ("many.jsonl", fh, "application/x-ndjson")},
+                data={"dense": "false"},
+                headers={"Authorization": "Bearer any"},  # a script, not a page: no CSRF header needed
+                timeout=60,
+            )
+        assert started.status_code == 202, started.text
+        job = started.json()["id"]
+        kinds: list[str] = []
+
+        def follow() -> None:
+            with httpx.stream("GET", url + f"api/jobs/{job}/events", timeout=60) as stream:
+                for line in stream.iter_lines():
+                    if line.startswith("data: "):
+                        kinds.append(json.loads(line[6:])["kind"])
+
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
+        deadline = time.monotonic() + 60
+        while "progress" not in kinds and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "progress" in kinds and "end" not in kinds, kinds
+        asked = time.monotonic()
+        assert served.stop(signal.SIGINT) == 0, "".join(served.output)
+        took = time.monotonic() - asked
+        follower.join(10)
+        output = "".join(served.output)
+        assert took < 4.5, (took, output)  # uvicorn's graceful timeout is 5 s: nothing waited for it
+        assert "Traceback" not in output and "ERROR" not in output, output
+        assert kinds[-1] == "stopping", kinds
+        assert re.search(rf"job {job} \(ingest into growing\) was cut off at \d+ of 4000", output), output
+    finally:
+        served.stop(signal.SIGKILL)

@@ -42,7 +42,7 @@ from tracerag.catalog.reply import (
     place_phrase,
     templated_reply,
 )
-from tracerag.catalog.store import CatalogStore
+from tracerag.catalog.store import STORE_FILE, CatalogStore, check_catalog_dir
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
 from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
@@ -150,12 +150,8 @@ class CatalogAssistant:
     ):
         if variant not in set(CatalogVariant):
             raise ConfigError(f"structured-index variant {variant!r}: expected one of {', '.join(CatalogVariant)}")
-        catalog_dir = Path(catalog_dir)
-        if not (catalog_dir / "catalog.sqlite").is_file():
-            raise ConfigError(
-                f"{catalog_dir}: not a catalog (no catalog.sqlite); build it with `tracerag catalog ingest`"
-            )
-        self.store = CatalogStore.open(catalog_dir / "catalog.sqlite")
+        catalog_dir = check_catalog_dir(catalog_dir)
+        self.store = CatalogStore.open(catalog_dir / STORE_FILE)
         self.collection = Collection.open(catalog_dir / "collection", settings, mode="read")
         self.retriever = Retriever(self.collection)
         self.gazetteer = self.store.gazetteer()

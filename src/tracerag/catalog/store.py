@@ -19,12 +19,20 @@ from typing import Any
 
 from tracerag.catalog.filters import hour_pairs, int_values, postal_head, selected, term_ancestors
 from tracerag.catalog.model import ConstraintKind, Gazetteer, Opening, ServiceRecord, Structural
-from tracerag.errors import CollectionError
+from tracerag.errors import CollectionError, ConfigError
 from tracerag.store import connect_read_only
 from tracerag.text import fold_key
 
 SCHEMA_VERSION = "2"  # 2: zip5 (a US rule) became zip_head (`postal_head`)
 STORE_FILE = "catalog.sqlite"  # the store's name in a catalog directory (beside collection/ and profile.toml)
+
+
+def check_catalog_dir(catalog_dir: Path) -> Path:
+    """`catalog_dir` if it holds a catalog (its store), else a ConfigError that says how to make one: checked by
+    whoever opens a catalog, and by `tracerag serve --catalog` before it serves anything."""
+    if not (Path(catalog_dir) / STORE_FILE).is_file():
+        raise ConfigError(f"{catalog_dir}: not a catalog (no {STORE_FILE}); build it with `tracerag catalog ingest`")
+    return Path(catalog_dir)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (

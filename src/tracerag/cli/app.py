@@ -53,6 +53,11 @@ WaitOpt = Annotated[
 BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")]
 ExportFormatOpt = Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")]
 ExportOutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")]
+# where `tracerag serve` (and `demo --serve`) listens; the defaults are the settings' server.host / server.port
+HostOpt = Annotated[
+    str | None, typer.Option("--host", help="Address to listen on (default 127.0.0.1; any other needs a token).")
+]
+PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
 IiifBaseOpt = Annotated[
     str | None,
     typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),

@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from tracerag.cli.app import ExitCode, app, data_text, err, friendly, out
+from tracerag.cli.app import ExitCode, HostOpt, PortOpt, app, data_text, err, friendly, out
 from tracerag.cli.views import embed_missing, print_ingest_report, render, run_ingest
 from tracerag.collection import Collection
 from tracerag.config import load_settings
+from tracerag.errors import ConfigError
 from tracerag.text import safe_line
 
 if TYPE_CHECKING:
@@ -46,11 +47,16 @@ def demo(
     serve: Annotated[
         bool, typer.Option("--serve", help="Then open the demo collection in the web app (as `tracerag serve`).")
     ] = False,
+    host: HostOpt = None,
+    port: PortOpt = None,
 ) -> ExitCode | None:
     """The main job on a small collection: ingest (lexical first), explained searches, then vectors and the same
     questions with the dense channel. Uses the packaged sample unless HIPE-2022 is at hand; never the network
     unless --download."""
     from tracerag.demo_data import COMMIT, resolve_demo_source
+
+    if not serve and (host is not None or port is not None):
+        raise ConfigError("--host and --port are where --serve listens: give them with --serve")
 
     settings = load_settings()
     source, notes = resolve_demo_source(
@@ -87,7 +93,12 @@ def demo(
         from tracerag.server.run import run_server
         from tracerag.server.state import ServerConfig
 
-        config = ServerConfig((target,), settings, host=settings.server.host, port=settings.server.port)
+        config = ServerConfig(
+            (target,),
+            settings,
+            host=host or settings.server.host,
+            port=settings.server.port if port is None else port,
+        )
         run_server(config, lambda line: out.print(data_text(line), soft_wrap=True))
         err.print("stopped")
     return ExitCode.PARTIAL if report.skipped else None

@@ -7,13 +7,21 @@ from typing import Annotated
 
 import typer
 
-from tracerag.cli.app import BaseUrlOpt, ConfigOpt, ExitCode, app, data_text, err, friendly, out, settings_with_llm
+from tracerag.cli.app import (
+    BaseUrlOpt,
+    ConfigOpt,
+    ExitCode,
+    HostOpt,
+    PortOpt,
+    app,
+    data_text,
+    err,
+    friendly,
+    out,
+    settings_with_llm,
+)
 from tracerag.errors import ConfigError
 
-HostOpt = Annotated[
-    str | None, typer.Option("--host", help="Address to listen on (default 127.0.0.1; any other needs a token).")
-]
-PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
 TokenOpt = Annotated[
     str | None,
     typer.Option("--token", envvar="TRACERAG_TOKEN", help="Token asked of every client (generated beyond loopback)."),
@@ -47,8 +55,13 @@ def serve(
     for path in collection or []:
         if not Collection.exists(path):
             raise ConfigError(f"-c {path}: not a TRACE collection (no collection.toml); see `tracerag ingest`")
-    if catalog is not None and not catalog.is_dir():
-        raise ConfigError(f"--catalog {catalog}: no such folder; make one with `tracerag catalog ingest`")
+    if catalog is not None:
+        from tracerag.catalog.store import check_catalog_dir
+
+        try:
+            check_catalog_dir(catalog)
+        except ConfigError as exc:
+            raise ConfigError(f"--catalog {exc}") from None
     settings = settings_with_llm(config, llm, base_url)
     server_config = ServerConfig(
         collections=tuple(collection or ()),

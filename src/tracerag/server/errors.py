@@ -50,6 +50,21 @@ def field_of(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts) or "body"
 
 
+def validation_message(error: Any) -> str:
+    """One validation error in words. A body that is no JSON at all is said as such, with where it broke (pydantic
+    gives its character offset as the place: `0: JSON decode error` said nothing)."""
+    if error.get("type") == "json_invalid":
+        where = error.get("loc", ())
+        at = f" at character {where[-1]}" if len(where) > 1 and isinstance(where[-1], int) else ""
+        why = (error.get("ctx") or {}).get("error", "")
+        return (
+            f"not valid JSON{at}"
+            + (f" ({why})" if why else "")
+            + "; send a JSON object (Content-Type: application/json)"
+        )
+    return str(error.get("msg", "invalid"))
+
+
 def error_response(request: Request, status: int, message: str, **extra: Any) -> Response:
     if request.url.path.startswith("/api"):
         return JSONResponse({"error": message, **extra}, status_code=status)
@@ -69,7 +84,13 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:
-        errors = [{"field": field_of(e.get("loc", ())), "message": str(e.get("msg", "invalid"))} for e in exc.errors()]
+        errors = [
+            {
+                "field": "body" if e.get("type") == "json_invalid" else field_of(e.get("loc", ())),
+                "message": validation_message(e),
+            }
+            for e in exc.errors()
+        ]
         first = errors[0] if errors else {"field": "body", "message": "invalid request"}
         message = f"{first['field']}: {first['message']}"
         return error_response(request, 422, message, field=first["field"], errors=errors)

@@ -53,28 +53,47 @@ class Job:
             )
             self._changed.notify_all()
 
-    def follow(self, after: int = -1, *, heartbeat_s: float = 15.0) -> Iterator[dict[str, Any] | None]:
+    def follow(
+        self, after: int = -1, *, heartbeat_s: float = 15.0, stopping: threading.Event | None = None
+    ) -> Iterator[dict[str, Any] | None]:
         """The events numbered after `after`, as they come, until the job's end event; None every `heartbeat_s`
-        without news (so that a stream can say it is alive and notice a client that left)."""
+        without news (so that a stream can say it is alive and notice a client that left). When `stopping` is set
+        (the server is shutting down) the stream ends at once with a `stopping` event, so that no client holds the
+        shutdown up."""
         next_seq = max(0, after + 1)
         while True:
+            ended_before = False
             with self._changed:
                 if next_seq >= len(self.events):
                     if self.status is not JobStatus.RUNNING:
-                        # the end is behind the point asked for (a bad id, or a browser that reconnected after
-                        # it): the end again, so that the client stops instead of reconnecting forever
-                        yield self.events[-1]
-                        return
-                    self._changed.wait(heartbeat_s)
+                        ended_before = True
+                    elif stopping is None or not stopping.is_set():
+                        self._changed.wait(heartbeat_s)
                 fresh = self.events[next_seq:]
-            if not fresh:
-                yield None
-                continue
+                last = self.events[-1] if self.events else None
+            if ended_before and last is not None:
+                # the end is behind the point asked for (a bad id, or a browser that reconnected after it): the end
+                # again, so that the client stops instead of reconnecting forever
+                yield last
+                return
             for event in fresh:
                 yield event
                 if event["kind"] == "end":
                     return
             next_seq += len(fresh)
+            if stopping is not None and stopping.is_set():
+                yield {"seq": next_seq, "kind": "stopping", "time": time.time(), "message": "the server is stopping"}
+                return
+            if not fresh:
+                yield None
+
+    def progress(self) -> str:
+        """The job's last progress in words, for a message about it (its last event's numbers)."""
+        for event in reversed(self.events):
+            done = next((event[k] for k in ("done", "documents") if k in event), None)
+            if done is not None and "total" in event:
+                return f"{done} of {event['total']}"
+        return f"its event {len(self.events)}"
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -100,6 +119,18 @@ class JobRegistry:
         self.keep = keep
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
+        self.stopping = threading.Event()  # set when the server shuts down: event streams end at once
+
+    def stop(self) -> list[Job]:
+        """Say the server is stopping: every event stream ends now. Returns the jobs still running (they are cut
+        off when the process exits: an ingest's child stops like an interrupted `tracerag ingest`)."""
+        self.stopping.set()
+        with self._lock:
+            jobs = list(self._jobs.values())
+        for job in jobs:
+            with job._changed:
+                job._changed.notify_all()
+        return [j for j in jobs if j.status is JobStatus.RUNNING]
 
     def start(self, kind: str, work: JobWork, *, collection: str | None = None) -> Job:
         """Run `work(job)` in a new thread; what it returns is the job's result. A TraceError is the job's error

@@ -8,8 +8,10 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 
 from tracerag.errors import ConfigError
+from tracerag.server.jobs import Job
 from tracerag.server.security import LOOPBACK, new_token
 from tracerag.server.state import ServerConfig
 
@@ -54,14 +56,39 @@ def run_server(config: ServerConfig, announce: Callable[[str], None]) -> None:
     sock = bind(config.host, config.port)
     port = sock.getsockname()[1]
     app = create_app(config)
-    server = uvicorn.Server(
+    jobs = app.state.server.jobs
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            # first end the event streams (a page following a job would hold the graceful shutdown up until its
+            # timeout, then be cancelled with a traceback), then uvicorn's own shutdown
+            jobs.stop()
+            super().handle_exit(sig, frame)
+
+    server = Server(
         uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5, lifespan="on")
     )
     served = ", ".join(sorted(app.state.server.collections)) or "no collection"
     announce(f"serving {served}" + (" and the catalog" if config.catalog else "") + f" at {address(config, port)}")
+    if config.host.strip("[]") in ("0.0.0.0", "::"):
+        others = f"http://{socket.gethostname()}:{port}/" + (f"?token={config.token}" if config.token else "")
+        announce(f"  (every interface: from another machine, {others} or this machine's address)")
     announce("press Ctrl-C to stop")
     with _stopped_by_signals():
         server.run(sockets=[sock])
+    for job in jobs.stop():
+        announce(interrupted(job))
+
+
+def interrupted(job: Job) -> str:
+    """What a user should know of a job the stop cut off."""
+    where = f" into {job.collection}" if job.collection else ""
+    if job.kind == "ingest":
+        return (
+            f"job {job.id} (ingest{where}) was cut off at {job.progress()}: what it committed is kept; upload the "
+            "same files again (or run `tracerag ingest`) to finish it, unchanged documents are skipped"
+        )
+    return f"job {job.id} ({job.kind}{where}) was cut off at {job.progress()}: its trail ends there"
 
 
 class _Stopped(Exception):

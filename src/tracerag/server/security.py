@@ -146,12 +146,7 @@ class Guard:
             query_token = _query_token(scope)
             offered = _bearer(headers) or cookies.get(TOKEN_COOKIE) or query_token
             if not offered or not hmac.compare_digest(offered.encode(), self.token.encode()):
-                await refuse(
-                    401,
-                    "a token is required: open the address `tracerag serve` printed, or send "
-                    "'Authorization: Bearer TOKEN'",
-                    {"www-authenticate": "Bearer"},
-                )
+                await refuse(401, _token_refusal(api, wrong=bool(offered)), {"www-authenticate": "Bearer"})
                 return
             set_token_cookie = query_token is not None and cookies.get(TOKEN_COOKIE) != self.token
             if set_token_cookie and method in SAFE_METHODS and not api:
@@ -237,6 +232,17 @@ class BodyTooLarge(HTTPException):
     def __init__(self, limit: int):
         super().__init__(413, f"request body too large: more than {limit} bytes")
         self.limit = limit
+
+
+def _token_refusal(api: bool, *, wrong: bool) -> str:
+    """Why a request without this server's token is refused, said for who sent it (a script, or a browser)."""
+    what = "the token sent is not the one this server asks for" if wrong else "this server asks for a token"
+    if api:
+        return f"{what}: send 'Authorization: Bearer TOKEN', TOKEN as `tracerag serve` printed it (or --token)"
+    return (
+        f"{what}: open the address `tracerag serve` printed, the one ending in ?token=…; the browser keeps the token "
+        "from then on"
+    )
 
 
 def _content_type(headers: dict[str, str]) -> str:

@@ -40,10 +40,13 @@ class ServerConfig:
 
 
 def collection_names(paths: tuple[Path, ...]) -> dict[str, Path]:
-    """Each collection's name in URLs: its folder's name, made unique with its parent's when two share it."""
+    """Each collection's name in URLs: its folder's name, made unique with its parent's when two share it (the
+    same folder given twice is served once)."""
     names: dict[str, Path] = {}
     for path in paths:
         path = Path(path).resolve()
+        if path in names.values():
+            continue
         name = path.name or "collection"
         if name in names:
             name = f"{path.parent.name}-{name}"

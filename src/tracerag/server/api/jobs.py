@@ -47,5 +47,7 @@ def job_events(
     job = job_of(state, job_id)
     start = after if after is not None else last_event_id if last_event_id is not None else -1
     return StreamingResponse(
-        sse(job.follow(start)), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+        sse(job.follow(start, stopping=state.jobs.stopping)),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store"},
     )
