@@ -182,9 +182,7 @@ def test_what_serve_refuses(small: Path, tmp_path: Path, env: dict[str, str]) ->
 
 def test_demo_serve_opens_the_demo_collection(tmp_path: Path, env: dict[str, str]) -> None:
     target = tmp_path / "demo"
-    served = Served(
-        ["demo", "--no-dense", "--per-file", "3", "-c", str(target), "--serve", "--port", "0"], env
-    )
+    served = Served(["demo", "--no-dense", "--per-file", "3", "-c", str(target), "--serve", "--port", "0"], env)
     try:
         url = served.wait_for(r"at (http://127\.0\.0\.1:\d+/)", timeout=240).group(1)
         health = httpx.get(url + "api/health", timeout=30).json()

@@ -33,6 +33,8 @@ def check_catalog_dir(catalog_dir: Path) -> Path:
     if not (Path(catalog_dir) / STORE_FILE).is_file():
         raise ConfigError(f"{catalog_dir}: not a catalog (no {STORE_FILE}); build it with `tracerag catalog ingest`")
     return Path(catalog_dir)
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (
