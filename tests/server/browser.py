@@ -2,13 +2,14 @@
 .ci/run) driven by Playwright's Python package, which downloads nothing. Without the browser the tests skip with
 one reason on a developer's machine, and fail under CI. `shot` saves a screenshot of the page as a test artefact
 (test-artifacts/screenshots/); `axe` runs axe-core (tests/server/node_modules, `npm ci` in tests/server) in the
-page and returns its serious and critical violations."""
+page and returns its serious and critical violations (without axe-core installed: none, with a warning)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,15 @@ def shot(page: Any, name: str) -> Path:
 
 
 def axe(page: Any, *, impacts: tuple[str, ...] = ("serious", "critical")) -> list[dict[str, Any]]:
-    """axe-core's violations of `impacts` on the page as it is now (WCAG 2 A/AA rules), each with its nodes."""
-    _need(f"no axe-core at {AXE} (run `npm ci` in tests/server)", AXE.exists())
+    """axe-core's violations of `impacts` on the page as it is now (WCAG 2 A/AA rules), each with its nodes.
+    Without axe-core (a developer who has not run `npm ci --prefix tests/server`) the check is left out with a
+    warning, so that the rest of the browser test still runs; under CI its absence fails the test."""
+    if not AXE.exists():
+        missing = f"no axe-core at {AXE} (run `npm ci --prefix tests/server`): accessibility not checked"
+        if in_ci():
+            pytest.fail(f"{missing} (CI is set: the accessibility checks must run)", pytrace=False)
+        warnings.warn(missing, stacklevel=2)
+        return []
     # evaluated through the DevTools protocol: a <script> tag would be inline, which the app's CSP forbids
     page.evaluate("() => { " + AXE.read_text(encoding="utf-8") + "\n}")
     result = page.evaluate(
