@@ -28,7 +28,7 @@ import numpy as np
 from tracerag import __version__
 from tracerag.config import INDEX_VERSION, Settings, chunk_settings
 from tracerag.dates import normalise_date, parse_partial_date
-from tracerag.embed import Embedder, load_embedder
+from tracerag.embed import Embedder, load_embedder, mismatch
 from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.private_copy import private_copy
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
@@ -384,17 +384,10 @@ class Collection:
     def embedder(self) -> Embedder | None:
         """The collection's embedding model, loaded on first use and checked against what built the index."""
         if self._embedder is None and self.dim:
-            emb = load_embedder(self.settings.embed)
-            recorded = self.manifest["embedding"]
-            if emb is not None and (emb.name, emb.version, emb.dim) != (
-                recorded["name"],
-                recorded["version"],
-                recorded["dim"],
-            ):
-                raise ModelMismatchError(
-                    f"{self.path} was built with {recorded['name']} {recorded['version']} (dim {recorded['dim']}) "
-                    f"but this installation provides {emb.name} {emb.version} (dim {emb.dim})"
-                )
+            # the dimension it was built at: an endpoint is held to it, and needs no probe request
+            emb = load_embedder(self.settings.embed, dim=self.dim)
+            if emb is not None and (problem := mismatch(self.manifest["embedding"], emb)):
+                raise ModelMismatchError(f"{self.path} was {problem}")
             self._embedder = emb
         return self._embedder
 
@@ -584,7 +577,7 @@ class Collection:
     def _encode(self, texts: list[str]) -> np.ndarray:
         embedder = self.embedder
         assert embedder is not None
-        size = self.settings.embed.batch_size
+        size = self.settings.embed.texts_per_call()
         parts = [embedder.encode_documents(texts[i : i + size]) for i in range(0, len(texts), size)]
         return np.concatenate(parts) if parts else np.zeros((0, embedder.dim), np.float32)
 
@@ -633,7 +626,8 @@ class Collection:
         done = 0
         after = ("", -1)
         while True:
-            chunks = self.store.chunks_without_vectors(self.settings.embed.batch_size * 4, after)
+            page = max(self.settings.embed.batch_size * 4, self.settings.embed.texts_per_call())
+            chunks = self.store.chunks_without_vectors(page, after)
             if not chunks:
                 break
             after = (chunks[-1].doc_id, chunks[-1].n)
@@ -787,10 +781,11 @@ def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> t
             f"{path} was built by an older TRACE index (version {built}, this one reads {INDEX_VERSION}: "
             "what goes into the index text changed); ingest the documents into a new collection"
         )
-    # The index was shaped by its own model and chunking: those win over whatever the caller has.
+    # The index was shaped by its own model, its prefixes and chunking: those win over whatever the caller has.
+    prefixes = {key: str(manifest["embedding"].get(key, "")) for key in ("query_prefix", "passage_prefix")}
     settings = settings.model_copy(
         update={
-            "embed": settings.embed.model_copy(update={"model": recorded}),
+            "embed": settings.embed.model_copy(update={"model": recorded, **prefixes}),
             "chunk": chunk_settings(manifest["chunk"], path / MANIFEST),
             "ingest": settings.ingest.model_copy(
                 update={"ocr_fixes": bool(manifest.get("ocr", {}).get("fixes", False))}  # older: built without
@@ -814,6 +809,9 @@ def _new_manifest(settings: Settings, embedder: Embedder | None) -> dict:
             "name": embedder.name if embedder else None,
             "version": embedder.version if embedder else None,
             "dim": embedder.dim if embedder else None,
+            # written only when set (None is left out), so that manifests without them read as before
+            "query_prefix": settings.embed.query_prefix or None,
+            "passage_prefix": settings.embed.passage_prefix or None,
         },
         "chunk": settings.chunk.model_dump(),
         "ocr": {"fixes": settings.ingest.ocr_fixes},  # the index text had the OCR repairs: queries get them too

@@ -175,6 +175,26 @@ class EmbedSettings(_Section):
     threads: int | None = Field(None, gt=0, description="Cores for the model (default: all).")
     base_url: str | None = Field(None, description="Endpoint for 'openai:' models (http:// or https://).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
+    # An endpoint's cost is a round trip per request, not CPU cache: it gets larger batches than the local model.
+    endpoint_batch_size: int = Field(
+        64, gt=0, le=2048, description="Texts per request to an 'openai:' endpoint (OpenAI allows 2048)."
+    )
+    endpoint_concurrency: int = Field(
+        4, gt=0, le=64, description="Requests in flight at once to an 'openai:' endpoint (vector order is kept)."
+    )
+    endpoint_timeout_s: float = Field(60.0, gt=0, description="Seconds an endpoint request may take.")
+    endpoint_retries: int = Field(
+        5, ge=0, description="Retries of a request on a timeout, a dropped connection, 429 or 5xx (then an error)."
+    )
+    endpoint_backoff_s: float = Field(
+        0.5, ge=0, description="First retry delay of an endpoint request; doubles each retry (Retry-After wins)."
+    )
+    query_prefix: str = Field(
+        "", description="Put before each query for 'openai:' and 'st:' models (e5: 'query: '); kept in the collection."
+    )
+    passage_prefix: str = Field(
+        "", description="Put before each passage for 'openai:' and 'st:' models (e5: 'passage: '); kept likewise."
+    )
 
     @field_validator("model")
     @classmethod
@@ -194,6 +214,12 @@ class EmbedSettings(_Section):
     def api_key(self) -> str | None:
         """The endpoint key, read here so that no other module touches the environment."""
         return os.environ.get(self.api_key_env)
+
+    def texts_per_call(self) -> int:
+        """Texts handed to the model at once: an endpoint gets enough to keep all its requests in flight."""
+        if self.model.startswith("openai:"):
+            return self.endpoint_batch_size * self.endpoint_concurrency * 4
+        return self.batch_size
 
 
 class RetrievalSettings(_Section):
@@ -456,6 +482,8 @@ class Settings(BaseSettings):
         }
         if self.ingest.ocr_fixes:  # named only when on, so that every index built without them keeps its hash
             shaping["ocr_fixes"] = True
+        if self.embed.query_prefix or self.embed.passage_prefix:  # likewise: only when set
+            shaping["embed_prefixes"] = [self.embed.query_prefix, self.embed.passage_prefix]
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
 
 

