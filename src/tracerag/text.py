@@ -227,3 +227,32 @@ def stem(word: str, language: str) -> str:
     uses; the word itself for a language without one."""
     stemmer = _stemmer(language)
     return stemmer.stemWord(word) if stemmer is not None else word
+
+
+TITLE_WORDS = 12
+TITLE_CHARS = 90
+# enough of a document's opening to derive its title from without reading the rest (a text may be 200 MB)
+TITLE_PREFIX_CHARS = 1000
+
+
+def derived_title(text: str, words: int = TITLE_WORDS, chars: int = TITLE_CHARS) -> str:
+    """A title from the first words of a text: whitespace collapsed, cut at a word, an ellipsis when cut."""
+    tokens = text.split()
+    title = " ".join(tokens[:words])
+    cut = len(tokens) > words
+    if len(title) > chars:
+        title = title[:chars].rsplit(" ", 1)[0] if " " in title[:chars] else title[:chars]
+        cut = True
+    return title + "…" if cut and title else title
+
+
+def document_title(title: str | None, text: str | None, doc_id: str) -> tuple[str, str]:
+    """The title every page and export shows for a document, and where it came from: its own title ("document"),
+    else its first words ("text"), else its id ("doc_id"). One function, so that a source reads the same in a
+    search result, a review card, an answer and an export. `text` may be the opening only (`TITLE_PREFIX_CHARS`)."""
+    if title and title.strip():
+        return " ".join(title.split()), "document"
+    derived = derived_title(text or "")
+    if derived:
+        return derived, "text"
+    return doc_id, "doc_id"

@@ -158,7 +158,9 @@ def _written(question: str, language: str, labels: dict[str, SourceChunk], llm: 
     abstained = answer.abstain or not sentences
     abstention = answer.abstention.strip() or ("the model wrote no sentence" if not sentences else "")
     if abstained:  # an abstention carries no claims; any sentences it came with are dropped, and the fact recorded
-        failure = f"abstained with {len(sentences)} sentences, dropped" if sentences else None
+        n = len(sentences)
+        said = f"{n} sentence" if n == 1 else f"{n} sentences"
+        failure = f"the model abstained yet wrote {said}: dropped, since an abstention makes no claims" if n else None
         return Draft(question, language, sources, True, abstention, [], "model", failure, labels=labels)
     return Draft(question, language, sources, False, "", sentences, "model", labels=labels)
 

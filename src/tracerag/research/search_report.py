@@ -14,7 +14,7 @@ from tracerag.llm import StructuredLLM
 from tracerag.research.search_run import SearchRun, run_search
 from tracerag.retrieval import SearchRequest
 from tracerag.retrieval.explain import explain
-from tracerag.retrieval.search_filter import API_NAMES, OptionNames, check_field_keys
+from tracerag.retrieval.search_filter import API_NAMES, OptionNames, check_field_keys, check_scope
 from tracerag.retrieval.synonyms import SynonymMap
 
 
@@ -31,9 +31,9 @@ def explained_search(
     iiif_base: str | None = None,
     names: OptionNames = API_NAMES,
 ) -> tuple[dict[str, Any], SearchRun]:
-    """Search `col` as asked, record the run, and explain its ranking. A field key no document has, in a search
-    that found nothing, is a TraceError (rather than an empty answer); an expansion that could not be made is in
-    `failures` and the search goes on without it."""
+    """Search `col` as asked, record the run, and explain its ranking. A sub-corpus, language or field key no
+    document has, in a search that found nothing, is a TraceError (rather than an empty answer); an expansion that
+    could not be made is in `failures` and the search goes on without it."""
     iiif_base = check_base(iiif_base, names.iiif_base)
     start = time.perf_counter()
     run = run_search(
@@ -47,8 +47,12 @@ def explained_search(
         filter_expression=filter_expression,
     )
     ranking = run.ranking
-    if not ranking.documents and request.filter.fields:
-        check_field_keys(col, request.filter, names)
+    if not ranking.documents:
+        # why nothing was found, when the filter says it: a sub-corpus, language or field key no document has (one
+        # pass over the store, paid only by a search that found nothing)
+        check_scope(col, request.filter, names)
+        if request.filter.fields:
+            check_field_keys(col, request.filter, names)
     result = explain(ranking, col, iiif_base=iiif_base)
     result["seconds"] = round(time.perf_counter() - start, 4)
     result["run_id"] = run.run_id

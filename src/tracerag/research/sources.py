@@ -17,6 +17,7 @@ from tracerag.config import Settings
 from tracerag.errors import TrailError
 from tracerag.research.selection import open_selections
 from tracerag.store import StoredChunk
+from tracerag.text import document_title
 from tracerag.trail import Event
 from tracerag.trail.events import JudgmentEvent, ResultEvent, RunEvent
 
@@ -45,6 +46,10 @@ class SourceChunk:
     language: str = ""
     rank: int | None = None
     score: float | None = None
+    # what a page shows as its title (text.document_title: its own, else its first words, else its id); `title`
+    # stays the document's own, which is what the model is shown
+    shown_title: str = ""
+    title_source: str = ""
 
     @property
     def end(self) -> int:
@@ -119,6 +124,7 @@ def load_chunks(col: Collection, refs: Sequence[SourceRef]) -> LoadedSources:
                 doc.language or "",
                 ref.rank,
                 ref.score,
+                *document_title(doc.title, doc.text, ref.doc_id),
             )
         )
     return LoadedSources(out, missing)

@@ -8,6 +8,7 @@ from typing import Any
 from tracerag.collection import Collection
 from tracerag.ingest.alto_regions import NO_BOXES, check_base, page_regions
 from tracerag.model import Hit, Ranking
+from tracerag.text import TITLE_PREFIX_CHARS, document_title
 
 SCHEMA_VERSION = 2  # 2: results' `score` (was `rrf_score`: the fused score is not always RRF's), params.fusion
 
@@ -44,6 +45,10 @@ def explain(
     chunks = store.get_chunks(sorted(chunk_ids))
     best_spans = [(c.doc_id, c.start, c.end) for c in (chunks.get(d.best_chunk_id) for d in ranking.documents) if c]
     cited = store.text_spans(best_spans)
+    # a document without a title of its own is shown by its first words, as every other page shows it
+    openings = store.text_spans(
+        (i, 0, TITLE_PREFIX_CHARS) for i, doc in docs.items() if not (doc.title and doc.title.strip())
+    )
     regions = collection.settings.regions
     base = check_base(iiif_base) or regions.iiif_base
     has_boxes = store.keeps_boxes()
@@ -55,6 +60,7 @@ def explain(
         if doc is None or best is None or any(e.chunk_id not in chunks for e in d.channels):
             dropped += 1
             continue
+        title, title_source = document_title(doc.title, openings.get((d.doc_id, 0, TITLE_PREFIX_CHARS)), d.doc_id)
         results.append(
             {
                 "rank": len(results) + 1,
@@ -63,7 +69,8 @@ def explain(
                 "corpus": doc.corpus,
                 "date": doc.date,
                 "language": doc.language,
-                "title": doc.title,
+                "title": title,
+                "title_source": title_source,  # "document", "text" (its first words) or "doc_id"
                 "window": d.window,
                 "source": {k: v for k, v in doc.source.items() if isinstance(v, str | int | float | bool)},
                 "fields": doc.fields,

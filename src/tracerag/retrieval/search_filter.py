@@ -1,5 +1,6 @@
 """A search's filter from what a person asked (sub-corpora, a date range in partial dates, languages, field
-values, document ids), each part checked; and, for a search that found nothing, the field keys no document has.
+values, document ids), each part checked; the sub-corpora and languages it names checked against the collection's;
+and, for a search that found nothing, the field keys no document has.
 
 Shared by `tracerag search` and the web app's search: each names its own options (`--from` on the command line,
 `date_from` in a request body), so an error says the name the person typed (`OptionNames`)."""
@@ -121,3 +122,39 @@ def check_field_keys(col: Collection, flt: Filter, names: OptionNames = API_NAME
         f"{names.fields}: no document in {col.path} has the field{'s' if len(unknown) > 1 else ''} {keys}; {has}"
         + "".join(f"; {note}" for note in notes)
     )
+
+
+def check_scope(col: Collection, flt: Filter, names: OptionNames = API_NAMES) -> None:
+    """Raise a TraceError naming a sub-corpus or language of `flt` that no document of `col` has, with the ones it
+    has: such a filter admits nothing, and an empty answer would read as "nothing matched the words". A parent
+    name admits its children (`letemps` covers `letemps/gdl`), as the filter does. For a search that found
+    nothing: one pass over the store (its corpus listing, what `tracerag info` shows), and none when the filter
+    names no corpus and no language."""
+    if not flt.corpora and not flt.languages:
+        return
+    infos = col.store.corpora()
+    if flt.corpora:
+        known = [c.name for c in infos]
+        unknown = [c for c in flt.corpora if not any(k == c or k.startswith(c + "/") for k in known)]
+        if unknown:
+            raise TraceError(
+                f"{names.corpus}: no sub-corpus {', '.join(repr(c) for c in unknown)} in {col.path}; "
+                + (f"it has: {', '.join(_parents_and_children(known))}" if known else "it holds no document")
+            )
+    if flt.languages:
+        spoken = sorted({lang for c in infos for lang in c.languages if lang != "?"})
+        unknown = [lang for lang in flt.languages if lang not in spoken]
+        if unknown:
+            raise TraceError(
+                f"{names.language}: no document in {col.path} is in {', '.join(repr(x) for x in unknown)}; "
+                + (f"its languages: {', '.join(spoken)}" if spoken else "its documents name no language")
+            )
+
+
+def _parents_and_children(corpora: Sequence[str]) -> list[str]:
+    """Every name a corpus filter accepts: each sub-corpus and each parent above one (`letemps`, `letemps/gdl`)."""
+    names = set(corpora)
+    for corpus in corpora:
+        parts = corpus.split("/")
+        names.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return sorted(names)

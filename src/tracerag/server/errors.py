@@ -38,6 +38,10 @@ STATUS_OF: list[tuple[type[TraceError], int]] = [
 
 
 def status_of(exc: TraceError) -> int:
+    if isinstance(exc, TrailError) and exc.file is not None:
+        # a trail that is there but damaged (a line names its file): 409, its state stops it being read, and a
+        # repair of the file changes that; not 404, which would say there is no such run
+        return 409
     return next(status for kind, status in STATUS_OF if isinstance(exc, kind))
 
 
@@ -62,7 +66,8 @@ def validation_message(error: Any) -> str:
             + (f" ({why})" if why else "")
             + "; send a JSON object (Content-Type: application/json)"
         )
-    return str(error.get("msg", "invalid"))
+    # a validator's own ValueError reaches us as "Value error, <its words>": the words are the message
+    return str(error.get("msg", "invalid")).removeprefix("Value error, ")
 
 
 def error_response(request: Request, status: int, message: str, **extra: Any) -> Response:

@@ -18,7 +18,8 @@ from tracerag.dates import date_parts
 from tracerag.errors import TrailError
 from tracerag.ingest.alto_regions import PageRegion, page_regions
 from tracerag.model import Document, SubQuestion
-from tracerag.text import csv_cell, json_dumps
+from tracerag.text import csv_cell, document_title, json_dumps
+from tracerag.text import derived_title as derived_title  # its home moved to text.py; imported from here too
 from tracerag.trail.events import (
     DecisionEvent,
     Event,
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 
 FORMATS = ("csv", "ris", "csl-json")
 
-TITLE_WORDS = 12
-TITLE_CHARS = 90
 
 NOT_IN_COLLECTION = "not in the collection: exported from the trail only"
 SPAN_OUTSIDE = "evidence span lies outside the document text"
@@ -143,17 +142,6 @@ def _first(source: Mapping[str, Any], *keys: str) -> str | None:
     return None
 
 
-def derived_title(text: str, words: int = TITLE_WORDS, chars: int = TITLE_CHARS) -> str:
-    """A title from the first words of a text: whitespace collapsed, cut at a word, an ellipsis when cut."""
-    tokens = text.split()
-    title = " ".join(tokens[:words])
-    cut = len(tokens) > words
-    if len(title) > chars:
-        title = title[:chars].rsplit(" ", 1)[0] if " " in title[:chars] else title[:chars]
-        cut = True
-    return title + "…" if cut and title else title
-
-
 def collect_sources(events: Sequence[Event], documents: Mapping[str, Document]) -> list[ExportedSource]:
     """The final sources of the run, in rank order, joined with their documents."""
     run = run_event(events)
@@ -209,10 +197,7 @@ def joined_source(
         flags.append(NOT_IN_COLLECTION)
         title, title_source = doc_id, "doc_id"
     else:
-        if doc.title and doc.title.strip():
-            title, title_source = " ".join(doc.title.split()), "document"
-        else:
-            title, title_source = derived_title(doc.text) or doc_id, "text"
+        title, title_source = document_title(doc.title, doc.text, doc_id)
         if span is not None:
             start, end = span
             if 0 <= start <= end <= len(doc.text):

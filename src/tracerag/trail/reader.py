@@ -13,30 +13,48 @@ from tracerag.trail.events import EVENT_ADAPTER, STAMPS, Event, RunEvent
 
 def read_trail(path: Path) -> list[Event]:
     """The typed events of a trail file, in order; the first is its `RunEvent`."""
+    events, torn = read_trail_torn(path)
+    if torn is not None:
+        raise torn
+    return events
+
+
+def read_trail_torn(path: Path) -> tuple[list[Event], TrailError | None]:
+    """A trail whose LAST line may be torn (a run killed while writing it): its good events, and the last line's
+    error (None when it is whole). A damaged line with good lines after it is no torn write: an error still."""
     path = Path(path)
     if not path.is_file():
         raise TrailError(f"{path}: no such trail")
     events: list[Event] = []
+    torn: TrailError | None = None
     with path.open("rb") as fh:
         for n, raw in enumerate(fh, start=1):
+            error: TrailError | None = None
             try:
                 line = raw.decode("utf-8").rstrip("\r\n")
             except UnicodeDecodeError as exc:
-                raise TrailError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(path), line=n) from None
-            if not line.strip():
+                error = TrailError(f"not UTF-8 ({exc.reason} at byte {exc.start})", file=str(path), line=n)
+            else:
+                if not line.strip():
+                    continue
+                try:
+                    event = EVENT_ADAPTER.validate_json(line)
+                except ValidationError as exc:
+                    error = TrailError(_invalid(exc), file=str(path), line=n)
+                else:
+                    if not event.stamped:  # the stamps have defaults for emitters; a written line always has them
+                        missing = next(name for name in STAMPS if name not in event.model_fields_set)
+                        reason = f"not a trail event ({event.kind}.{missing}: Field required)"
+                        error = TrailError(reason, file=str(path), line=n)
+            if torn is not None:  # a good or bad line after a damaged one: the damage is in the middle
+                raise torn
+            if error is not None:
+                torn = error
                 continue
-            try:
-                event = EVENT_ADAPTER.validate_json(line)
-            except ValidationError as exc:
-                raise TrailError(_invalid(exc), file=str(path), line=n) from None
-            if not event.stamped:  # the stamps have defaults for emitters; a written line always has them
-                missing = next(name for name in STAMPS if name not in event.model_fields_set)
-                reason = f"not a trail event ({event.kind}.{missing}: Field required)"
-                raise TrailError(reason, file=str(path), line=n)
             events.append(event)
     if not events or not isinstance(events[0], RunEvent):
-        raise TrailError("a trail starts with a 'run' event", file=str(path))
-    return events
+        raise torn or TrailError("a trail starts with a 'run' event", file=str(path))
+    return events, torn
 
 
 def _invalid(exc: ValidationError) -> str:

@@ -49,7 +49,26 @@ from tracerag.trail.show import summarise
 
 router = APIRouter(tags=["ask"], responses=ERRORS)
 
-NO_MODEL_NOTE = "no language model configured: the agent does not run, the result is the hybrid warm start only"
+NO_MODEL_NOTE = (
+    "no language model configured: the agent does not run, the result is the hybrid warm start only (the model is "
+    "the server's: restart `tracerag serve` with --llm)"
+)
+SERVE_WITH_A_MODEL = (
+    "The model is the server's: restart `tracerag serve` with --llm openai:MODEL --base-url URL (key from "
+    "OPENAI_API_KEY), --llm local, or --llm replay:DIR."
+)
+
+
+def advice(status: str, message: str, llm_config: dict[str, Any]) -> str:
+    """What the user can do about how a run ended, in the web app's terms (the run's own message says it in the
+    CLI's: `--llm` is an option of `tracerag serve` here, and an unreachable model is a server to start)."""
+    if status == "no_llm":
+        return SERVE_WITH_A_MODEL
+    if status == "failed" and message.startswith(("LLMCallFailed", "LLMError")):
+        url = llm_config.get("base_url")
+        at = f" at {url}" if isinstance(url, str) and url else ""
+        return f"Start the model server{at}, or restart `tracerag serve` with --llm/--base-url naming one that runs."
+    return ""
 
 
 class AskRequest(BaseModel):
@@ -109,6 +128,7 @@ class AskResult(BaseModel):
     question: str
     status: str = Field(description="complete, no_llm, truncated or failed (then the sources are its fallback).")
     message: str = Field(description="What the run says of itself (why it ended so, that no model ran).")
+    advice: str = Field(description="What to do about how it ended (start the model server, ...); empty if nothing.")
     llm: dict[str, str] | None = Field(description="Provider and model; None when no model was configured.")
     sub_questions: list[str] = Field(description="The sub-questions as they stood at the end (after re-plans).")
     verdicts: VerdictCounts
@@ -136,6 +156,7 @@ def ask_result(name: str, events: list[Event], documents: dict[str, Document]) -
         question=run.question,
         status=str(result.status),
         message=result.message,
+        advice=advice(str(result.status), result.message, dict(run.config.get("llm") or {})),
         llm=run.llm,
         sub_questions=[q.question for q in sub_questions(events)],
         verdicts=VerdictCounts(accepted=len(result.accepted), held=len(result.held), rejected=len(result.rejected)),

@@ -190,8 +190,10 @@ class SourceOut(BaseModel):
     label: str
     doc_id: str
     chunk_id: str
-    title: str
+    title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
+    title_source: str = Field(description="document, text or doc_id.")
     date: str
+    language: str = Field(description="The document's language (ISO 639-1), '' when unknown.")
     document_url: str
 
 
@@ -255,7 +257,8 @@ def answer(name: str, body: AnswerIn, state: State) -> AnswerOut:
         run_id=done.run_id, label=result.label, question=question, language=result.language, method=result.method,
         abstained=result.abstained, abstention=result.abstention, failure=result.failure,
         sources=[
-            SourceOut(label=label, doc_id=s.doc_id, chunk_id=s.chunk_id, title=s.title, date=s.date,
+            SourceOut(label=label, doc_id=s.doc_id, chunk_id=s.chunk_id, title=s.shown_title or s.title,
+                      title_source=s.title_source or "document", date=s.date, language=s.language,
                       document_url=document_url(name, s.doc_id, (s.start, s.end)))
             for label, s in result.labels.items()
         ],

@@ -14,7 +14,7 @@ from tracerag.dates import parse_partial_date
 from tracerag.research.search_report import explained_search, searched_queries
 from tracerag.retrieval import SearchRequest
 from tracerag.retrieval.kwic import snippet
-from tracerag.retrieval.search_filter import search_filter
+from tracerag.retrieval.search_filter import API_NAMES, OptionNames, search_filter
 from tracerag.retrieval.synonyms import SynonymMap
 from tracerag.server.api.collections import Region, source_link, web_link
 from tracerag.server.deps import State
@@ -102,7 +102,8 @@ class SearchResult(BaseModel):
     corpus: str
     date: str | None
     language: str | None
-    title: str | None
+    title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
+    title_source: str = Field(description="document, text or doc_id.")
     window: str | None = Field(description="The time window the document fell in, when windowing.")
     source: dict[str, str | int | float | bool]
     source_url: str | None = Field(description="The document's own http(s) link, if any.")
@@ -152,8 +153,9 @@ class SearchAnswer(BaseModel):
     )
 
 
-def run(state: ServerState, name: str, body: SearchBody) -> SearchAnswer:
-    """The search `body` over collection `name`, recorded and explained (shared by the API and the page)."""
+def run(state: ServerState, name: str, body: SearchBody, names: OptionNames = API_NAMES) -> SearchAnswer:
+    """The search `body` over collection `name`, recorded and explained (shared by the API and the page, which
+    passes `names`: its form's labels, so that an error names the box a person typed in)."""
     flt = search_filter(
         corpora=body.corpus,
         date_from=body.date_from,
@@ -161,6 +163,7 @@ def run(state: ServerState, name: str, body: SearchBody) -> SearchAnswer:
         languages=body.language,
         fields=body.fields.items(),
         doc_ids=body.doc_ids,
+        names=names,
     )
     request = SearchRequest(
         query=body.query,
@@ -185,6 +188,7 @@ def run(state: ServerState, name: str, body: SearchBody) -> SearchAnswer:
             added=body.add,
             filter_expression=body.filter,
             iiif_base=body.iiif_base,
+            names=names,
         )
     return answer(name, body, result)
 

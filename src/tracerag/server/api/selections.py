@@ -27,7 +27,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from tracerag.collection import Collection, trail_roots
-from tracerag.errors import SelectionError
+from tracerag.errors import SelectionError, TrailError
 from tracerag.model import Document
 from tracerag.research.review import (
     Candidate,
@@ -53,8 +53,9 @@ from tracerag.retrieval.kwic import snippet
 from tracerag.server.deps import State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError, ServerState
+from tracerag.text import document_title
 from tracerag.trail import JsonlWriter, Trail, read_trail, trails_by_run
-from tracerag.trail.events import DecisionEvent, Event
+from tracerag.trail.events import EVENT_ADAPTER, DecisionEvent, Event, JudgmentEvent, ResultEvent, RunKind
 
 router = APIRouter(tags=["selections"], responses=ERRORS)
 
@@ -90,6 +91,42 @@ class RunOut(BaseModel):
     run_id: str
     kind: str = Field(description="search, ask or judge.")
     question: str
+    started: str = Field("", description="When the run started (UTC, ISO 8601).")
+    results: int | None = Field(
+        None, description="Its candidates: the ranking's length (search, ask), the documents judged (judge); None "
+        "when the trail has no result (a run still going, or stopped)."
+    )  # fmt: skip
+
+
+def run_results(path: Path, kind: RunKind) -> int | None:
+    """How many candidates a run has, cheaply: a search or ask run's result is its trail's last line (read from
+    the end: an ask trail may be megabytes); a judge run's are its judgment lines."""
+    if kind is RunKind.JUDGE:
+        try:
+            return sum(1 for e in read_trail(path) if isinstance(e, JudgmentEvent))
+        except TrailError:
+            return None
+    try:
+        event = EVENT_ADAPTER.validate_json(last_line(path))
+    except (OSError, ValueError):
+        return None
+    return len(event.ranking) if isinstance(event, ResultEvent) else None
+
+
+def last_line(path: Path, block: int = 1 << 16) -> bytes:
+    """The file's last non-empty line, read back from its end a block at a time."""
+    with path.open("rb") as fh:
+        end = fh.seek(0, 2)
+        tail = b""
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            tail = fh.read(end - start) + tail
+            end = start
+            lines = tail.rstrip(b"\r\n").split(b"\n")
+            if len(lines) > 1 or end == 0:
+                return lines[-1]
+    return b""
 
 
 class SelectionsOut(BaseModel):
@@ -125,9 +162,11 @@ class CandidateOut(BaseModel):
     rank: int
     doc_id: str
     chunk_id: str | None
-    title: str
+    title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
+    title_source: str = Field("document", description="document, text or doc_id.")
     date: str | None
     corpus: str | None
+    language: str | None = Field(None, description="The document's language (ISO 639-1), when known.")
     present: bool = Field(description="False when the collection no longer holds the document.")
     span: tuple[int, int] | None = Field(description="The cited span (a search hit cites its chunk).")
     cited: bool = Field(description="True: the span is the agent's cited evidence; False: the candidate's chunk.")
@@ -305,9 +344,11 @@ def _candidate(
     if doc is not None:
         passage, passage_start, cut_before, cut_after = _shown(c, cited, doc, question)
     judge = c.judge
+    title, title_source = document_title(doc.title, doc.text, c.doc_id) if doc else (c.doc_id, "doc_id")
     return CandidateOut(
-        rank=c.rank, doc_id=c.doc_id, chunk_id=c.chunk_id, title=(doc.title if doc else None) or c.doc_id,
-        date=doc.date if doc else None, corpus=doc.corpus if doc else None, present=doc is not None, span=c.span,
+        rank=c.rank, doc_id=c.doc_id, chunk_id=c.chunk_id, title=title, title_source=title_source,
+        date=doc.date if doc else None, corpus=doc.corpus if doc else None,
+        language=doc.language if doc else None, present=doc is not None, span=c.span,
         cited=cited, passage=passage, passage_start=passage_start, cut_before=cut_before, cut_after=cut_after,
         score=c.score, origin=c.origin, reasons=list(c.reasons), verdict=c.verdict,
         judge=JudgeNoteOut(score=judge.score, reasoning=judge.reasoning, failure=judge.failure, model=judge.model,
@@ -369,7 +410,9 @@ def selection_view(
 def selection_list(state: ServerState, name: str) -> SelectionsOut:
     with selections(state, name) as store:
         summaries = store.questions()
-    runs = reviewable_runs(trail_roots(state.path_of(name), state.settings))
+    roots = trail_roots(state.path_of(name), state.settings)
+    runs = reviewable_runs(roots)
+    paths = trails_by_run(roots)
     return SelectionsOut(
         selections=[
             SelectionSummaryOut(
@@ -382,7 +425,16 @@ def selection_list(state: ServerState, name: str) -> SelectionsOut:
             )
             for s in summaries
         ],
-        runs=[RunOut(run_id=r.run_id, kind=r.run.value, question=r.question) for r in runs],
+        runs=[
+            RunOut(
+                run_id=r.run_id,
+                kind=r.run.value,
+                question=r.question,
+                started=r.time,
+                results=run_results(paths[r.run_id], r.run),
+            )
+            for r in sorted(runs, key=lambda r: (r.time, r.run_id), reverse=True)  # newest first, to the microsecond
+        ],
     )
 
 

@@ -2,11 +2,19 @@
 its sources exported as CSV, RIS or CSL-JSON by the same writers as `tracerag trail export`.
 
 A run id from a request is only ever compared with the names of the trail files found (`trail.trails_by_run`
-over `collection.trail_roots`): it never becomes a path or a glob pattern, so `../` or `*` name no trail."""
+over `collection.trail_roots`): it never becomes a path or a glob pattern, so `../` or `*` name no trail.
+
+A trail whose last line is torn (a run killed while writing it) is served with its good events and says so
+(`damaged`); a damaged line with good lines after it is an error, 409 (`server/errors.py`): the trail exists, but
+its state stops it being read, which a repair of the file can change.
+
+The served catalog's conversations have their trails too, under `/catalog/trails` (a collection may be named
+`catalog`, so they do not share the collections' `/collections/{name}/trails` or the pages' `/trails/{name}`)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -22,7 +30,9 @@ from tracerag.server.deps import State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError, ServerState
 from tracerag.trail import Event, read_trail, trails_by_run
-from tracerag.trail.export import export_sources, named_documents, store_regions
+from tracerag.trail.events import JudgmentEvent
+from tracerag.trail.export import export_sources, named_documents, result_event, store_regions
+from tracerag.trail.reader import read_trail_torn
 from tracerag.trail.show import TrailSummary, summarise
 
 router = APIRouter(tags=["trails"], responses=ERRORS)
@@ -44,17 +54,40 @@ class TrailItem(BaseModel):
     question: str = Field(description="The question or query (a catalog conversation's first request).")
     started: str = Field(description="When the run started (UTC, ISO 8601); empty for a damaged trail.")
     status: str = Field(description="complete, no_llm, truncated, failed, what a research run came to, or damaged.")
-    damaged: str | None = Field(None, description="Why the trail cannot be read (line and reason), if it cannot.")
+    results: int | None = Field(
+        None,
+        description="Its sources or candidates: the final ranking's length, else the documents judged (a judge "
+        "run); None for a run without either (a catalog conversation, an answer or review run, an unfinished one).",
+    )
+    damaged: str | None = Field(
+        None,
+        description="What is damaged (line and reason): why the trail cannot be read (status `damaged`), or its "
+        "torn last line (its other events are shown).",
+    )
 
     @classmethod
-    def of(cls, summary: TrailSummary) -> TrailItem:
+    def of(cls, summary: TrailSummary, torn: TrailError | None = None, events: list[Event] | None = None) -> TrailItem:
         return cls(
+            results=None if events is None else result_count(events),
             run_id=summary.run_id,
             kind=summary.kind,
             question=summary.question,
             started=summary.started,
             status=summary.status,
+            damaged=None if torn is None else torn_note(torn),
         )
+
+
+def result_count(events: list[Event]) -> int | None:
+    result = result_event(events)
+    if result is not None:
+        return len(result.ranking)
+    judged = {e.doc_id for e in events if isinstance(e, JudgmentEvent)}
+    return len(judged) if judged else None
+
+
+def torn_note(torn: TrailError) -> str:
+    return f"the last line ({torn.line}) is damaged, {torn.reason}: the run may have been stopped while writing it"
 
 
 class TrailBody(BaseModel):
@@ -64,11 +97,33 @@ class TrailBody(BaseModel):
     events: list[Event] = Field(description="The trail's events in order; the first is the `run` event.")
 
 
-def trail_file(state: ServerState, name: str, run_id: str) -> Path:
+@dataclass(frozen=True)
+class Trail:
+    """A trail as read: its events, and its torn last line's error if it has one (the events are those before)."""
+
+    events: list[Event]
+    torn: TrailError | None = None
+
+
+def collection_roots(state: ServerState, name: str) -> list[Path]:
+    return trail_roots(state.path_of(name), state.settings)
+
+
+def catalog_roots(state: ServerState) -> list[Path]:
+    """Where the served catalog's conversations write their trails: the catalog's own trails/, or (catalog on
+    read-only storage) where its collection's runs go (`catalog.assistant`)."""
+    catalog = state.config.catalog
+    if catalog is None:
+        raise NotFoundError("no catalog served: start with --catalog DIR")
+    return [catalog, *trail_roots(catalog / "collection", state.settings)]
+
+
+def trail_file(state: ServerState, name: str, run_id: str, roots: list[Path] | None = None) -> Path:
     """The trail of run `run_id` in collection `name` (or where runs on it went while it was read-only here)."""
-    path = trails_by_run(trail_roots(state.path_of(name), state.settings)).get(run_id)
+    path = trails_by_run(collection_roots(state, name) if roots is None else roots).get(run_id)
     if path is None:
-        raise NotFoundError(f"run {run_id!r}: no trail of that id in collection {name!r}")
+        where = f"collection {name!r}" if roots is None else "the catalog"
+        raise NotFoundError(f"run {run_id!r}: no trail of that id in {where}")
     return path
 
 
@@ -76,19 +131,38 @@ def trail_events(state: ServerState, name: str, run_id: str) -> list[Event]:
     return read_trail(trail_file(state, name, run_id))
 
 
-def trail_items(state: ServerState, name: str) -> list[TrailItem]:
-    """The runs of collection `name`, oldest first (run ids sort by time); a damaged trail is listed as such and
-    hides none of the others."""
+def read_served_trail(path: Path) -> Trail:
+    """A trail to show: its good events even when its last line is torn."""
+    events, torn = read_trail_torn(path)
+    return Trail(events=events, torn=torn)
+
+
+def items_of(roots: list[Path]) -> list[TrailItem]:
+    """The runs under `roots`, oldest first: by the run event's start time, then id (the id's random part would
+    otherwise order the runs of one second). A damaged trail is listed as such and hides none of the others."""
     items: list[TrailItem] = []
-    for run_id, path in sorted(trails_by_run(trail_roots(state.path_of(name), state.settings)).items()):
+    for run_id, path in trails_by_run(roots).items():
         try:
-            items.append(TrailItem.of(summarise(read_trail(path))))
+            trail = read_served_trail(path)
+            items.append(TrailItem.of(summarise(trail.events), trail.torn, trail.events))
         except TrailError as exc:
             where = f"line {exc.line}: " if exc.line is not None else ""
             items.append(
                 TrailItem(run_id=run_id, kind="", question="", started="", status="damaged", damaged=where + exc.reason)
             )
-    return items
+    # an unreadable trail has no start time: it goes by its id's (the time it was made, to the second)
+    return sorted(items, key=lambda item: (item.started or _id_time(item.run_id), item.run_id))
+
+
+def _id_time(run_id: str) -> str:
+    """A run id's time (`20261201T101500-ab12cd`) as the ISO start times are written, to sort with them."""
+    match = re.fullmatch(r"(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})-.*", run_id)
+    return "{}-{}-{}T{}:{}:{}".format(*match.groups()) if match else run_id
+
+
+def trail_items(state: ServerState, name: str) -> list[TrailItem]:
+    """The runs of collection `name`, oldest first (`items_of`)."""
+    return items_of(collection_roots(state, name))
 
 
 def documents_of(state: ServerState, name: str, events: list[Event]) -> dict[str, Document]:
@@ -105,9 +179,23 @@ def list_runs(name: str, state: State) -> list[TrailItem]:
 
 @router.get("/collections/{name}/trails/{run_id}", response_model=TrailBody)
 def get_trail(name: str, run_id: str, state: State) -> TrailBody:
-    """A run's events, as its trail file holds them (validated against the trail schema as they are read)."""
-    events = trail_events(state, name, run_id)
-    return TrailBody(run=TrailItem.of(summarise(events)), events=events)
+    """A run's events, as its trail file holds them (validated against the trail schema as they are read); a
+    torn last line is said in `run.damaged`, the events before it are given."""
+    trail = read_served_trail(trail_file(state, name, run_id))
+    return TrailBody(run=TrailItem.of(summarise(trail.events), trail.torn), events=trail.events)
+
+
+@router.get("/catalog/trails", response_model=list[TrailItem])
+def list_catalog_runs(state: State) -> list[TrailItem]:
+    """The served catalog's conversations (404 when no catalog is served), oldest first."""
+    return items_of(catalog_roots(state))
+
+
+@router.get("/catalog/trails/{run_id}", response_model=TrailBody)
+def get_catalog_trail(run_id: str, state: State) -> TrailBody:
+    """One catalog conversation's events, as its trail holds them."""
+    trail = read_served_trail(trail_file(state, "catalog", run_id, catalog_roots(state)))
+    return TrailBody(run=TrailItem.of(summarise(trail.events), trail.torn), events=trail.events)
 
 
 _UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -17,10 +17,11 @@ from pydantic import ValidationError
 
 from tracerag.config import CHANNELS
 from tracerag.errors import TraceError
+from tracerag.retrieval.search_filter import OptionNames
 from tracerag.server.api.collections import document_view, searchable, web_link
 from tracerag.server.api.search import SearchAnswer, SearchBody, TimeWindows, run
 from tracerag.server.deps import State
-from tracerag.server.errors import field_of, status_of
+from tracerag.server.errors import field_of, status_of, validation_message
 from tracerag.server.state import ServerState
 
 router = APIRouter(include_in_schema=False)
@@ -30,6 +31,18 @@ router = APIRouter(include_in_schema=False)
 LIST_PARAMS = {"corpus": "corpus", "language": "language", "channel": "channels", "expand": "expand", "add": "add"}
 PLAIN_PARAMS = {"q": "query", "k": "k", "from": "date_from", "to": "date_to", "windows": "windows", "filter": "filter"}
 PLAIN_PARAMS |= {"min_ocr": "min_ocr"}
+
+# The form's labels by the request field each box fills: an error on the page names the box a person typed in
+# ("From", not `date_from`); the API keeps its field names.
+LABELS = {
+    "query": "Words", "k": "Results", "date_from": "From", "date_to": "To", "windows": "Windows",
+    "filter": "Boolean filter", "min_ocr": "Least OCR quality", "add": "Add a word", "expand": "Expansion",
+    "channels": "Channels", "corpus": "Sub-corpora", "language": "Languages", "fields": "field",
+}  # fmt: skip
+PAGE_NAMES = OptionNames(
+    date_from=LABELS["date_from"], date_to=LABELS["date_to"], fields=LABELS["fields"], corpus=LABELS["corpus"],
+    language=LABELS["language"], doc_ids="doc_ids", iiif_base="iiif_base",
+)  # fmt: skip
 
 
 def pieces(text: str, spans: list[list[int]] | list[tuple[int, int]]) -> list[tuple[str, bool]]:
@@ -138,11 +151,12 @@ def search_page(request: Request, state: State) -> Response:
     context["tree_nodes"] = _numbered([n.model_dump() for n in info.corpus_tree])
     if form.get("query"):
         try:
-            answer = run(state, name, SearchBody(**form))
+            answer = run(state, name, SearchBody(**form), PAGE_NAMES)
         except ValidationError as exc:
             first = exc.errors()[0]
-            context["error_field"] = _page_name(field_of(first["loc"]))
-            context["error"] = f"{context['error_field']}: {first['msg']}"
+            field = field_of(first["loc"])
+            context["error_field"] = _page_name(field)
+            context["error"] = f"{LABELS.get(field.partition('.')[0], field)}: {validation_message(first)}"
             status = 422
         except TraceError as exc:
             context["error"] = str(exc)

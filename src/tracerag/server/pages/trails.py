@@ -1,8 +1,9 @@
 """The trail viewer: `/trails` (the runs of each collection) and `/trails/{collection}/{run_id}` (one run as a
 timeline: plan → each sub-question's searches and verdicts → re-evaluation → briefing and re-plan → rank →
 result, each step with its events and its model calls, each call expandable with its prompt, answer, tokens and
-latency; export links). Research runs (search, judge, review, answer) and catalog conversations are shown by
-the same steps, by what their events are.
+latency; export links). The served catalog's conversations are listed in a section of their own and shown at
+`/catalog/trails/{run_id}` (not under `/trails/...`, where a collection named "catalog" lives). Research runs
+(search, judge, review, answer) and catalog conversations are shown by the same steps, by what their events are.
 
 Nothing is decided here: the steps are the trail's own events, grouped in the order they happened by what they
 belong to (`step_of`). Every text from a trail (questions, reasons, prompts, answers, quotes) reaches the page
@@ -19,7 +20,15 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from tracerag.model import Document, SubQuestion
-from tracerag.server.api.trails import documents_of, trail_events, trail_items
+from tracerag.server.api.trails import (
+    catalog_roots,
+    documents_of,
+    items_of,
+    read_served_trail,
+    torn_note,
+    trail_file,
+    trail_items,
+)
 from tracerag.server.deps import State
 from tracerag.server.pages.search import document_href
 from tracerag.trail import Event
@@ -230,12 +239,18 @@ def _render(request: Request, template: str, context: dict[str, Any]) -> Respons
 @router.get("/trails")
 def trails_page(request: Request, state: State) -> Response:
     collections = [(name, trail_items(state, name)) for name in sorted(state.collections)]
-    return _render(request, "trails.html", {"collections": collections})
+    catalog = state.config.catalog
+    context = {
+        "collections": collections,
+        "catalog": None if catalog is None else (catalog.name, items_of(catalog_roots(state))),
+    }
+    return _render(request, "trails.html", context)
 
 
 @router.get("/trails/{collection}/{run_id}")
 def trail_page(request: Request, collection: str, run_id: str, state: State) -> Response:
-    events = trail_events(state, collection, run_id)
+    trail = read_served_trail(trail_file(state, collection, run_id))
+    events = trail.events
     run = run_event(events)
     exports = []
     if result_event(events) is not None:
@@ -248,5 +263,25 @@ def trail_page(request: Request, collection: str, run_id: str, state: State) -> 
         "steps": timeline(events),
         "docs": Documents(collection, documents_of(state, collection, events)),
         "exports": exports,
+        "damaged": None if trail.torn is None else torn_note(trail.torn),
+    }
+    return _render(request, "trail.html", context)
+
+
+@router.get("/catalog/trails/{run_id}")
+def catalog_trail_page(request: Request, run_id: str, state: State) -> Response:
+    """A catalog conversation's trail, by the same timeline (its turns are steps; it names records, not
+    documents of a served collection)."""
+    roots = catalog_roots(state)
+    trail = read_served_trail(trail_file(state, "catalog", run_id, roots))
+    events = trail.events
+    context = {
+        "collection": f"Catalog: {roots[0].name}",
+        "run": run_event(events),
+        "facts": run_facts(events),
+        "steps": timeline(events),
+        "docs": Documents("", {}),
+        "exports": [],
+        "damaged": None if trail.torn is None else torn_note(trail.torn),
     }
     return _render(request, "trail.html", context)

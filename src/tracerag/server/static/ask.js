@@ -15,6 +15,27 @@
     rank: () => "ranking the accepted sources",
   };
 
+  // how a run ended, in words (the code stays in parentheses: it is what the trail and the CLI say)
+  const OUTCOMES = {
+    complete: "complete: the agent ran to the end",
+    no_llm: "no model: these are the hybrid search results, the agent did not run",
+    truncated: "stopped early: the result holds what was found until then",
+    failed: "failed: the result is the hybrid search results",
+  };
+  const LOOP_ENDS = {
+    action_failures: "the model twice gave no usable answer",
+    step_limit: "the step limit was reached",
+    repeats: "the model repeated a search",
+    nothing_found: "nothing was found",
+  };
+  const outcome = (status) => (OUTCOMES[status] ? `${OUTCOMES[status]} (${status})` : status);
+  // "sub-question 2: action_failures" (the pipeline's 0-based index) → words
+  function reason(message) {
+    const m = /^sub-question (\d+): (\w+)$/.exec(message || "");
+    if (!m || !LOOP_ENDS[m[2]]) return message;
+    return `at sub-question ${Number(m[1]) + 1}, ${LOOP_ENDS[m[2]]} (${m[2]})`;
+  }
+
   const collection = () => $("ask-collection").value;
   const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
@@ -74,8 +95,24 @@
       $("ask-llm").textContent =
         `${plural(e.calls, "call")} · ${e.tokens.toLocaleString("en")} tokens · $${e.cost_usd.toFixed(4)}`;
     },
-    result: (e) => setStatus(`the run ended: ${e.status}; ${plural(e.sources, "source")} ranked`),
+    result: (e) => {
+      setStatus(`the run ended: ${outcome(e.status)}; ${plural(e.sources, "source")} ranked`);
+      ended(e.status, e.message);
+    },
   };
+
+  // What the progress still says "waiting"/"none yet" about once a run has ended: what happened instead.
+  function ended(status, message) {
+    const plan = $("ask-plan");
+    if (plan.querySelector("[data-sq]") === null) {
+      const why = status === "no_llm" ? "no plan: the run had no model"
+        : status === "failed" ? `no plan: the run failed (${message})` : "no plan was made";
+      plan.replaceChildren(el("li", { class: "muted" }, why));
+    }
+    const none = status === "no_llm" ? "none: no model ran" : "none";
+    if ($("ask-verdicts").textContent === "none yet") $("ask-verdicts").textContent = none;
+    if ($("ask-llm").textContent === "none yet") $("ask-llm").textContent = none;
+  }
 
   function documentHref(name, source) {
     let href = `/collections/${encodeURIComponent(name)}/documents/${encodeURIComponent(source.doc_id)}`;
@@ -112,14 +149,19 @@
   function showResult(result) {
     $("ask-result").hidden = false;
     const v = result.verdicts;
+    $("ask-shown-question").textContent = result.question;
+    if (!$("ask-question").value.trim()) $("ask-question").value = result.question;
     $("ask-summary").textContent =
-      `${result.status} · ${plural(result.sources.length, "source")} · ${v.accepted} accepted, ${v.held} held, ` +
+      `${outcome(result.status)} · ${plural(result.sources.length, "source")} · ${v.accepted} accepted, ${v.held} held, ` +
       `${v.rejected} rejected documents · ${plural(result.llm_calls, "model call")} · ` +
       `${result.tokens.toLocaleString("en")} tokens · $${result.cost_usd.toFixed(4)}` +
       (result.wall_s === null ? "" : ` · ${result.wall_s.toFixed(1)} s`);
     const message = $("ask-message");
-    message.hidden = !result.message;
-    message.textContent = result.message;
+    // without a model the run's own message names the CLI's --llm; the advice says where it goes here instead
+    const own = result.status === "no_llm" && result.advice ? "" : reason(result.message);
+    const said = [own, result.advice].filter(Boolean).join(" ");
+    message.hidden = !said;
+    message.textContent = said;
     $("ask-trail").href =
       `/trails/${encodeURIComponent(result.collection)}/${encodeURIComponent(result.run_id)}`;
     $("ask-sources").replaceChildren(...result.sources.map((s) => sourceItem(result.collection, s)));
@@ -146,12 +188,17 @@
     if (end.status !== "done") {
       setStatus("the run failed");
       showError(end.error || "the run failed");
+      ended("failed", end.error || "");
       return;
     }
     $("ask-now").textContent = "done";
     markCurrent(-1);
     const finished = await window.trace.api(`/api/jobs/${encodeURIComponent(job.id)}`);
     showResult(finished.result);
+    // a reload (or the address, shared) shows this run again
+    const here = new URL(window.location.href);
+    here.search = new URLSearchParams({ collection: name, run: finished.result.run_id }).toString();
+    window.history.replaceState(null, "", here);
   }
 
   form.addEventListener("submit", async (event) => {

@@ -18,6 +18,7 @@
   const trailLine = document.getElementById("chat-trail");
   const el = trace.el;
   let conversation = null; // {id, trail}
+  let noteLists = 0;
 
   function announce(text, isError = false) {
     status.textContent = ""; // a repeated message is announced again
@@ -26,7 +27,10 @@
   }
 
   function showTrail() {
-    trailLine.textContent = conversation ? `Trail of this conversation: run ${conversation.id}` : "";
+    trailLine.replaceChildren();
+    if (!conversation) return;
+    trailLine.append("Trail of this conversation: ",
+      el("a", { href: `/catalog/trails/${encodeURIComponent(conversation.id)}`, text: `run ${conversation.id}` }));
   }
 
   function reason(r) {
@@ -87,7 +91,14 @@
     } else {
       body.append(el("p", { class: "wraps", text: turn.reply }));
     }
-    if (turn.notes.length) body.append(el("ul", { class: "notes muted" }, ...turn.notes.map((n) => el("li", { text: n }))));
+    if (turn.notes.length) {
+      // labelled, so that a screen reader says what the list is (what the assistant or its model made of the request)
+      const label = `notes-${++noteLists}`;
+      body.append(
+        el("p", { class: "notes-label", id: label, text: "Notes on how the request was read" }),
+        el("ul", { class: "notes muted", "aria-labelledby": label }, ...turn.notes.map((n) => el("li", { text: n }))),
+      );
+    }
     if (turn.removed.length) {
       body.append(el("details", { class: "removed" },
         el("summary", { text: `Removed from the model's reply (${turn.removed.length})` }),

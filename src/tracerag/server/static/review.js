@@ -35,7 +35,8 @@
   function showDecision(card, entry) {
     card.dataset.decision = entry ? entry.decision : "";
     card.querySelector('[data-role="decision"]').textContent = entry ? LABEL[entry.decision] : "none yet";
-    if (entry) card.querySelector(".note").value = entry.note;
+    // after an undo the note is the restored decision's (none: no note), not the one taken back
+    card.querySelector(".note").value = entry ? entry.note : "";
   }
 
   function showCounts(counts) {
@@ -122,6 +123,13 @@
   const judgeForm = document.getElementById("judge-form");
   if (judgeForm) {
     const progress = document.getElementById("judge-progress");
+    // the criteria typed survive the reload that shows the judge's scores (this tab's, per collection)
+    const criteriaKey = `tracerag-criteria:${board.dataset.collection}`;
+    const kept = JSON.parse(sessionStorage.getItem(criteriaKey) || "null");
+    if (kept && !judgeForm.elements.criteria.value) {
+      judgeForm.elements.criteria.value = kept.criteria;
+      judgeForm.elements.criteria_format.value = kept.format;
+    }
     judgeForm.addEventListener("submit", async (event) => {
       event.preventDefault();
       const button = document.getElementById("judge-button");
@@ -132,6 +140,7 @@
         criteria_format: judgeForm.elements.criteria_format.value,
         k: Number(judgeForm.elements.k.value) || null,
       };
+      sessionStorage.setItem(criteriaKey, JSON.stringify({ criteria: body.criteria, format: body.criteria_format }));
       try {
         const job = await trace.api(`/api/collections/${encodeURIComponent(board.dataset.collection)}/judge`,
           { method: "POST", body });
@@ -192,7 +201,7 @@
     }
     const flagged = draft.flagged ? `, ${draft.flagged} flagged` : "";
     draftBody.append(el("p", { class: "muted",
-      text: `${draft.method} draft · ${draft.sentences.length} sentences${flagged} · answer run ${draft.run_id}` }));
+      text: `${draft.method} draft · ${draft.sentences.length} sentence${draft.sentences.length === 1 ? "" : "s"}${flagged} · answer run ${draft.run_id}` }));
     draftSection.hidden = false;
   }
 
