@@ -217,7 +217,11 @@ class Embeddings:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.env = {"TRACERAG_EMBED__BASE_URL": f"http://127.0.0.1:{self.server.server_address[1]}/v1"}
+        self.env = {
+            "TRACERAG_EMBED__BASE_URL": f"http://127.0.0.1:{self.server.server_address[1]}/v1",
+            # a 500 is retried by the endpoint client: these tests count calls, so a failure fails at once
+            "TRACERAG_EMBED__ENDPOINT_RETRIES": "0",
+        }
 
     def close(self) -> None:
         self.server.shutdown()
