@@ -23,6 +23,7 @@ import math
 import os
 import pickle
 import time
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,7 @@ class RayRun:
     parts: int = 0
     embedded: int = 0  # texts the workers embedded
     embed_seconds: float = 0.0  # the workers' time embedding them, all workers together
+    waited_seconds: float = 0.0  # the writer's time waiting for the workers (little: the writer is the limit)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -81,6 +83,7 @@ class RayRun:
             "worker_embedded": self.embedded,
             "worker_embed_seconds": round(self.embed_seconds, 2),
             "embedded_per_worker_second": round(self.embedded / self.embed_seconds, 2) if self.embed_seconds else None,
+            "writer_waited_seconds": round(self.waited_seconds, 2),
         }
 
 
@@ -209,22 +212,33 @@ def prepared_records(
     if dense and col.dim:
         workers, threads = _embedding_workers(session.settings, embed_settings, run.cpus)
         run.workers, run.threads = workers, threads
-        ds = ds.map_batches(
-            _Embed,
-            fn_constructor_kwargs={
-                "settings": embed_settings.model_copy(update={"threads": threads}) if threads else embed_settings,
-                "recorded": col.manifest["embedding"],
-                "dim": col.dim,
-                "known": ray.put(_keys((bytes.fromhex(h) for h in col.store.vector_hashes()), 20)),
-                "label": str(col.path),
-            },
-            batch_size=ROWS_PER_BATCH,
-            batch_format="numpy",
-            compute=ray.data.ActorPoolStrategy(size=workers),
-            num_cpus=1,
-        )
+        with warnings.catch_warnings():  # 2.60 has no named parameter for max_restarts yet; its warning says so
+            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+            ds = ds.map_batches(
+                _Embed,
+                fn_constructor_kwargs={
+                    "settings": embed_settings.model_copy(update={"threads": threads}) if threads else embed_settings,
+                    "recorded": col.manifest["embedding"],
+                    "dim": col.dim,
+                    "known": ray.put(_keys((bytes.fromhex(h) for h in col.store.vector_hashes()), 20)),
+                    "label": str(col.path),
+                },
+                batch_size=ROWS_PER_BATCH,
+                batch_format="numpy",
+                compute=ray.data.ActorPoolStrategy(size=workers),
+                num_cpus=1,
+                # A worker that dies fails the ingest, which a rerun resumes: Ray could not restart it anyway, made
+                # with arguments from the object store (and says so on every start unless told not to try).
+                max_restarts=0,
+            )
     try:
-        for batch in ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=1):
+        batches = iter(ds.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=1))
+        while True:
+            asked = time.perf_counter()
+            batch = next(batches, None)
+            run.waited_seconds += time.perf_counter() - asked
+            if batch is None:
+                break
             if "seconds" in batch:
                 run.embedded += int(batch["texts"].sum())
                 run.embed_seconds += float(batch["seconds"].sum())
@@ -316,7 +330,7 @@ class _Embed:
             raise ModelMismatchError(f"{label} was {problem} (on a Ray worker)")
         self._embedder = embedder
         self._per_call = settings.texts_per_call()
-        self._known = ray.get(known)
+        self._known = ray.get(known)  # an ObjectRef: Ray Data hands constructor arguments over as they are
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         items = [pickle.loads(blob) for blob in batch["item"]]

@@ -94,8 +94,9 @@ def print_ingest_report(report: IngestReport, json_out: bool, ray: Mapping[str, 
 
 
 def ray_summary(ray: Mapping[str, Any]) -> str:
-    """`local Ray (2 CPUs, …) · 29 files in 29 parts · 1 embedding worker × 2 threads, 3.1 texts/s each · started
-    in 9.8 s`: where a distributed ingest ran, and what its workers did."""
+    """`local Ray (2 CPUs, …) · 28 files in 14 parts · 1 embedding worker × 2 threads, 2.2 texts/s each while
+    embedding · started in 6.0 s · the writer waited 20.1 s for the workers`: where a distributed ingest ran, what its
+    workers did, and whether they or the writer set the pace."""
     parts = [ray["where"], f"{counted(ray['files'], 'file')} in {counted(ray['parts'], 'part')}"]
     if ray["embedding_workers"]:
         threads = f" × {counted(ray['threads_per_worker'], 'thread')}" if ray["threads_per_worker"] else ""
@@ -103,6 +104,7 @@ def ray_summary(ray: Mapping[str, Any]) -> str:
         each = f", {rate} texts/s each while embedding" if rate else ""
         parts.append(f"{counted(ray['embedding_workers'], 'embedding worker')}{threads}{each}")
     parts.append(f"started in {ray['start_seconds']:.1f} s")
+    parts.append(f"the writer waited {ray['writer_waited_seconds']:.1f} s for the workers")
     return " · ".join(parts)
 
 
