@@ -27,7 +27,7 @@ import numpy as np
 
 from tracerag import __version__
 from tracerag.config import INDEX_VERSION, Settings, chunk_settings
-from tracerag.dates import normalise_date, parse_partial_date
+from tracerag.dates import parse_partial_date
 from tracerag.embed import Embedder, load_embedder, mismatch
 from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.private_copy import private_copy
@@ -41,12 +41,10 @@ from tracerag.errors import (
     RecordError,
     Where,
 )
-from tracerag.ingest import RecordWarning, ocr_fixes, ocr_quality
-from tracerag.ingest.chunk import iter_chunks
+from tracerag.ingest import RecordWarning
 from tracerag.ingest.entities import EntityReport, Pipelines, find_entities, spacy_missing
 from tracerag.ingest.entities import Progress as EntityProgress
-from tracerag.ingest.language import DETECTED, LANGUAGE_SOURCE, LanguageDetector
-from tracerag.ingest.normalise import hyphenation_forms, normalise
+from tracerag.ingest.prepare import Preparation, PreparedDocument
 from tracerag.locks import Holder, WriterLock
 from tracerag.model import Chunk, Document
 from tracerag.store import DocumentStore, StoredChunk
@@ -59,7 +57,6 @@ VOCABULARY_DIR = "vocabulary"  # the word model trained on the collection (retri
 SELECTIONS_FILE = "selections.sqlite"
 # Chunks stored and indexed together: a 200 MB document is written ~2,000 chunks (~4 MB of text) at a time.
 CHUNK_BATCH = 2_000
-OCR_ESTIMATE_CHARS = 1_000_000  # an OCR-quality estimate reads a document's first million characters: plenty
 _Tick = Callable[[Document, int], None]  # told, after each sub-batch, the document and how far into it
 STATE_DIR = ".tracerag"  # the locks and notes by which processes share the collection (see engine/shared.py)
 Mode = Literal["read", "write"]
@@ -96,32 +93,14 @@ class IngestReport:
             "embedded": self.embedded,
             "seconds": round(self.seconds, 2),
             "chunks_per_second": round(self.chunks / self.seconds, 1) if self.seconds else None,
+            "documents_per_second": round(self.read / self.seconds, 1) if self.seconds else None,
+            "embedded_per_second": round(self.embedded / self.seconds, 2) if self.seconds else None,
             "languages": dict(self.languages),
             "languages_detected": dict(self.detected),
             "corpora": dict(self.corpora),
             "errors": [{"file": e.file, "line": e.line, "reason": e.reason} for e in self.skipped],
             "warnings": [{"file": w.file, "line": w.line, "reason": w.reason} for w in self.warnings],
         }
-
-
-class _LanguageOf:
-    """Sets the detected language of a document that states none (the detector is loaded at its first use: a
-    labelled collection never pays the 1.3 s; with candidates it is loaded at once, so a bad code stops the
-    ingest before anything is written)."""
-
-    def __init__(self, candidates: Sequence[str]):
-        self._candidates = tuple(candidates)
-        self._detector = LanguageDetector(self._candidates) if self._candidates else None
-
-    def language_of(self, doc: Document) -> str | None:
-        if self._detector is None:
-            self._detector = LanguageDetector(self._candidates)
-        title = f"{doc.title}\n" if doc.title else ""
-        language = self._detector.detect(title + doc.text)
-        if language is not None:
-            doc.language = language
-            doc.fields[LANGUAGE_SOURCE] = DETECTED
-        return language
 
 
 def _write_manifest(path: Path, data: dict) -> None:
@@ -170,7 +149,7 @@ class Collection:
         self.created = False  # whether this open made the collection (decided under the writer lock)
         self._writer_lock = writer_lock  # held by this process in write mode; only looked at in read mode
         self._embedder: Embedder | None = None
-        self._spelling = _load_spelling(settings.ingest.spelling_map)
+        self._preparation: Preparation | None = None
         self._closed = False
 
     @property
@@ -391,11 +370,19 @@ class Collection:
             self._embedder = emb
         return self._embedder
 
+    @property
+    def preparation(self) -> Preparation:
+        """What the ingest does to each document before writing it (`tracerag.ingest.prepare`), shaped by this
+        collection's settings; made on first use (it reads the spelling map)."""
+        if self._preparation is None:
+            self._preparation = Preparation(self.settings)
+        return self._preparation
+
     # -- ingest ---------------------------------------------------------------------------------------
 
     def ingest(
         self,
-        records: Iterable[Document | RecordError | RecordWarning],
+        records: Iterable[Document | PreparedDocument | RecordError | RecordWarning],
         *,
         dense: bool = True,
         progress: Callable[[int, int], None] | None = None,
@@ -408,6 +395,9 @@ class Collection:
         progress(documents_read, chunks_indexed) is called as work advances, within a large document too;
         document_progress(doc_id, characters_done, characters) after each sub-batch of chunks, so that one huge
         document shows how far it is; on_batch after each committed batch.
+
+        A record may come prepared by another process (`PreparedDocument`: a distributed ingest): it is counted,
+        checked and written as a document read here would be, with its chunks, estimate and vectors as given.
         """
         report = IngestReport()
         start = time.perf_counter()
@@ -424,9 +414,9 @@ class Collection:
             report.resumed = len(pending)
             for i in range(0, len(pending), self.settings.ingest.batch_documents):
                 self._resume(pending[i : i + self.settings.ingest.batch_documents], dense, report, tick)
-        batch: list[Document] = []
+        batch: list[Document | PreparedDocument] = []
         seen: set[str] = set()
-        detect = _LanguageOf(self.settings.ingest.languages) if self.settings.ingest.detect_language else None
+        prep = self.preparation  # made before the first record: a bad language code stops the ingest here
 
         def commit() -> None:
             self._ingest_batch(batch, dense, report, tick)
@@ -443,21 +433,21 @@ class Collection:
             if isinstance(item, RecordWarning):
                 report.warnings.append(item)
                 continue
-            where: Where = {"file": str(item.source.get("file", item.id)), "line": item.source.get("line")}
-            if item.id in seen:
-                report.skipped.append(RecordError(f"duplicate document id {item.id!r}", **where))
+            doc = item.doc if isinstance(item, PreparedDocument) else item
+            where: Where = {"file": str(doc.source.get("file", doc.id)), "line": doc.source.get("line")}
+            if doc.id in seen:
+                report.skipped.append(RecordError(f"duplicate document id {doc.id!r}", **where))
                 continue
-            try:  # readers check dates already; documents built by library users may not
-                item.date = normalise_date(item.date)
-            except ValueError as exc:  # costs the date, not the document
-                item.date = None
-                report.warnings.append(RecordWarning(f"document {item.id}: {exc}; kept undated", **where))
-            seen.add(item.id)
+            warnings, language = (
+                (item.warnings, item.detected) if isinstance(item, PreparedDocument) else prep.admit(doc)
+            )
+            report.warnings.extend(warnings)
+            seen.add(doc.id)
             report.read += 1
-            if not item.language and detect is not None and (language := detect.language_of(item)):
+            if language:
                 report.detected[language] += 1
-            report.languages[item.language or "?"] += 1
-            report.corpora[item.corpus] += 1
+            report.languages[doc.language or "?"] += 1
+            report.corpora[doc.corpus] += 1
             batch.append(item)
             if len(batch) >= self.settings.ingest.batch_documents:
                 commit()
@@ -478,16 +468,23 @@ class Collection:
         `ingest.entities` is on, or by `tracerag entities` for a collection made without them. No re-embedding."""
         return find_entities(self.store, Pipelines(self.settings.ingest.entity_pipelines), progress)
 
-    def _ingest_batch(self, docs: Sequence[Document], dense: bool, report: IngestReport, tick: _Tick) -> None:
+    def _ingest_batch(
+        self, items: Sequence[Document | PreparedDocument], dense: bool, report: IngestReport, tick: _Tick
+    ) -> None:
+        prepared = {i.doc.id: i for i in items if isinstance(i, PreparedDocument)}
+        docs = [i.doc if isinstance(i, PreparedDocument) else i for i in items]
         known = self.store.state_of([d.id for d in docs])
         todo = []
         for doc in docs:
             span = parse_partial_date(doc.date) if doc.date else None
-            digest = doc.content_hash()
+            given = prepared.get(doc.id)
+            digest = given.digest if given else doc.content_hash()
             previous = known.get(doc.id)
             if previous == (digest, "indexed"):
                 report.unchanged += 1
                 continue
+            if given is not None and given.unchanged:  # it came without its text: it must be what the store holds
+                raise CollectionError(f"{self.path}: document {doc.id!r} changed in the store during this ingest")
             if previous is None:
                 report.added += 1
             else:
@@ -496,8 +493,11 @@ class Collection:
         if not todo:
             return
         self.store.put_pending(todo)
-        self._estimate_ocr(doc for doc, *_ in todo)
-        self._index([doc for doc, *_ in todo], dense, report, tick)
+        self._estimate_ocr(doc for doc, *_ in todo if doc.id not in prepared)
+        estimated = [row for doc, *_ in todo if doc.id in prepared and (row := prepared[doc.id].ocr) is not None]
+        if estimated:  # made where the document was prepared
+            self.store.put_ocr_estimates(estimated)
+        self._index([doc for doc, *_ in todo], dense, report, tick, prepared)
 
     def _resume(self, doc_ids: Sequence[str], dense: bool, report: IngestReport, tick: _Tick) -> None:
         """Finish documents an interrupted ingest left pending, from their stored text: whatever part of their
@@ -506,47 +506,38 @@ class Collection:
         self.store.delete_chunks(doc_ids)
         self._index([docs[i] for i in doc_ids], dense, report, tick)
 
-    def _chunk(self, doc: Document) -> Iterator[Chunk]:
-        # The title is part of every chunk's index text (not of its cited text): a title's words are evidence
-        # for the whole document, and whole-document peers (bm25s) see them too.
-        title = f"{doc.title.strip()}\n" if doc.title and doc.title.strip() else ""
-        forms = hyphenation_forms(doc.text, doc.source.get("hyphenated"))  # ALTO SUBS_CONTENT, for the index only
-        if self.settings.ingest.ocr_fixes:  # the repairs come first, so the OCR'd surfaces must be found repaired
-            forms = {self._ocr_fixed(surface): self._ocr_fixed(word) for surface, word in forms.items()}
-        return iter_chunks(
-            doc.id,
-            doc.text,
-            size=self.settings.chunk.size,
-            overlap=self.settings.chunk.overlap,
-            index_form=lambda s: normalise(self._ocr_fixed(title + s), self._spelling, forms),
-        )
-
-    def _ocr_fixed(self, text: str) -> str:
-        return ocr_fixes.fix(text)[0] if self.settings.ingest.ocr_fixes else text
-
     def _estimate_ocr(self, docs: Iterable[Document]) -> None:
         """Each document's OCR-quality estimate, and the repairs its index text got (none with `ingest.ocr_fixes`
         off). The estimate reads the repaired text either way, so that it means the same in every collection."""
-        rows = []
-        for doc in docs:
-            sample = doc.text[:OCR_ESTIMATE_CHARS]
-            fixed = ocr_fixes.fix(sample)[0]
-            fixes = ocr_fixes.count(doc.text) if self.settings.ingest.ocr_fixes else {}
-            rows.append((doc.id, ocr_quality.estimate(normalise(fixed), doc.language), dict(fixes)))
+        rows = [self.preparation.ocr_row(doc) for doc in docs]
         if rows:
             self.store.put_ocr_estimates(rows)
 
-    def _index(self, docs: Sequence[Document], dense: bool, report: IngestReport, tick: _Tick) -> None:
+    def _index(
+        self,
+        docs: Sequence[Document],
+        dense: bool,
+        report: IngestReport,
+        tick: _Tick,
+        prepared: dict[str, PreparedDocument] | None = None,
+    ) -> None:
         """Chunk `docs` (stored as pending) into the store and the engine, `CHUNK_BATCH` chunks at a time, then mark
         them indexed. Memory stays bounded whatever a document's size; until the end they stay pending, and an
-        interrupted run redoes them (`_resume`)."""
+        interrupted run redoes them (`_resume`). The `prepared` ones bring their chunks and vectors."""
         ids = [d.id for d in docs]
         by_id = {d.id: d for d in docs}
+        prepared = prepared or {}
+        given = {h: v for p in prepared.values() for h, v in p.vectors.items()}
         spans = self.store.date_spans(ids)
         self.engine.delete(ids)
-        for group in _batched((c for doc in docs for c in self._chunk(doc)), CHUNK_BATCH):
+
+        def chunks_of(doc: Document) -> Iterable[Chunk]:
+            mine = prepared.get(doc.id)
+            return mine.chunks if mine is not None and mine.chunks is not None else self.preparation.chunks(doc)
+
+        for group in _batched((c for doc in docs for c in chunks_of(doc)), CHUNK_BATCH):
             stored = self.store.put_chunks(group)
-            vectors = self._vectors_for(stored, report) if dense else None
+            vectors = self._vectors_for(stored, report, given) if dense else None
             self.engine.upsert([self._indexed(c, by_id[c.doc_id], spans.get(c.doc_id)) for c in stored], vectors)
             if vectors is None and self.dim:
                 self._carry_known_vectors(stored)
@@ -563,12 +554,18 @@ class Collection:
         if have:
             self.engine.set_vectors([c.id for c in have], np.stack([known[c.text_hash] for c in have]))
 
-    def _vectors_for(self, chunks: Sequence[StoredChunk], report: IngestReport) -> np.ndarray:
-        """Vectors for `chunks`: from the store when the same text was embedded before, else from the model."""
+    def _vectors_for(
+        self, chunks: Sequence[StoredChunk], report: IngestReport, given: dict[str, np.ndarray] | None = None
+    ) -> np.ndarray:
+        """Vectors for `chunks`: from the store when the same text was embedded before, else those `given` (computed
+        by another process), else from the model."""
         known = self.store.vectors_by_hash(c.text_hash for c in chunks)
         fresh = {c.text_hash: c.index_text for c in chunks if c.text_hash not in known}
         if fresh:
-            computed = dict(zip(fresh, self._encode(list(fresh.values())), strict=True))
+            given = given or {}
+            missing = [h for h in fresh if h not in given]
+            encoded = dict(zip(missing, self._encode([fresh[h] for h in missing]), strict=True)) if missing else {}
+            computed = {h: given[h] if h in given else encoded[h] for h in fresh}
             self.store.put_vectors(computed)
             known.update(computed)
             report.embedded += len(fresh)
@@ -866,23 +863,3 @@ def _batched(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:
             batch = []
     if batch:
         yield batch
-
-
-def _load_spelling(path: Path | None) -> dict[str, str] | None:
-    """A user's spelling map: JSON object, or TSV lines `old<TAB>new`."""
-    if path is None:
-        return None
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CollectionError(f"{path}: cannot read spelling map: {exc}") from exc
-    if path.suffix.lower() == ".json":
-        return dict(json.loads(text))
-    mapping = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip() and not line.startswith("#"):
-            parts = line.split("\t")
-            if len(parts) != 2:
-                raise CollectionError(f"{path}:{n}: expected 'old<TAB>new', got {line!r}")
-            mapping[parts[0]] = parts[1]
-    return mapping

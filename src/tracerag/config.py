@@ -222,6 +222,29 @@ class EmbedSettings(_Section):
         return self.batch_size
 
 
+class RaySettings(_Section):
+    """A distributed ingest (`tracerag ingest --ray`, the `ray` extra): where it runs and how wide."""
+
+    address: str | None = Field(
+        None,
+        description="The Ray cluster to run on ('auto', 'ray://head:10001', 'head:6379'); none: a local Ray started "
+        "for the ingest and stopped after it.",
+    )
+    workers: int | None = Field(
+        None,
+        gt=0,
+        description="Embedding workers, each holding one copy of the model; default: the CPUs Ray has, less one for "
+        "reading and preparing, at least one.",
+    )
+    cpus: int | None = Field(None, gt=0, description="CPUs a local Ray may use (default: all the machine's).")
+    object_store_mb: int = Field(
+        1024,
+        ge=100,
+        description="Memory of a local Ray's object store (MiB): it bounds what waits between reading, embedding and "
+        "writing, so a large input never fills the machine's memory.",
+    )
+
+
 class RetrievalSettings(_Section):
     channels: tuple[Channel, ...] = Field(
         CHANNELS,
@@ -451,6 +474,7 @@ class Settings(BaseSettings):
     chunk: ChunkSettings = Field(default_factory=ChunkSettings, description="Chunking.")
     ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest.")
     embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Embedding model.")
+    ray: RaySettings = Field(default_factory=RaySettings, description="A distributed ingest on Ray.")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Language model.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The TRACE agent.")

@@ -38,6 +38,15 @@ class RecordError(TraceError):
         super().__init__(f"{where}: {message}")
         self.reason = message
 
+    def __reduce__(self) -> tuple:
+        # Pickled with what it was made of (a distributed ingest's workers send their skipped records back):
+        # an exception is rebuilt from `args`, which hold only the message.
+        return (_record_error, (type(self), self.reason, self.file, self.line, self.record))
+
+
+def _record_error(cls: type[RecordError], reason: str, file: str, line: int | None, record: str | None) -> RecordError:
+    return cls(reason, file=file, line=line, record=record)
+
 
 class EmbeddingError(TraceError):
     """The embedding model cannot be loaded or answered badly."""

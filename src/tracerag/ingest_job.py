@@ -14,11 +14,12 @@ from tracerag.collection import Collection, IngestReport
 from tracerag.config import Settings
 from tracerag.errors import CollectionBusyError, ConfigError, NothingIngestedError
 from tracerag.ingest import Item
+from tracerag.ingest.prepare import PreparedDocument
 
 
 def ingest_into(
     path: Path,
-    records: Iterable[Item],
+    records: Iterable[Item | PreparedDocument] | Callable[[Collection], Iterable[Item | PreparedDocument]],
     settings: Settings,
     *,
     dense: bool = True,
@@ -38,7 +39,8 @@ def ingest_into(
     collection is open for writing (a progress display starts there); `notify` is told what a failed first ingest
     keeps. A first ingest that reads no document raises NothingIngestedError (with the report), and leaves no
     collection. `after` is called with the collection and the report when the ingest succeeded, while the
-    collection is still open for writing (the CLI calibrates the channel weights there)."""
+    collection is still open for writing (the CLI calibrates the channel weights there). `records` may be a
+    function of the open collection that gives them (a distributed ingest prepares them with its settings)."""
     path = Path(path)
     before = _entries(path)
     first = not Collection.exists(path)
@@ -66,7 +68,11 @@ def ingest_into(
         try:
             _check_chunking(col, chunking or {})
             report = col.ingest(
-                records, dense=dense, progress=progress, on_batch=batch_done, document_progress=document_progress
+                records(col) if callable(records) else records,
+                dense=dense,
+                progress=progress,
+                on_batch=batch_done,
+                document_progress=document_progress,
             )
         except BaseException:
             # Removed under the writer lock, so that no other ingest sees a half-removed collection.

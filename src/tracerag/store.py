@@ -262,6 +262,16 @@ class DocumentStore:
 
     # -- reads ----------------------------------------------------------------------------------------
 
+    def indexed_digests(self) -> Iterator[tuple[str, str]]:
+        """(id, content hash) of every indexed document, streamed: what a distributed ingest's workers are told, so
+        that they prepare and embed only what changed."""
+        yield from self._db.execute("SELECT id, content_hash FROM documents WHERE state = 'indexed'")
+
+    def vector_hashes(self) -> Iterator[str]:
+        """The text hash of every stored vector, streamed (a distributed ingest's workers embed only the others)."""
+        for (h,) in self._db.execute("SELECT text_hash FROM vectors"):
+            yield h
+
     def pending_ids(self) -> list[str]:
         return [r[0] for r in self._db.execute("SELECT id FROM documents WHERE state = 'pending' ORDER BY id")]
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -35,9 +37,11 @@ from tracerag.cli.views import (
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import load_settings
 from tracerag.errors import ConfigError, NothingIngestedError
-from tracerag.ingest.checked import read_checked, take_documents
+from tracerag.ingest import detect_format
+from tracerag.ingest.checked import read_checked, reader_options, take_documents
 from tracerag.ingest.table import ColumnChoice
 from tracerag.ingest_job import ingest_into
+from tracerag.ingest_ray import RaySession, distributed_records, ray_missing
 from tracerag.retrieval.collection_info import collection_info
 from tracerag.retrieval.explain import fusion_summary
 
@@ -86,6 +90,18 @@ def ingest(
         Path | None, typer.Option(help="TSV/JSON of old → modern spellings (index text only).")
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Read at most this many documents.")] = None,
+    use_ray: Annotated[
+        bool,
+        typer.Option(
+            "--ray", help="Read, prepare and embed on Ray (pip install 'tracerag[ray]'); this process writes."
+        ),
+    ] = False,
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="Ray cluster to run on (implies --ray; default: a local Ray).")
+    ] = None,
+    ray_workers: Annotated[
+        int | None, typer.Option("--ray-workers", min=1, help="Embedding workers on Ray (implies --ray).")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     wait: WaitOpt = False,
     config: ConfigOpt = None,
@@ -99,7 +115,11 @@ def ingest(
         config,
         chunk={"size": chunk_size, "overlap": chunk_overlap},
         ingest={"spelling_map": spelling_map},
+        ray={"address": ray_address, "workers": ray_workers},
     )
+    use_ray = use_ray or ray_address is not None or ray_workers is not None
+    if use_ray and (problem := ray_missing()):
+        raise ConfigError(problem)
     if spelling_map is not None and not spelling_map.is_file():
         raise ConfigError(f"--spelling-map {spelling_map}: no such file")
     options = {  # each reader takes the ones it understands
@@ -118,13 +138,19 @@ def ingest(
         "on_columns": _ColumnsSaid(),
     }
     records = read_checked(path, fmt, options)
+    session = RaySession(settings.ray, notify=lambda message: err.print(data_text(message))) if use_ray else None
+    source: Iterable[Any] | Callable[[Collection], Iterable[Any]] = records
+    if session is not None:  # checked here by its first record, read on Ray: each worker a part of the files
+        fmt = fmt or detect_format(path)
+        worker_options = reader_options(fmt, {k: v for k, v in options.items() if k != "on_columns"})
+        source = distributed_records(path, fmt, worker_options, dense=not no_dense, session=session)
     if limit is not None:
-        records = take_documents(records, limit)
+        source = _limited(source, limit)
     try:
-        with ingest_progress() as hooks:
+        with ingest_progress() as hooks, session or contextlib.nullcontext():
             report = ingest_into(
                 collection,
-                records,
+                source,
                 settings,
                 dense=not no_dense,
                 embed_model=embed_model,
@@ -142,8 +168,19 @@ def ingest(
         assert isinstance(exc.report, IngestReport)  # errors.py sits below the collection: it cannot name the type
         print_ingest_report(exc.report, json_out)  # what was skipped, and why, before the error
         raise
-    print_ingest_report(report, json_out)
+    ran = session.run.to_dict() if session is not None and session.run is not None else None
+    print_ingest_report(report, json_out, ray=ran)
     return ExitCode.PARTIAL if report.skipped else ExitCode.OK
+
+
+def _limited(
+    source: Iterable[Any] | Callable[[Collection], Iterable[Any]], limit: int
+) -> Iterable[Any] | Callable[[Collection], Iterable[Any]]:
+    """The records up to the `limit`-th document, whether they come as they are or from the open collection."""
+    if callable(source):
+        made = source
+        return lambda col: take_documents(made(col), limit)
+    return take_documents(source, limit)
 
 
 class _ColumnsSaid:

@@ -66,23 +66,46 @@ def run_ingest(col: Collection, records: Iterable[Any], *, dense: bool) -> Inges
     return report
 
 
-def print_ingest_report(report: IngestReport, json_out: bool) -> None:
+def print_ingest_report(report: IngestReport, json_out: bool, ray: Mapping[str, Any] | None = None) -> None:
+    """The report of an ingest; `ray`: where a distributed one ran and what its workers did (`RayRun.to_dict`)."""
     summary = report.to_dict()
     if json_out:
-        write_json(summary)
+        write_json(summary | ({"ray": dict(ray)} if ray is not None else {}))
         return
     for e in report.skipped:  # a file name, a record's id or value: data
         err.print(Text.assemble(("skipped", "yellow"), " ", safe_line(str(e))))
     for w in report.warnings:  # kept, but repaired or guessed: the user may want to fix the source
         err.print(Text.assemble(("warning", "yellow"), " ", safe_line(str(w))))
-    rate = f"{summary['chunks_per_second']} chunks/s" if summary["chunks_per_second"] else "-"
+    rate = (
+        f"{summary['documents_per_second']} documents/s, {summary['chunks_per_second']} chunks/s, "
+        f"{summary['embedded_per_second']} embedded/s"
+        if report.seconds
+        else "-"
+    )
     out.print(
         f"read {report.read} · added {report.added} · updated {report.updated} · unchanged {report.unchanged} · "
         f"resumed {report.resumed} · skipped {len(report.skipped)} · warnings {len(report.warnings)} · "
         f"{counted(report.chunks, 'chunk')} ({report.embedded} embedded) in {report.seconds:.1f} s ({rate})"
     )
+    if ray is not None:
+        out.print(data_text(f"ray: {ray_summary(ray)}"))
     if report.languages:
         out.print(data_text("languages: " + language_counts(report.languages, report.detected)))
+
+
+def ray_summary(ray: Mapping[str, Any]) -> str:
+    """`local Ray (2 CPUs, …) · 28 files in 14 parts · 1 embedding worker × 2 threads, 2.2 texts/s each while
+    embedding · started in 6.0 s · the writer waited 20.1 s for the workers`: where a distributed ingest ran, what its
+    workers did, and whether they or the writer set the pace."""
+    parts = [ray["where"], f"{counted(ray['files'], 'file')} in {counted(ray['parts'], 'part')}"]
+    if ray["embedding_workers"]:
+        threads = f" × {counted(ray['threads_per_worker'], 'thread')}" if ray["threads_per_worker"] else ""
+        rate = ray["embedded_per_worker_second"]
+        each = f", {rate} texts/s each while embedding" if rate else ""
+        parts.append(f"{counted(ray['embedding_workers'], 'embedding worker')}{threads}{each}")
+    parts.append(f"started in {ray['start_seconds']:.1f} s")
+    parts.append(f"the writer waited {ray['writer_waited_seconds']:.1f} s for the workers")
+    return " · ".join(parts)
 
 
 def language_counts(languages: Mapping[str, int], detected: Mapping[str, int]) -> str:

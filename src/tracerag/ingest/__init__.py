@@ -45,6 +45,18 @@ class RecordWarning:
 
 Item = Document | RecordError | RecordWarning  # what readers yield
 
+
+@dataclass(frozen=True, slots=True)
+class ReadPart:
+    """Some of the files a reader would read under a folder (in its order), read by one worker of a distributed
+    ingest as the reader reads them in the whole walk: ids, sub-corpora and metadata are the folder's. `lead`: this
+    part comes first, and also yields the records that belong to the folder rather than to a file (the rows of a
+    text folder's `metadata.csv` that are bad), so that they are reported once."""
+
+    files: tuple[Path, ...]
+    lead: bool = True
+
+
 _SUFFIXES = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -80,6 +92,19 @@ def read_documents(path: Path, fmt: str | None = None, **options: Any) -> Iterat
     return module.read(path, **options)
 
 
+def reader_files(path: Path, fmt: str, **options: Any) -> list[Path]:
+    """The files the reader of `fmt` reads under `path` with these options, in its order (to split into `ReadPart`s)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    module = importlib.import_module(f"tracerag.ingest.{FORMATS[fmt]}")
+    return list(module.walk(Path(path), **options))
+
+
+def read_part(path: Path, fmt: str, part: ReadPart, **options: Any) -> Iterator[Item]:
+    """The records `read_documents(path, fmt, **options)` yields for the files of `part`, in the same order."""
+    return read_documents(path, fmt, part=part, **options)
+
+
 def iter_files(path: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
     """The files under `path` (or `path` itself) with one of `suffixes`, in a stable order."""
     if path.is_file():
@@ -90,4 +115,15 @@ def iter_files(path: Path, suffixes: tuple[str, ...]) -> Iterator[Path]:
             yield f
 
 
-__all__ = ["FORMATS", "Item", "RecordError", "RecordWarning", "detect_format", "iter_files", "read_documents"]
+__all__ = [
+    "FORMATS",
+    "Item",
+    "ReadPart",
+    "RecordError",
+    "RecordWarning",
+    "detect_format",
+    "iter_files",
+    "read_documents",
+    "read_part",
+    "reader_files",
+]

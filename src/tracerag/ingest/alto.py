@@ -35,7 +35,7 @@ from lxml import etree
 
 from tracerag.dates import normalise_date
 from tracerag.errors import ConfigError, RecordError
-from tracerag.ingest import Item, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
 from tracerag.ingest.alto_regions import BOXES, PAGES, box_of, page_info
 from tracerag.ingest.encoding import SAMPLE_BYTES, UTF8, Encoding, asked_encoding, choose, decode, replaced_note
 from tracerag.model import Document
@@ -65,9 +65,10 @@ def read(
     date: str | None = None,
     language: str | None = None,
     encoding: str | None = None,
+    part: ReadPart | None = None,
     **_: Any,
 ) -> Iterator[Item]:
-    """Stream the pages (or text blocks) of one ALTO file or of every `.xml` under a folder."""
+    """Stream the pages (or text blocks) of one ALTO file or of every `.xml` under a folder (`part`: of some)."""
     if unit not in _UNITS:
         raise ConfigError(f"ALTO unit must be one of {', '.join(_UNITS)}, not {unit!r}")
     asked = asked_encoding(encoding)
@@ -76,10 +77,15 @@ def read(
     except ValueError as exc:
         raise ConfigError(f"ALTO date option: {exc}") from None
     root = Path(path)
-    for f in iter_files(root, (".xml",)):
+    for f in part.files if part is not None else walk(root):
         rel = f.name if root.is_file() else f.relative_to(root).as_posix()
         meta = {"corpus": corpus or f.parent.name or "default", "date": date, "language": language}
         yield from _read_file(f, rel, unit, meta, asked)
+
+
+def walk(path: Path, **_: Any) -> Iterator[Path]:
+    """The files `read` reads under `path`, in its order."""
+    return iter_files(Path(path), (".xml",))
 
 
 def _read_file(f: Path, rel: str, unit: str, meta: dict[str, Any], asked: Encoding | None) -> Iterator[Item]:

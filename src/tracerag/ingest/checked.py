@@ -11,6 +11,7 @@ from typing import Any
 
 from tracerag.errors import ConfigError
 from tracerag.ingest import Item, detect_format, read_documents
+from tracerag.ingest.prepare import PreparedDocument
 from tracerag.model import Document
 
 # The options each reader understands beyond `encoding` (which every reader takes) and `corpus`/`language`
@@ -54,12 +55,12 @@ def reader_options(fmt: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return chosen
 
 
-def take_documents(records: Iterable[Item], limit: int) -> Iterator[Item]:
+def take_documents(records: Iterable[Item | PreparedDocument], limit: int) -> Iterator[Item | PreparedDocument]:
     """The records up to the `limit`-th document (the errors and warnings between documents do not count)."""
     n = 0
     for r in records:
         if n >= limit:
             return
-        if isinstance(r, Document):
+        if isinstance(r, Document | PreparedDocument):
             n += 1
         yield r

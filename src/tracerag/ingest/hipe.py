@@ -34,7 +34,7 @@ from typing import Any
 
 from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
-from tracerag.ingest import Item, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
 from tracerag.ingest.encoding import UTF8, Encoding, Lines, asked_encoding, bom_free, replace_marks, replaced_note
 from tracerag.model import Document
 
@@ -123,10 +123,15 @@ class _Doc:
         return None
 
 
-def read(path: Path, *, encoding: str | None = None, **options: Any) -> Iterator[Item]:
-    """Stream the documents of one HIPE TSV file or of every `.tsv` under a folder."""
+def walk(path: Path, **_: Any) -> Iterator[Path]:
+    """The files `read` reads under `path`, in its order."""
+    return iter_files(Path(path), (".tsv",))
+
+
+def read(path: Path, *, encoding: str | None = None, part: ReadPart | None = None, **options: Any) -> Iterator[Item]:
+    """Stream the documents of one HIPE TSV file or of every `.tsv` under a folder (`part`: of some of them)."""
     enc = asked_encoding(encoding) or UTF8
-    for f in iter_files(Path(path), (".tsv",)):
+    for f in part.files if part is not None else walk(path):
         yield from _read_file(f, enc)
 
 

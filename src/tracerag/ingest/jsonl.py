@@ -35,7 +35,7 @@ from typing import Any
 
 from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
-from tracerag.ingest import Item, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
 from tracerag.ingest.encoding import (
     REPLACEMENT,
     UTF8,
@@ -65,11 +65,13 @@ def read(
     corpus: str | None = None,
     language: str | None = None,
     encoding: str | None = None,
+    part: ReadPart | None = None,
 ) -> Iterator[Item]:
-    """Stream the documents of the `.jsonl`/`.ndjson` files under `path` (keys: see the module docstring)."""
+    """Stream the documents of the `.jsonl`/`.ndjson` files under `path` (keys: see the module docstring; `part`:
+    of some of them)."""
     text_keys = (text_field,) if text_field else TEXT_KEYS
     asked = asked_encoding(encoding)
-    for f in iter_files(Path(path), SUFFIXES):
+    for f in part.files if part is not None else walk(path):
         warning: RecordWarning | None = None
         for item in iter_records(f, encoding=asked, repair=True):
             if isinstance(item, RecordError):
@@ -91,6 +93,11 @@ def read(
             if notes:
                 yield RecordWarning("; ".join(notes), file=str(f), line=line, record=doc.id)
             yield doc
+
+
+def walk(path: Path, **_: Any) -> Iterator[Path]:
+    """The files `read` reads under `path`, in its order."""
+    return iter_files(Path(path), SUFFIXES)
 
 
 def iter_records(

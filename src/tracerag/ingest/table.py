@@ -32,10 +32,11 @@ import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
-from tracerag.ingest import Item, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
 from tracerag.ingest.encoding import (
     SAMPLE_BYTES,
     Encoding,
@@ -99,6 +100,11 @@ class _Columns:
     fields: tuple[tuple[str, int], ...]
 
 
+def walk(path: Path, *, delimiter: str = ",", **_: Any) -> Iterator[Path]:
+    """The files `read` reads under `path`, in its order (tab-separated `.tsv` files too with `delimiter` a tab)."""
+    return iter_files(Path(path), (".csv", ".tsv") if delimiter == "\t" else (".csv",))
+
+
 def read(
     path: Path,
     *,
@@ -114,8 +120,10 @@ def read(
     language: str | None = None,
     encoding: str | None = None,
     on_columns: Callable[[ColumnChoice], None] | None = None,
+    part: ReadPart | None = None,
 ) -> Iterator[Item]:
-    """Stream the rows of the CSV files under `path` as documents (options: see the module docstring)."""
+    """Stream the rows of the CSV files under `path` as documents (options: see the module docstring; `part`: of
+    some of them)."""
     columns_asked = {
         "id": id_column,
         "text": text_column,
@@ -124,9 +132,8 @@ def read(
         "corpus": corpus_column,
         "language": language_column,
     }
-    suffixes = (".csv", ".tsv") if delimiter == "\t" else (".csv",)
     asked = asked_encoding(encoding)
-    for f in iter_files(Path(path), suffixes):
+    for f in part.files if part is not None else walk(path, delimiter=delimiter):
         rows = iter_rows(f, delimiter, encoding=asked, repair=True)
         header = None
         row_warning: RecordWarning | None = None  # said with the row it concerns, or not at all if the row is bad

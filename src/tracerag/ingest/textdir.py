@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tracerag.errors import RecordError
-from tracerag.ingest import Item, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
 from tracerag.ingest.encoding import (
     UTF8,
     Encoding,
@@ -58,18 +58,34 @@ _Index = dict[str, dict[str, Any] | None]
 
 
 def read(
-    path: Path, *, corpus: str | None = None, language: str | None = None, encoding: str | None = None
+    path: Path,
+    *,
+    corpus: str | None = None,
+    language: str | None = None,
+    encoding: str | None = None,
+    part: ReadPart | None = None,
 ) -> Iterator[Item]:
-    """Stream the `.txt` files under `path` (a folder, or one file) as documents, with their metadata."""
+    """Stream the `.txt` files under `path` (a folder, or one file) as documents, with their metadata (`part`: some
+    of the files, each part with the folder's metadata; the bad rows reported by the lead part only)."""
     path = Path(path)
     root = path if path.is_dir() else path.parent
     asked = asked_encoding(encoding)
     index: _Index = {}
     for name in METADATA_FILES:
         if (root / name).is_file():
-            yield from _load_metadata(root / name, index, asked)
-    for f in iter_files(path, (".txt",)):
+            said = _load_metadata(root / name, index, asked)
+            if part is None or part.lead:
+                yield from said
+            else:
+                for _ in said:  # loaded all the same: each part needs the folder's metadata
+                    pass
+    for f in part.files if part is not None else walk(path):
         yield from _document(f, root, index, corpus, language, asked)
+
+
+def walk(path: Path, **_: Any) -> Iterator[Path]:
+    """The files `read` reads under `path`, in its order."""
+    return iter_files(Path(path), (".txt",))
 
 
 def _document(
