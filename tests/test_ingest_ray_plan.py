@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 from tests.conftest import REPO
 from tracerag.cli import app
 from tracerag.config import load_settings
-from tracerag.ingest_ray import _embedding_workers, _holds, _keys, _parts
+from tracerag.ingest.prepare import held, sorted_keys
+from tracerag.ingest_ray import _embedding_workers, _parts
 
 
 def test_parts_keep_the_walk_order_and_balance_the_cpus() -> None:
@@ -40,11 +41,11 @@ def test_one_cpu_always_stays_for_reading_and_preparing() -> None:
 
 
 def test_what_the_collection_holds_is_looked_up_exactly() -> None:
-    held = [bytes([i]) * 16 for i in (3, 1, 200)] + [b"\x07" * 15 + b"\x00"]  # a key ending in a zero byte too
-    keys = _keys(iter(held), 16)
-    probe = [*held, b"\x02" * 16, b"\x07" * 15 + b"\x01", b"\xff" * 16]
-    assert _holds(keys, probe).tolist() == [True] * 4 + [False] * 3
-    assert _holds(_keys(iter([]), 16), probe).tolist() == [False] * 7
+    present = [bytes([i]) * 16 for i in (3, 1, 200)] + [b"\x07" * 15 + b"\x00"]  # a key ending in a zero byte too
+    keys = sorted_keys(iter(present), 16)
+    probe = [*present, b"\x02" * 16, b"\x07" * 15 + b"\x01", b"\xff" * 16]
+    assert held(keys, probe).tolist() == [True] * 4 + [False] * 3
+    assert held(sorted_keys(iter([]), 16), probe).tolist() == [False] * 7
     assert isinstance(keys, np.ndarray) and list(keys) == sorted(keys)
 
 

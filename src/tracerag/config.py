@@ -129,6 +129,13 @@ class IngestSettings(_Section):
         None, description="TSV or JSON file of historical → modern spellings applied to the index text only."
     )
     batch_documents: int = Field(64, gt=0, description="Documents committed to the store and index together.")
+    workers: int | None = Field(
+        None,
+        ge=0,
+        description="Processes that prepare documents (chunks, index text, OCR estimate) while the ingest writes "
+        "what they prepared; default: one fewer than the cores, at most 4; 0: prepare in the writing process. They "
+        "start only for an input of more than one batch.",
+    )
     detect_language: bool = Field(
         True,
         description="Detect the language of a document that states none (py3langid), so that it is stemmed; a "
@@ -163,6 +170,12 @@ class IngestSettings(_Section):
         if bad:
             raise ValueError(f"{bad[0]!r} is not a language code: expected lower-case ISO 639 codes such as 'fr'")
         return tuple(dict.fromkeys(value))
+
+    def worker_count(self) -> int:
+        """The processes that prepare documents for an ingest (`workers`, or one fewer than the cores, at most 4)."""
+        if self.workers is not None:
+            return self.workers
+        return max(0, min(4, (os.cpu_count() or 1) - 1))
 
 
 class EmbedSettings(_Section):

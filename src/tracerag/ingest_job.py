@@ -14,7 +14,8 @@ from tracerag.collection import Collection, IngestReport
 from tracerag.config import Settings
 from tracerag.errors import CollectionBusyError, ConfigError, NothingIngestedError
 from tracerag.ingest import Item
-from tracerag.ingest.prepare import PreparedDocument
+from tracerag.ingest.parallel import prepared_in_workers
+from tracerag.ingest.prepare import IndexedDocuments, PreparedDocument
 
 
 def ingest_into(
@@ -68,7 +69,7 @@ def ingest_into(
         try:
             _check_chunking(col, chunking or {})
             report = col.ingest(
-                records(col) if callable(records) else records,
+                records(col) if callable(records) else _prepared_alongside(col, records),
                 dense=dense,
                 progress=progress,
                 on_batch=batch_done,
@@ -93,6 +94,18 @@ def ingest_into(
         if after is not None:
             after(col, report)
     return report
+
+
+def _prepared_alongside(
+    col: Collection, records: Iterable[Item | PreparedDocument]
+) -> Iterable[Item | PreparedDocument]:
+    """`records` prepared by worker processes while this one writes (`ingest.workers`; `ingest/parallel.py`)."""
+    workers = col.settings.ingest.worker_count()
+    if workers == 0:
+        return records
+    indexed = IndexedDocuments(col.store.indexed_digests())
+    batch = col.settings.ingest.batch_documents
+    return prepared_in_workers(records, col.preparation, indexed, workers=workers, batch=batch)
 
 
 def _check_chunking(col: Collection, asked: Mapping[str, int | None]) -> None:

@@ -17,7 +17,6 @@ an interrupted run left pending are finished first, here. Nothing here is import
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 import os
@@ -37,7 +36,7 @@ from tracerag.config import EmbedSettings, RaySettings
 from tracerag.embed import load_embedder, mismatch
 from tracerag.errors import ConfigError, ModelMismatchError, TraceError
 from tracerag.ingest import Item, ReadPart, read_documents, read_part, reader_files
-from tracerag.ingest.prepare import Preparation, PreparedDocument
+from tracerag.ingest.prepare import IndexedDocuments, Preparation, PreparedDocument, held, sorted_keys
 from tracerag.model import Document
 from tracerag.store import text_hash
 
@@ -190,7 +189,7 @@ def prepared_records(
         return
     parts = _parts(files, run.cpus)
     run.parts = len(parts)
-    indexed = ray.put(_keys((_digest_key(i, d) for i, d in col.store.indexed_digests()), 16))
+    indexed = ray.put(IndexedDocuments(col.store.indexed_digests()))
     rows = [{"files": [str(f) for f in part], "lead": n == 0} for n, part in enumerate(parts)]
     context = ray.data.DataContext.get_current()
     context.execution_options.preserve_order = True  # reading order: the first of two equal ids wins, as here
@@ -220,7 +219,7 @@ def prepared_records(
                     "settings": embed_settings.model_copy(update={"threads": threads}) if threads else embed_settings,
                     "recorded": col.manifest["embedding"],
                     "dim": col.dim,
-                    "known": ray.put(_keys((bytes.fromhex(h) for h in col.store.vector_hashes()), 20)),
+                    "known": ray.put(sorted_keys((bytes.fromhex(h) for h in col.store.vector_hashes()), 20)),
                     "label": str(col.path),
                 },
                 batch_size=ROWS_PER_BATCH,
@@ -273,24 +272,6 @@ def _embedding_workers(settings: RaySettings, embed: EmbedSettings, cpus: float)
     return workers, max(1, int(cpus) // workers) if settings.address is None else 1
 
 
-def _digest_key(doc_id: str, digest: str) -> bytes:
-    return hashlib.blake2b(f"{doc_id}\0{digest}".encode(), digest_size=16).digest()
-
-
-def _keys(keys: Iterator[bytes], width: int) -> np.ndarray:
-    """A sorted array of fixed-width keys, sent to every worker once and looked up by bisection: a million
-    documents are 16 MB, where a Python set of their ids and hashes would be ~150 MB per worker."""
-    return np.sort(np.fromiter(keys, dtype=f"S{width}"))
-
-
-def _holds(keys: np.ndarray, wanted: Sequence[bytes]) -> np.ndarray:
-    if not len(keys) or not wanted:
-        return np.zeros(len(wanted), dtype=bool)
-    probe = np.array(wanted, dtype=keys.dtype)
-    at = np.minimum(np.searchsorted(keys, probe), len(keys) - 1)
-    return np.asarray(keys[at] == probe)
-
-
 def _read_and_prepare(
     row: dict[str, Any],
     *,
@@ -306,14 +287,10 @@ def _read_and_prepare(
 
     if __version__ != version:  # another TRACE would chunk otherwise, and the index would not match its store
         raise ConfigError(f"a Ray worker runs tracerag {__version__}, this ingest {version}: install the same one")
-    keys = ray.get(indexed)
-
-    def is_indexed(doc_id: str, digest: str) -> bool:
-        return bool(_holds(keys, [_digest_key(doc_id, digest)])[0])
-
+    holdings: IndexedDocuments = ray.get(indexed)
     part = ReadPart(tuple(Path(f) for f in row["files"]), lead=bool(row["lead"]))
     for item in read_part(Path(path), fmt, part, **options):
-        ready = preparation.prepare(item, is_indexed) if isinstance(item, Document) else item
+        ready = preparation.prepare(item, holdings.holds) if isinstance(item, Document) else item
         yield {"item": pickle.dumps(ready, protocol=pickle.HIGHEST_PROTOCOL)}
 
 
@@ -340,8 +317,8 @@ class _Embed:
                 for chunk in item.chunks:
                     texts.setdefault(text_hash(chunk.index_text), chunk.index_text)
         hashes = list(texts)
-        held = _holds(self._known, [bytes.fromhex(h) for h in hashes])
-        fresh = [h for h, known in zip(hashes, held, strict=True) if not known]
+        found = held(self._known, [bytes.fromhex(h) for h in hashes])
+        fresh = [h for h, known in zip(hashes, found, strict=True) if not known]
         start = time.perf_counter()
         vectors: dict[str, np.ndarray] = {}
         for i in range(0, len(fresh), self._per_call):
