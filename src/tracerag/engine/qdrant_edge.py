@@ -30,13 +30,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
-import re
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
+import regex
 from qdrant_edge import (
     Bm25,
     Bm25Config,
@@ -211,8 +211,10 @@ def _analyzer(language: str) -> Bm25:
     )
 
 
-# The pieces the Word tokenizer cuts text into: runs of letters and digits (it splits on "_" too, which \w keeps).
-_WORD_PIECE = re.compile(r"[^\W_]+")
+# The pieces the Word tokenizer cuts text into: runs of what Rust's `char::is_alphanumeric` keeps (Unicode
+# Alphabetic or Numeric). Not Python's `[^\W_]`: it splits the combining letters of OCR'd German ("Voͤrse", U+0364),
+# which Qdrant keeps in the word; a chunk of such words had another length here, and another BM25 score.
+_WORD_PIECE = regex.compile(r"[\p{Alphabetic}\p{N}]+")
 
 
 def query_terms(text: str, language: str) -> list[tuple[str, int]]:
