@@ -440,6 +440,34 @@ class TestQdrantLocalMode(EngineContract):
 
 
 @needs_client
+class TestQdrantOverHttp(EngineContract):
+    """The cluster engine over real HTTP, against `tests/fakes/qdrant_server.py`: every request as a server gets it
+    (REST, JSON from qdrant-client's models, parsed back by them), the server's analysers played by Edge's. What it
+    adds to local mode: the engine's server path (text indexes with folding and stemmers, raw text, payload indexes,
+    retries) and its requests' wire form."""
+
+    made: set[str] = set()
+
+    @pytest.fixture(scope="class", autouse=True)
+    @classmethod
+    def _server(cls):
+        from tests.fakes.qdrant_server import FakeQdrant
+
+        with FakeQdrant() as fake:
+            cls.fake = fake
+            yield
+
+    def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
+        name = "contract_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        create = name not in self.made
+        self.made.add(name)
+        url = self.fake.url
+        return QdrantServerEngine(
+            connect(url, None, 10), name, dim, settings=EngineSettings(), url=url, query_tf=True, create=create
+        )
+
+
+@needs_client
 @pytest.mark.skipif(
     not os.environ.get("QDRANT_URL"),
     reason="no Qdrant server to test against: set QDRANT_URL (and QDRANT_API_KEY if it asks for one)",

@@ -11,9 +11,13 @@ import typer
 from rich.table import Column, Table
 
 from tracerag.cli.app import (
+    ApiKeyOpt,
     CollectionOpt,
     ConfigOpt,
+    EngineOpt,
     ExitCode,
+    QdrantCollectionOpt,
+    UrlOpt,
     WaitOpt,
     app,
     counted,
@@ -26,6 +30,7 @@ from tracerag.cli.app import (
 )
 from tracerag.cli.views import (
     after_ingest,
+    describe_engine,
     ingest_progress,
     language_counts,
     print_embedded,
@@ -86,6 +91,10 @@ def ingest(
         Path | None, typer.Option(help="TSV/JSON of old → modern spellings (index text only).")
     ] = None,
     limit: Annotated[int | None, typer.Option(min=1, help="Read at most this many documents.")] = None,
+    engine: EngineOpt = None,
+    url: UrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    qdrant_collection: QdrantCollectionOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     wait: WaitOpt = False,
     config: ConfigOpt = None,
@@ -99,6 +108,8 @@ def ingest(
         config,
         chunk={"size": chunk_size, "overlap": chunk_overlap},
         ingest={"spelling_map": spelling_map},
+        # --url alone means the server: a URL is no use to the embedded engine
+        engine={"kind": engine or ("qdrant" if url else None), "url": url, "collection": qdrant_collection},
     )
     if spelling_map is not None and not spelling_map.is_file():
         raise ConfigError(f"--spelling-map {spelling_map}: no such file")
@@ -136,6 +147,7 @@ def ingest(
                 document_progress=hooks.within,
                 notify=lambda message: err.print(data_text(message)),
                 after=lambda col, _: after_ingest(col),
+                api_key=api_key,
             )
             hooks.finish(report)
     except NothingIngestedError as exc:
@@ -200,6 +212,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
         write_json(stats)
         return
     _print_activity(stats["activity"])
+    out.print(data_text(f"engine: {describe_engine(stats['engine'])}"))
     emb = stats["embedding"]
     out.print(
         f"{counted(stats['documents'], 'document')} · {counted(stats['chunks'], 'chunk')} · "

@@ -372,6 +372,10 @@ class QdrantEdgeEngine:
     def layout(self) -> dict[str, int]:
         return segment_layout(self.path)
 
+    def count_with_vectors(self) -> int:
+        """How many points carry a dense vector (what `tracerag migrate` checks)."""
+        return int(self._shard.count(CountRequest(exact=True, filter=_WITH_DENSE))) if self.dim else 0
+
     def scroll_points(self, offset: str | None, limit: int) -> tuple[list[StoredPoint], str | None]:
         """Up to `limit` points from `offset` (None: the first), in id order, with their dense vector and payload,
         and the offset of the next page (None after the last): a collection moved to another engine as it is

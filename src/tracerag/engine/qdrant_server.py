@@ -37,10 +37,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 from qdrant_client import QdrantClient, models
+from qdrant_client.common.client_exceptions import QdrantException, ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from tracerag import model
-from tracerag.config import EngineSettings
+from tracerag.config import EngineSettings, Settings
 from tracerag.engine import EngineHit, FieldHits, FieldStats, IndexedChunk, TermStats
 from tracerag.engine.lexical import (
     DF_CACHE_SIZE,
@@ -106,9 +107,11 @@ def server_collection_name(folder: str, collection_id: str) -> str:
     return f"tracerag_{stem}_{collection_id[:12]}"
 
 
-def _local_token(token: int) -> str:
-    """A token as a word local mode's default analysis keeps whole (lowercase letters and digits)."""
-    return f"t{token:x}"
+def analysed_for_local(text: str, field: str) -> str:
+    """`text` as the text index of `field` analyses it (Edge's analyser: the server's Rust code), each token a word
+    that local mode's default analysis keeps whole (lowercase letters and digits): what this engine gives local
+    mode, which cannot fold or stem, for it to index and match."""
+    return " ".join(f"t{token:x}" for token in token_ids(text, field_language(field)))
 
 
 def _message(exc: UnexpectedResponse) -> str:
@@ -126,6 +129,86 @@ def _retry_after(exc: UnexpectedResponse) -> float | None:
         return min(float(value), MAX_RETRY_AFTER_S) if value is not None else None
     except ValueError:
         return None  # an HTTP date: the jittered delay will do
+
+
+class Requests:
+    """Requests to one server collection, retried on what may pass (a timeout, a dropped connection, 408, 429,
+    5xx: `settings.retries` times, a doubling delay from `settings.backoff_s` jittered, `Retry-After` winning);
+    an EngineError naming the server, the status and what to do once they will not."""
+
+    def __init__(
+        self,
+        settings: EngineSettings,
+        url: str,
+        name: str,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ):
+        self.settings = settings
+        self.url = url
+        self.name = name
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+
+    def call(self, what: str, request: Callable[[], T]) -> T:
+        """`request()`, retried; an EngineError once it will not pass (see the class docstring)."""
+        for attempt in range(self.settings.retries + 1):
+            try:
+                return request()
+            except UnexpectedResponse as exc:
+                status = exc.status_code
+                if status not in RETRIED or attempt == self.settings.retries:
+                    raise EngineError(self._refused(what, status, exc.reason_phrase, _message(exc), attempt)) from None
+                wait = _retry_after(exc)
+            except ResourceExhaustedResponse as exc:  # qdrant-client's 429 with a Retry-After (whole seconds)
+                if attempt == self.settings.retries:
+                    raise EngineError(self._refused(what, 429, "Too Many Requests", exc.message, attempt)) from None
+                wait = min(float(exc.retry_after_s), MAX_RETRY_AFTER_S)
+            except QdrantException as exc:  # its 429 whose Retry-After is not a number of seconds
+                if attempt == self.settings.retries:
+                    raise EngineError(self._refused(what, 429, "Too Many Requests", str(exc), attempt)) from None
+                wait = None
+            except ResponseHandlingException as exc:
+                if attempt == self.settings.retries:
+                    raise EngineError(self._unreachable(what, exc, attempt)) from None
+                wait = None
+            if wait is None:  # doubling, jittered so that many clients retrying do not come back in step
+                wait = self.settings.backoff_s * 2**attempt * self._rng.uniform(0.5, 1.0)
+            self._sleep(wait)
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    def where(self) -> str:
+        return f"Qdrant at {self.url}, collection {self.name}"
+
+    def _refused(self, what: str, code: int | None, reason: str, message: str, attempt: int) -> str:
+        status = f"{code or ''} {reason}".strip()
+        tried = f" (after {attempt} retries)" if attempt else ""
+        said = f"{self.where()}: {what} failed with {status}{tried}: {message}"
+        code = code or 0
+        if code in (401, 403):
+            return f"{said}. Check the API key: the variable named by engine.api_key_env (QDRANT_API_KEY), or --api-key"
+        if code == 404:
+            return (
+                f"{said}. The server has no collection {self.name}: check [qdrant] in collection.toml (url, "
+                "collection), or move the collection there again (`tracerag migrate`)"
+            )
+        if code in RETRIED:
+            return (
+                f"{said}. The server kept failing: check its health and logs, then run the command again (writes "
+                "are idempotent: an ingest resumes); engine.retries, engine.backoff_s and engine.timeout_s allow more"
+            )
+        return (
+            f"{said}. The server refused the request as TRACE made it; a Qdrant older than the one qdrant-client "
+            "1.20 speaks to (BM25 scoring on text indexes) refuses TRACE's text indexes"
+        )
+
+    def _unreachable(self, what: str, exc: ResponseHandlingException, attempt: int) -> str:
+        cause = exc.source if getattr(exc, "source", None) is not None else exc
+        return (
+            f"{self.where()}: {what} failed, no answer after {attempt + 1} tries ({type(cause).__name__}: "
+            f"{cause}). Is the server running, and is the URL its REST port (6333 by default)? A slow server: raise "
+            "engine.timeout_s"
+        )
 
 
 class QdrantServerEngine:
@@ -164,8 +247,7 @@ class QdrantServerEngine:
         self._owns_client = owns_client
         self._scoring = models.Bm25Scoring(bm25=models.Bm25Params(k=k1, b=b))
         self._ordering = _ORDERING[settings.write_ordering]
-        self._sleep = sleep
-        self._rng = rng or random.Random()
+        self._requests = Requests(settings, url, name, sleep, rng)
         self._lock = threading.Lock()  # the caches below; the client itself is thread-safe
         self._fields: tuple[float, dict[str, int]] | None = None  # (when read, language field → its chunks)
         self._dfs: dict[tuple[str, str], tuple[float, int]] = {}  # (field, word) → (when read, chunks holding it)
@@ -178,57 +260,7 @@ class QdrantServerEngine:
     # -- requests -------------------------------------------------------------------------------------
 
     def _call(self, what: str, request: Callable[[], T]) -> T:
-        """`request()`, retried on what may pass (a timeout, a dropped connection, 408, 429, 5xx); an
-        EngineError naming the server, the status and what to do once it will not."""
-        for attempt in range(self.settings.retries + 1):
-            try:
-                return request()
-            except UnexpectedResponse as exc:
-                status = exc.status_code
-                if status not in RETRIED or attempt == self.settings.retries:
-                    raise EngineError(self._refused(what, exc, attempt)) from None
-                wait = _retry_after(exc)
-            except ResponseHandlingException as exc:
-                if attempt == self.settings.retries:
-                    raise EngineError(self._unreachable(what, exc, attempt)) from None
-                wait = None
-            if wait is None:  # doubling, jittered so that many clients retrying do not come back in step
-                wait = self.settings.backoff_s * 2**attempt * self._rng.uniform(0.5, 1.0)
-            self._sleep(wait)
-        raise AssertionError("unreachable")  # the loop returns or raises
-
-    def _where(self) -> str:
-        return f"Qdrant at {self.url}, collection {self.name}"
-
-    def _refused(self, what: str, exc: UnexpectedResponse, attempt: int) -> str:
-        status = f"{exc.status_code} {exc.reason_phrase}".strip()
-        tried = f" (after {attempt} retries)" if attempt else ""
-        said = f"{self._where()}: {what} failed with {status}{tried}: {_message(exc)}"
-        code = exc.status_code or 0
-        if code in (401, 403):
-            return f"{said}. Check the API key: the variable named by engine.api_key_env (QDRANT_API_KEY), or --api-key"
-        if code == 404:
-            return (
-                f"{said}. The server has no collection {self.name}: check [qdrant] in collection.toml (url, "
-                "collection), or move the collection there again (`tracerag migrate`)"
-            )
-        if code in RETRIED:
-            return (
-                f"{said}. The server kept failing: check its health and logs, then run the command again (writes "
-                "are idempotent: an ingest resumes); engine.retries, engine.backoff_s and engine.timeout_s allow more"
-            )
-        return (
-            f"{said}. The server refused the request as TRACE made it; a Qdrant older than the one qdrant-client "
-            "1.20 speaks to (BM25 scoring on text indexes) refuses TRACE's text indexes"
-        )
-
-    def _unreachable(self, what: str, exc: ResponseHandlingException, attempt: int) -> str:
-        cause = exc.source if getattr(exc, "source", None) is not None else exc
-        return (
-            f"{self._where()}: {what} failed, no answer after {attempt + 1} tries ({type(cause).__name__}: "
-            f"{cause}). Is the server running, and is the URL its REST port (6333 by default)? A slow server: raise "
-            "engine.timeout_s"
-        )
+        return self._requests.call(what, request)
 
     # -- the collection ---------------------------------------------------------------------------------
 
@@ -237,8 +269,8 @@ class QdrantServerEngine:
             held = self._call("count its points", lambda: self.client.count(self.name, exact=True).count)
             if held:
                 raise CollectionError(
-                    f"{self._where()} already holds {held:,} points: another collection's index? Name a new one "
-                    "(engine.collection, --qdrant-collection) or delete that one"
+                    f"{self._requests.where()} already holds {held:,} points: another collection's index? Name a new "
+                    "one (engine.collection, --qdrant-collection) or delete that one"
                 )
         else:
             vectors = {DENSE: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)} if self.dim else {}
@@ -267,8 +299,8 @@ class QdrantServerEngine:
         if self.dim and size != self.dim:
             found = f"{size}-d" if size else "no"
             raise CollectionError(
-                f"{self._where()} has {found} dense vectors, the collection's model {self.dim}-d: is it another "
-                "collection's index? Check [qdrant] in collection.toml"
+                f"{self._requests.where()} has {found} dense vectors, the collection's model {self.dim}-d: is it "
+                "another collection's index? Check [qdrant] in collection.toml"
             )
 
     def _existing_text_indexes(self) -> set[str]:
@@ -339,9 +371,7 @@ class QdrantServerEngine:
     def _analysed(self, text: str, field: str) -> str:
         """What the text index of `field` is given for `text`: the text itself on a server; in local mode the
         tokens Edge's analyser makes of it, as words (module docstring)."""
-        if not self.local:
-            return text
-        return " ".join(_local_token(t) for t in token_ids(text, field_language(field)))
+        return analysed_for_local(text, field) if self.local else text
 
     def _stored_payload(self, found: dict[str, Any]) -> dict[str, Any]:
         if not self.local:
@@ -609,3 +639,57 @@ def _engine_hit(pid: str, found: dict | None, score: float) -> EngineHit:
     if found is None:
         raise RuntimeError(f"the Qdrant server returned point {pid} without the payload it was asked for")
     return EngineHit(found["chunk_id"], found["doc_id"], float(score))
+
+
+# -- the collection's record -----------------------------------------------------------------------------------
+
+
+def record_of(engine: QdrantServerEngine) -> dict[str, Any]:
+    """What a collection's manifest keeps of its server index (`[qdrant]` in collection.toml): where it is and the
+    shape the server gave it. Never the API key."""
+    return {"url": engine.url, "collection": engine.name, **engine.shape()}
+
+
+def open_recorded(
+    record: dict[str, Any],
+    dim: int | None,
+    settings: Settings,
+    *,
+    api_key: str | None = None,
+    create: bool = False,
+    where: str = "collection.toml",
+) -> QdrantServerEngine:
+    """The engine of the server index `record` names (see `record_of`; `create`: make it, from the url and
+    collection alone). The key: `api_key`, else the variable `engine.api_key_env` names."""
+    url, name = record.get("url"), record.get("collection")
+    if not isinstance(url, str) or not isinstance(name, str) or not url or not name:
+        raise CollectionError(f"{where} [qdrant]: expected the server's url and collection, got {record!r:.200}")
+    client = connect(url, api_key or settings.engine.api_key(), settings.engine.timeout_s)
+    try:
+        return QdrantServerEngine(
+            client,
+            name,
+            dim,
+            settings=settings.engine,
+            url=url,
+            k1=settings.retrieval.bm25_k1,
+            b=settings.retrieval.bm25_b,
+            query_tf=settings.retrieval.query_tf,
+            create=create,
+        )
+    except BaseException:
+        client.close()
+        raise
+
+
+def delete_recorded(record: dict[str, Any], settings: Settings, *, api_key: str | None = None) -> bool:
+    """Delete the server collection `record` names, if it is there (`tracerag migrate --restart`); whether it was."""
+    url, name = str(record["url"]), str(record["collection"])
+    client = connect(url, api_key or settings.engine.api_key(), settings.engine.timeout_s)
+    try:
+        requests = Requests(settings.engine, url, name)
+        if not requests.call("look for the collection", lambda: client.collection_exists(name)):
+            return False
+        return bool(requests.call("delete the collection", lambda: client.delete_collection(name)))
+    finally:
+        client.close()

@@ -316,6 +316,10 @@ class SharedEngine:
         which holds the shard, so that nothing changes them while they are read (`tracerag migrate`)."""
         return self._write("scroll_points", offset, limit)
 
+    def count_with_vectors(self) -> int:
+        """How many points carry a dense vector; the writer only, as `scroll_points`."""
+        return self._write("count_with_vectors")
+
     def bm25(self, text: str, k: int, filter: Filter | None = None) -> FieldHits:
         return self._read("bm25", (text, k, filter), {"text": text, "k": k, "filter": wire.encode_filter(filter)})
 
