@@ -114,6 +114,11 @@ def test_a_migration_interrupted_then_resumed_moves_everything_and_searches_answ
         "shard_number": 1,
         "replication_factor": 1,
         "write_consistency_factor": 1,
+        "write_ordering": "weak",
+        "batch_points": 256,
+        "retries": 5,
+        "backoff_s": 0.5,
+        "timeout_s": 30.0,
     }
     assert report.collection.startswith("tracerag_hipe_")
     assert searches(path, settings) == before  # the same chunks, the same order, the same scores (to 4 places)

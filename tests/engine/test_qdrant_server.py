@@ -16,7 +16,12 @@ pytest.importorskip("qdrant_client", reason="qdrant-client is not installed (pip
 from tests.engine.test_contract import CHUNKS, VECTORS  # noqa: E402
 from tests.fakes.qdrant_server import FakeQdrant  # noqa: E402
 from tracerag.config import EngineSettings, load_settings  # noqa: E402
-from tracerag.engine.qdrant_server import QdrantServerEngine, connect, server_collection_name  # noqa: E402
+from tracerag.engine.qdrant_server import (  # noqa: E402
+    QdrantServerEngine,
+    client_settings,
+    connect,
+    server_collection_name,
+)
 from tracerag.errors import CollectionError, ConfigError, EngineError  # noqa: E402
 
 UPSERT = "PUT /collections/c/points"
@@ -187,6 +192,17 @@ def test_server_collection_names():
 
 
 # -- settings ----------------------------------------------------------------------------------------------
+
+
+def test_the_recorded_client_settings_hold_unless_others_are_given():
+    record = {"url": "http://q:6333", "collection": "c", "batch_points": 64, "retries": 9, "timeout_s": 120.0}
+    record["write_ordering"] = "strong"
+    used = client_settings(record, EngineSettings())
+    assert (used.batch_points, used.retries, used.timeout_s, used.write_ordering) == (64, 9, 120.0, "strong")
+    used = client_settings(record, EngineSettings(batch_points=500, backoff_s=2.0))
+    assert (used.batch_points, used.backoff_s, used.retries) == (500, 2.0, 9)  # given: wins; not given: recorded
+    with pytest.raises(CollectionError, match=r"collection.toml \[qdrant\]: .*retries"):
+        client_settings({**record, "retries": -1}, EngineSettings())
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import ValidationError
 from qdrant_client import QdrantClient, models
 from qdrant_client.common.client_exceptions import QdrantException, ResourceExhaustedResponse
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
@@ -644,10 +645,29 @@ def _engine_hit(pid: str, found: dict | None, score: float) -> EngineHit:
 # -- the collection's record -----------------------------------------------------------------------------------
 
 
+# How the client talks to the server: recorded with the collection, and used by every later open unless the
+# settings give another value (anything but the setting's default).
+CLIENT_SETTINGS = ("write_ordering", "batch_points", "retries", "backoff_s", "timeout_s")
+
+
 def record_of(engine: QdrantServerEngine) -> dict[str, Any]:
-    """What a collection's manifest keeps of its server index (`[qdrant]` in collection.toml): where it is and the
-    shape the server gave it. Never the API key."""
-    return {"url": engine.url, "collection": engine.name, **engine.shape()}
+    """What a collection's manifest keeps of its server index (`[qdrant]` in collection.toml): where it is, the
+    shape the server gave it, and how the client talks to it. Never the API key."""
+    client = {key: getattr(engine.settings, key) for key in CLIENT_SETTINGS}
+    return {"url": engine.url, "collection": engine.name, **engine.shape(), **client}
+
+
+def client_settings(record: dict[str, Any], asked: EngineSettings, where: str = "collection.toml") -> EngineSettings:
+    """The engine settings an open of the recorded index uses: each of `CLIENT_SETTINGS` as `asked` when it is not
+    the setting's default (the user gave it), else as recorded (checked as a setting is)."""
+    defaults = EngineSettings()
+    recorded = {
+        key: record[key] for key in CLIENT_SETTINGS if key in record and getattr(asked, key) == getattr(defaults, key)
+    }
+    try:
+        return EngineSettings(**{**asked.model_dump(), **recorded})
+    except ValidationError as exc:
+        raise CollectionError(f"{where} [qdrant]: {exc.errors()[0]['msg']} ({exc.errors()[0]['loc']})") from None
 
 
 def open_recorded(
@@ -664,13 +684,14 @@ def open_recorded(
     url, name = record.get("url"), record.get("collection")
     if not isinstance(url, str) or not isinstance(name, str) or not url or not name:
         raise CollectionError(f"{where} [qdrant]: expected the server's url and collection, got {record!r:.200}")
-    client = connect(url, api_key or settings.engine.api_key(), settings.engine.timeout_s)
+    engine_settings = client_settings(record, settings.engine, where)
+    client = connect(url, api_key or engine_settings.api_key(), engine_settings.timeout_s)
     try:
         return QdrantServerEngine(
             client,
             name,
             dim,
-            settings=settings.engine,
+            settings=engine_settings,
             url=url,
             k1=settings.retrieval.bm25_k1,
             b=settings.retrieval.bm25_b,
