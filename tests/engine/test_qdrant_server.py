@@ -142,6 +142,17 @@ def test_an_existing_collection_of_another_dimension_is_refused(fake):
     engine(fake, dim=4)
     with pytest.raises(CollectionError, match=r"4-d dense vectors, the collection's model 8-d"):
         engine(fake, create=False, dim=8)
+    with pytest.raises(CollectionError, match=r"4-d dense vectors, the collection's model 8-d"):
+        engine(fake, create=True, dim=8)  # empty, so it would be taken: not with other vectors
+    assert engine(fake, create=True, dim=4).count() == 0  # an empty one that fits is taken as it is
+
+
+def test_a_creation_whose_answer_was_lost_is_not_an_error(fake):
+    fake.fail("lost", on="PUT /collections/c")
+    e = engine(fake, backoff_s=0.0)
+    assert tries(fake, "PUT /collections/c") == 2  # done, answer lost, retried: "already exists"
+    e.upsert(CHUNKS, VECTORS)
+    assert e.count() == len(CHUNKS)
 
 
 def test_the_new_collections_shape_and_each_writes_ordering_go_to_the_server(fake):

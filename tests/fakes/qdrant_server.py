@@ -10,10 +10,11 @@ are analysed here with Edge's analyser (`qdrant_server.analysed_for_local`), as 
 a search answers as a server with those analysers would.
 
 Switches: `fail(*faults, on=PATTERN, after=N)`: the next requests whose "METHOD /path" contains PATTERN (default:
-any), the first N of them left alone, get these faults, one each, in order: "429" (with `Retry-After:
-retry_after`), "500", "502", "503", "401", "404", "drop" (the connection closed without an answer), "slow" (answers
-after `slow_s`: a client timeout). Records: `requests` ("METHOD /path?query" of each request), `api_keys` (the
-`api-key` header of each), `created` (the body of each collection creation).
+any), the first N of them left alone, get these faults, one each, in order: "429" (with `Retry-After: retry_after`),
+"500", "502", "503", "401", "404", "drop" (the connection closed without an answer), "lost" (the request done, then
+the connection closed: its answer lost), "slow" (answers after `slow_s`: a client timeout). Records: `requests`
+("METHOD /path?query" of each request), `api_keys` (the `api-key` header of each), `created` (the body of each
+collection creation).
 
     with FakeQdrant() as fake:
         engine = QdrantServerEngine(connect(fake.url, None, 5), "c", 4, settings=..., url=fake.url, create=True)
@@ -35,7 +36,7 @@ from qdrant_client import QdrantClient, models
 
 from tracerag.engine.qdrant_server import analysed_for_local
 
-FAULTS = ("429", "500", "502", "503", "401", "404", "drop", "slow")
+FAULTS = ("429", "500", "502", "503", "401", "404", "drop", "lost", "slow")
 _ROUTE = re.compile(r"^/collections/(?P<name>[^/]+)(?P<rest>(/[^?]*)?)$")
 
 
@@ -135,6 +136,8 @@ class FakeQdrant:
             return 404, {}, _error(f"Not found: {exc}")
         except (ValueError, TypeError) as exc:  # a body the server's models refuse, or local mode's own refusal
             return 400, {}, _error(f"Bad request: {exc}")
+        if fault == "lost":
+            return 0, {}, None
         payload = {"result": _plain(result), "status": "ok", "time": 0.0}
         return 200, {}, json.dumps(payload).encode()
 

@@ -252,11 +252,8 @@ class QdrantServerEngine:
         self._lock = threading.Lock()  # the caches below; the client itself is thread-safe
         self._fields: tuple[float, dict[str, int]] | None = None  # (when read, language field → its chunks)
         self._dfs: dict[tuple[str, str], tuple[float, int]] = {}  # (field, word) → (when read, chunks holding it)
-        if create:
-            self._create()
-        else:
-            self._check_existing()
-        self._text_indexes = self._existing_text_indexes()
+        info = self._create() if create else self._check_existing()
+        self._text_indexes = self._existing_text_indexes(info)
 
     # -- requests -------------------------------------------------------------------------------------
 
@@ -265,35 +262,45 @@ class QdrantServerEngine:
 
     # -- the collection ---------------------------------------------------------------------------------
 
-    def _create(self) -> None:
-        if self._call("look for the collection", lambda: self.client.collection_exists(self.name)):
+    def _exists(self) -> bool:
+        return bool(self._call("look for the collection", lambda: self.client.collection_exists(self.name)))
+
+    def _create(self) -> models.CollectionInfo:
+        """Make the collection and its payload indexes; an empty one of that name (a creation that stopped, or
+        made by hand) is taken as it is, if its vectors fit."""
+        if self._exists():
             held = self._call("count its points", lambda: self.client.count(self.name, exact=True).count)
             if held:
                 raise CollectionError(
                     f"{self._requests.where()} already holds {held:,} points: another collection's index? Name a new "
                     "one (engine.collection, --qdrant-collection) or delete that one"
                 )
+            self._check_existing()
         else:
             vectors = {DENSE: models.VectorParams(size=self.dim, distance=models.Distance.COSINE)} if self.dim else {}
             s = self.settings
-            self._call(
-                "create the collection",
-                lambda: self.client.create_collection(
-                    self.name,
-                    vectors_config=vectors,
-                    shard_number=s.shard_number,
-                    replication_factor=s.replication_factor,
-                    write_consistency_factor=s.write_consistency_factor,
-                ),
-            )
-        if self.local:
-            return  # local mode has no payload indexes but text ones (it scans), and warns that they do nothing
-        for key in KEYWORD_FIELDS:
-            self._index(key, models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False))
-        for key in DATETIME_FIELDS:
-            self._index(key, models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME, enable_hnsw=False))
+            try:
+                self._call(
+                    "create the collection",
+                    lambda: self.client.create_collection(
+                        self.name,
+                        vectors_config=vectors,
+                        shard_number=s.shard_number,
+                        replication_factor=s.replication_factor,
+                        write_consistency_factor=s.write_consistency_factor,
+                    ),
+                )
+            except EngineError:
+                if not self._exists():  # a creation whose answer was lost, retried: "already exists" is success
+                    raise
+        if not self.local:  # local mode has no payload indexes but text ones (it scans), and warns they do nothing
+            for key in KEYWORD_FIELDS:
+                self._index(key, models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, enable_hnsw=False))
+            for key in DATETIME_FIELDS:
+                self._index(key, models.DatetimeIndexParams(type=models.DatetimeIndexType.DATETIME, enable_hnsw=False))
+        return self._call("read the collection", lambda: self.client.get_collection(self.name))
 
-    def _check_existing(self) -> None:
+    def _check_existing(self) -> models.CollectionInfo:
         info = self._call("read the collection", lambda: self.client.get_collection(self.name))
         vectors = info.config.params.vectors
         size = vectors[DENSE].size if isinstance(vectors, dict) and DENSE in vectors else None
@@ -303,15 +310,15 @@ class QdrantServerEngine:
                 f"{self._requests.where()} has {found} dense vectors, the collection's model {self.dim}-d: is it "
                 "another collection's index? Check [qdrant] in collection.toml"
             )
+        return info
 
-    def _existing_text_indexes(self) -> set[str]:
+    def _existing_text_indexes(self, info: models.CollectionInfo) -> set[str]:
         if self.local:
             # Local mode's text indexes cost nothing (a setting each): all of them now, so that a text query never
             # meets a field without one, whatever the local store kept.
             for language in STEMMERS:
                 self._index(text_field(language), self._text_index(language))
             return {text_field(language) for language in STEMMERS}
-        info = self._call("read the collection", lambda: self.client.get_collection(self.name))
         return {key for key in info.payload_schema if key.startswith(TEXT_PREFIX)}
 
     def _index(self, key: str, schema: Any) -> None:
