@@ -69,6 +69,9 @@ def migrate_to_server(
     from tracerag.engine import qdrant_server  # the `qdrant` extra: only a migration needs it
 
     start = time.perf_counter()
+    # The collection is opened as the embedded one it is: engine.kind = "qdrant" (say, from the environment) asks
+    # where a *new* collection goes, and would have the open refuse an embedded one.
+    settings = settings.model_copy(update={"engine": settings.engine.model_copy(update={"kind": "qdrant-edge"})})
     with Collection.open(path, settings, mode="write", wait=wait, api_key=api_key) as col:
         if col.manifest["collection"].get("engine") == "qdrant":
             where = engine_of(col.path, col.manifest)

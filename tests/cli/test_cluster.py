@@ -142,7 +142,9 @@ def test_migrate_resumes_after_a_server_that_kept_failing(qdrant, tmp_path):
 def test_migrate_says_what_it_moved(qdrant, tmp_path):
     col = tmp_path / "hipe"
     assert tracerag("ingest", data(), "-c", str(col), "--embed-model", "none", "--limit", "10").exit_code == 0
-    out = tracerag("migrate", "-c", str(col), "--to", "qdrant", "--url", qdrant.url)
+    # new collections go to a server by the environment: this one is moved there all the same
+    env = {"TRACERAG_ENGINE__KIND": "qdrant", "TRACERAG_ENGINE__URL": qdrant.url}
+    out = tracerag("migrate", "-c", str(col), "--to", "qdrant", "--url", qdrant.url, env=env)
     assert out.exit_code == 0, out.output
     assert f"to {qdrant.url}, collection tracerag_hipe_" in out.said and "points/s" in out.said
     assert "counts checked on the server: points, vectors, chunks per language (fr " in out.said
