@@ -39,7 +39,7 @@ class Layer:
 LAYERS: tuple[Layer, ...] = (
     Layer("foundation", ("tracerag", "model", "errors", "text", "dates", "config", "locks")),
     Layer("storage and reading", ("ingest", "store", "engine", "embed", "embed_endpoint")),
-    Layer("the collection", ("collection", "ingest_job", "ingest_ray", "demo_data")),
+    Layer("the collection", ("collection", "ingest_job", "ingest_ray", "migrate", "demo_data")),
     Layer("retrieval", ("retrieval",)),
     # The trail records model calls, so it may know `llm`; `llm` never imports the trail.
     Layer("services", ("llm", "trail"), within="ordered"),

@@ -6,6 +6,7 @@ the ingest: read → normalise → chunk → store (pending) → embed → index
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import sys
 import time
 import tomllib
 import urllib.parse
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -128,7 +130,7 @@ class Collection:
         manifest: dict,
         *,
         store: DocumentStore,
-        engine: SharedEngine | Callable[[], SharedEngine],
+        engine: SearchEngine | Callable[[], SearchEngine],
         mode: Mode,
         writer_lock: WriterLock | None,
         read_only: str | None = None,
@@ -140,10 +142,10 @@ class Collection:
         self.mode = mode
         self.store = store
         self.dim: int | None = manifest["embedding"].get("dim")
-        # A read-only collection's engine is made on first use: it needs a private copy of the index, which
-        # commands that only read the store (trail show, export) should not pay for.
-        self._shared: SharedEngine | None = engine if isinstance(engine, SharedEngine) else None
-        self._make_engine = None if isinstance(engine, SharedEngine) else engine
+        # A read-only collection's engine is made on first use (it needs a private copy of the index), and so is a
+        # reader's server engine (a connection): commands that only read the store (trail show, export) pay neither.
+        self._shared: SearchEngine | None = None if callable(engine) else engine
+        self._make_engine = engine if callable(engine) else None
         self.read_only = read_only  # why this process cannot write the collection's files, or None
         self.trails_dir = trails_dir or self.path / "trails"  # where runs on this collection write their trails
         self.created = False  # whether this open made the collection (decided under the writer lock)
@@ -162,7 +164,8 @@ class Collection:
     @property
     def private_index(self) -> Path | None:
         """The private copy of the index searched instead of a read-only one (None when searched in place)."""
-        return self._shared.index if self.read_only and self._shared is not None else None
+        shared = self._shared
+        return shared.index if self.read_only and isinstance(shared, SharedEngine) else None
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -182,6 +185,7 @@ class Collection:
         embed_model: str | None = None,
         wait: bool = False,
         notify: Callable[[str], None] | None = None,
+        api_key: str | None = None,
     ) -> Collection:
         """Open the collection at `path` for reading or for writing (`create` makes it; creating is writing).
 
@@ -191,7 +195,8 @@ class Collection:
         collection this process cannot write is readable all the same (from a private copy of its index in
         `settings.cache_dir`); opening it for writing raises ReadOnlyError. `embed_model` is the model the caller
         asked for explicitly: a different one from the model that built the index is an error. `notify` is told
-        about waits and copies (default: stderr).
+        about waits and copies (default: stderr). `api_key` is the key of a collection whose index is on a Qdrant
+        server (default: the variable `engine.api_key_env` names); `settings.engine` says where a new one's index goes.
         """
         if mode not in ("read", "write"):
             raise ValueError(f"mode {mode!r}: expected 'read' or 'write'")
@@ -204,8 +209,8 @@ class Collection:
         if not (path / MANIFEST).exists() and not create:
             raise CollectionError(f"{path}: not a TRACE collection (no {MANIFEST}); create it with `tracerag ingest`")
         if mode == "read":
-            return cls._open_for_reading(path, settings, embed_model, wait, notify)
-        return cls._open_for_writing(path, settings, embed_model, create, wait, notify)
+            return cls._open_for_reading(path, settings, embed_model, wait, notify, api_key)
+        return cls._open_for_writing(path, settings, embed_model, create, wait, notify, api_key)
 
     @classmethod
     def _open_for_writing(
@@ -216,6 +221,7 @@ class Collection:
         create: bool,
         wait: bool,
         notify: Callable[[str], None],
+        api_key: str | None,
     ) -> Collection:
         if path.exists():
             problem = storage_problem(path)
@@ -229,7 +235,8 @@ class Collection:
         state.mkdir(exist_ok=True)
         writer = WriterLock(state, path)
         writer.acquire(wait=wait, notify=notify)
-        store = engine = None
+        store: DocumentStore | None = None
+        engine: SearchEngine | None = None
         try:
             creating = not (path / MANIFEST).exists()  # looked at again under the lock: a first writer may have
             if creating and not create:  # made it meanwhile, or the folder may not be a collection after all
@@ -241,11 +248,15 @@ class Collection:
                 _remove_unfinished_creation(path)
             else:
                 manifest, settings = _read_manifest(path, settings, embed_model)
+                _check_engine_asked(path, manifest, settings)
             store = DocumentStore(path / STORE_FILE)
-            engine = _shared_engine(
-                path, path / "index", state, manifest, settings, writer=True, wait=wait, notify=notify
-            )
-            engine.attach()
+            if _on_server(manifest):
+                engine = _server_engine(path, manifest, settings, api_key=api_key, create=creating)
+            else:
+                engine = _shared_engine(
+                    path, path / "index", state, manifest, settings, writer=True, wait=wait, notify=notify
+                )
+                engine.attach()
             if creating:  # last: a collection.toml means the store and the index are there
                 (path / "trails").mkdir(exist_ok=True)
                 _write_manifest(path / MANIFEST, manifest)
@@ -270,6 +281,7 @@ class Collection:
         embed_model: str | None,
         wait: bool,
         notify: Callable[[str], None],
+        api_key: str | None,
     ) -> Collection:
         manifest, settings = _read_manifest(path, settings, embed_model)
         problem = storage_problem(path)
@@ -281,8 +293,11 @@ class Collection:
             if holder is not None:
                 raise CollectionBusyError(f"{path} is being created by {holder.describe()}; retry shortly") from None
             raise
-        engine: SharedEngine | Callable[[], SharedEngine]
-        if problem is None:
+        engine: SearchEngine | Callable[[], SearchEngine]
+        trails = private_root(path, settings) / "trails" if problem is not None else None
+        if _on_server(manifest):  # every process talks to the server: no sharing, and no private copy to make
+            engine = functools.partial(_server_engine, path, manifest, settings, api_key=api_key)
+        elif problem is None:
             try:
                 (path / STATE_DIR).mkdir(exist_ok=True)
             except BaseException:
@@ -291,10 +306,8 @@ class Collection:
             engine = _shared_engine(
                 path, path / "index", path / STATE_DIR, manifest, settings, writer=False, wait=wait, notify=notify
             )
-            trails = None
         else:
             root = private_root(path, settings)
-            trails = root / "trails"
 
             def make_engine() -> SharedEngine:
                 copy = private_copy(path / "index", root, label=str(path), notify=notify)
@@ -322,13 +335,39 @@ class Collection:
         is this one or nobody); why it is read-only here, and the private copy searched instead."""
         writer = None if self.mode == "write" or self._writer_lock is None else _holder(self._writer_lock)
         shared = self._shared
-        owner = None if shared is None or shared.role == "owner" or self.read_only else shared.owner()
+        owner = None
+        if isinstance(shared, SharedEngine) and shared.role != "owner" and not self.read_only:
+            owner = shared.owner()
         return {
             "writer": asdict(writer) if writer else None,
             "index_owner": asdict(owner) if owner else None,
             "read_only": self.read_only,
             "private_index": str(self.private_index) if self.private_index else None,
         }
+
+    def discard_index(self) -> None:
+        """Delete the index where the folder does not hold it (a server collection), for a first ingest that made
+        nothing usable; an embedded index goes with the folder's files."""
+        drop = getattr(self._shared, "drop", None)  # the server engine's; the shared Edge engine has none
+        if _on_server(self.manifest) and callable(drop):
+            drop()
+
+    @property
+    def id(self) -> str | None:
+        """The collection's id (collections made before ids have none until `tracerag migrate` gives one)."""
+        return self.manifest["collection"].get("id")
+
+    def use_server_index(self, record: dict[str, Any], collection_id: str) -> None:
+        """Point the manifest at the server index `record` names (`[qdrant]`: url, collection, shape), once
+        `tracerag migrate` has written and counted it there; `collection_id` is recorded when the collection had
+        no id. Atomic: collection.toml says one engine or the other. The embedded index stays in index/ (searched
+        no more) until the user removes it."""
+        manifest = {section: dict(values) for section, values in self.manifest.items()}
+        manifest["collection"]["engine"] = "qdrant"
+        manifest["collection"].setdefault("id", collection_id)
+        manifest["qdrant"] = dict(record)
+        _write_manifest(self.path / MANIFEST, manifest)
+        self.manifest = manifest
 
     def close(self, *, before_release: Callable[[], None] | None = None) -> None:
         """Hand the index on (to a process still using it), then let the next writer in. Idempotent.
@@ -661,6 +700,7 @@ class Collection:
             "chunks": self.store.count_chunks(),
             "chunks_without_vectors": self.store.count_chunks(without_vectors=True) if self.dim else None,
             "indexed_points": self.engine.count(),
+            "engine": engine_of(self.path, self.manifest),
             "embedding": self.manifest["embedding"],
             "corpora": [asdict(c) for c in self.store.corpora()],
         }
@@ -795,9 +835,10 @@ def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> t
 def _new_manifest(settings: Settings, embedder: Embedder | None) -> dict:
     return {
         "collection": {
+            "id": uuid.uuid4().hex,  # names what the collection keeps elsewhere (its server collection)
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
             "tracerag_version": __version__,
-            "engine": "qdrant-edge",
+            "engine": settings.engine.kind,
             "settings_hash": settings.index_hash(),
             "index_version": INDEX_VERSION,
         },
@@ -813,6 +854,64 @@ def _new_manifest(settings: Settings, embedder: Embedder | None) -> dict:
         "chunk": settings.chunk.model_dump(),
         "ocr": {"fixes": settings.ingest.ocr_fixes},  # the index text had the OCR repairs: queries get them too
     }
+
+
+def _on_server(manifest: dict) -> bool:
+    """Whether the collection's index is on a Qdrant server (`[collection] engine = "qdrant"`)."""
+    return manifest["collection"].get("engine", "qdrant-edge") == "qdrant"
+
+
+def engine_of(path: Path, manifest: dict) -> dict[str, Any]:
+    """Which engine holds the collection's index, and where: what `tracerag info` says (never a key)."""
+    if _on_server(manifest):
+        return {"kind": "qdrant", **manifest.get("qdrant", {})}
+    return {"kind": "qdrant-edge", "index": str(Path(path) / "index")}
+
+
+def _check_engine_asked(path: Path, manifest: dict, settings: Settings) -> None:
+    """A writer that asked for a server index (engine.kind, --engine, --url) of a collection whose index is
+    elsewhere is told where it is, rather than written where it was not asked."""
+    asked = settings.engine
+    if asked.kind != "qdrant":
+        return
+    if not _on_server(manifest):
+        raise CollectionError(
+            f"{path}'s index is embedded (Qdrant Edge, in {path / 'index'}), not on {asked.url}: "
+            f"`tracerag migrate -c {path} --to qdrant --url {asked.url}` moves it there"
+        )
+    recorded = manifest.get("qdrant", {}).get("url")
+    if asked.url != recorded:
+        raise CollectionError(
+            f"{path}'s index is on {recorded}, not on {asked.url} (its collection.toml [qdrant] url says where; "
+            "edit it if the server moved)"
+        )
+
+
+def _server_engine(
+    path: Path, manifest: dict, settings: Settings, *, api_key: str | None, create: bool = False
+) -> SearchEngine:
+    """The collection's index on a Qdrant server (engine/qdrant_server.py): no sharing machinery, every process
+    talks to the server. `create` makes the server collection and records it in `manifest` (not yet written)."""
+    try:
+        from tracerag.engine import qdrant_server
+    except ImportError as exc:
+        raise CollectionError(
+            f"{path}'s index is on a Qdrant server, and qdrant-client is not installed ({exc}): "
+            "pip install 'tracerag[qdrant]'"
+        ) from None
+    dim = manifest["embedding"].get("dim")
+    if not create:
+        return qdrant_server.open_recorded(
+            manifest.get("qdrant", {}), dim, settings, api_key=api_key, where=str(path / MANIFEST)
+        )
+    asked = settings.engine
+    assert asked.url is not None  # the settings refuse kind "qdrant" without a url
+    name = asked.collection or qdrant_server.server_collection_name(path.name, manifest["collection"]["id"])
+    engine = qdrant_server.open_recorded(
+        {"url": asked.url, "collection": name}, dim, settings, api_key=api_key, create=True
+    )
+    manifest["qdrant"] = qdrant_server.record_of(engine)
+    return engine
 
 
 def _shared_engine(

@@ -258,6 +258,96 @@ class RaySettings(_Section):
     )
 
 
+EngineKind = Literal["qdrant-edge", "qdrant"]
+ENGINE_KINDS: tuple[EngineKind, ...] = get_args(EngineKind)
+# A Qdrant collection name TRACE makes or accepts: letters, digits, "_" and "-" (Qdrant forbids "/" and more).
+_SERVER_COLLECTION = re.compile(r"[A-Za-z0-9_-]{1,200}")
+
+
+class EngineSettings(_Section):
+    """Where a new collection's index lives, and how TRACE talks to a Qdrant server (issue 14). A collection keeps
+    the engine, the server's URL and the server collection its manifest records; batches, retries, ordering and
+    timeout are the client's and come from here at every open."""
+
+    kind: EngineKind = Field(
+        "qdrant-edge",
+        description="Where a new collection's index lives: 'qdrant-edge' (embedded, in the collection's index/ "
+        "folder) or 'qdrant' (a Qdrant server or cluster at engine.url); a collection keeps the engine it was made "
+        "with (`tracerag migrate` moves it).",
+    )
+    url: str | None = Field(
+        None, description="The Qdrant server or cluster of a new 'qdrant' collection (REST, e.g. http://qdrant:6333)."
+    )
+    api_key_env: str = Field(
+        "QDRANT_API_KEY", description="Environment variable holding the server's API key (never written anywhere)."
+    )
+    collection: str | None = Field(
+        None,
+        description="Name of the server collection a new 'qdrant' collection makes (default: tracerag_<folder>_<id>, "
+        "from the collection's id).",
+    )
+    shard_number: int | None = Field(
+        None, ge=1, description="Shards of a new server collection (default: the server's, one per node)."
+    )
+    replication_factor: int | None = Field(
+        None, ge=1, description="Copies of each shard a new server collection keeps (default: the server's, 1)."
+    )
+    write_consistency_factor: int | None = Field(
+        None,
+        ge=1,
+        description="Replicas that must confirm a write to a new server collection (default: the server's, 1); at "
+        "most replication_factor.",
+    )
+    write_ordering: Literal["weak", "medium", "strong"] = Field(
+        "weak",
+        description="Ordering of each write across replicas: 'weak' (any replica, fastest), 'medium' (the leader "
+        "if it is up), 'strong' (always the leader).",
+    )
+    batch_points: int = Field(256, ge=1, le=10_000, description="Points per upsert request to the server.")
+    retries: int = Field(
+        5, ge=0, description="Retries of a server request on a timeout, a dropped connection, 408, 429 or 5xx."
+    )
+    backoff_s: float = Field(
+        0.5, ge=0, description="First retry delay, doubling each retry, jittered (Retry-After from the server wins)."
+    )
+    timeout_s: float = Field(30.0, gt=0, description="Seconds one server request may take.")
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else _checked(value.rstrip("/"), _URL, "an http:// or https:// URL")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, value: str) -> str:
+        return _checked(value, _ENV_NAME, "the name of an environment variable (letters, digits, _)")
+
+    @field_validator("collection")
+    @classmethod
+    def _collection_name(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return _checked(value, _SERVER_COLLECTION, "a server collection name of letters, digits, '_' and '-'")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> EngineSettings:
+        if self.kind == "qdrant" and self.url is None:
+            raise ValueError(
+                "engine.kind = 'qdrant' needs engine.url, the server's address (--url, TRACERAG_ENGINE__URL)"
+            )
+        factor, copies = self.write_consistency_factor, self.replication_factor
+        if factor is not None and factor > (copies or 1):
+            raise ValueError(
+                f"engine.write_consistency_factor = {factor} is more than the {copies or 1} replicas of "
+                "engine.replication_factor: no write could ever be confirmed"
+            )
+        return self
+
+    def api_key(self) -> str | None:
+        """The server's key, read here so that no other module touches the environment."""
+        return os.environ.get(self.api_key_env) or None
+
+
 class RetrievalSettings(_Section):
     channels: tuple[Channel, ...] = Field(
         CHANNELS,
@@ -488,6 +578,9 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings, description="Ingest.")
     embed: EmbedSettings = Field(default_factory=EmbedSettings, description="Embedding model.")
     ray: RaySettings = Field(default_factory=RaySettings, description="A distributed ingest on Ray.")
+    engine: EngineSettings = Field(
+        default_factory=EngineSettings, description="Where the index lives: embedded, or a Qdrant server."
+    )
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Language model.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The TRACE agent.")

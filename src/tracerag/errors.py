@@ -52,6 +52,11 @@ class EmbeddingError(TraceError):
     """The embedding model cannot be loaded or answered badly."""
 
 
+class EngineError(TraceError):
+    """The search engine's server could not be reached, or refused a request, after the retries its settings allow
+    (the message names the server, the status and what to do)."""
+
+
 class DataUnavailableError(TraceError):
     """Data the user asked for is neither on disk nor reachable."""
 

@@ -5,6 +5,7 @@ run to finish, since deleting hours of embeddings would be worse."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Iterable, Mapping
@@ -33,6 +34,7 @@ def ingest_into(
     document_progress: Callable[[str, int, int], None] | None = None,
     notify: Callable[[str], None] | None = None,
     after: Callable[[Collection, IngestReport], None] | None = None,
+    api_key: str | None = None,
 ) -> IngestReport:
     """Ingest `records` into the collection at `path` (made when missing). `chunking` holds the chunk `size` and
     `overlap` asked for explicitly (None: not asked): an existing collection chunked otherwise is refused, since
@@ -41,7 +43,9 @@ def ingest_into(
     keeps. A first ingest that reads no document raises NothingIngestedError (with the report), and leaves no
     collection. `after` is called with the collection and the report when the ingest succeeded, while the
     collection is still open for writing (the CLI calibrates the channel weights there). `records` may be a
-    function of the open collection that gives them (a distributed ingest prepares them with its settings)."""
+    function of the open collection that gives them (a distributed ingest prepares them with its settings).
+    `api_key`: the key of a Qdrant server holding the index (settings.engine says whether a new collection's index
+    goes to one)."""
     path = Path(path)
     before = _entries(path)
     first = not Collection.exists(path)
@@ -55,7 +59,9 @@ def ingest_into(
         committed = report.added + report.updated + report.resumed
 
     try:
-        opened = Collection.open(path, settings, mode="write", create=True, embed_model=embed_model, wait=wait)
+        opened = Collection.open(
+            path, settings, mode="write", create=True, embed_model=embed_model, wait=wait, api_key=api_key
+        )
     except CollectionBusyError:
         raise  # another process is writing it: nothing here is ours to undo
     except BaseException:
@@ -78,11 +84,13 @@ def ingest_into(
         except BaseException:
             # Removed under the writer lock, so that no other ingest sees a half-removed collection.
             if first and not committed:
+                _discard(col)
                 col.close(before_release=undo)
             elif first and notify is not None:
                 notify(f"{path} keeps the {committed} documents committed so far: run the ingest again to finish")
             raise
         if report.read == 0 and first:
+            _discard(col)
             col.close(before_release=undo)
             what = source if source is not None else "the input"
             reason = (
@@ -106,6 +114,13 @@ def _prepared_alongside(
     indexed = IndexedDocuments(col.store.indexed_digests())
     batch = col.settings.ingest.batch_documents
     return prepared_in_workers(records, col.preparation, indexed, workers=workers, batch=batch)
+
+
+def _discard(col: Collection) -> None:
+    """The index of a first ingest that made nothing, where removing the folder's files does not remove it (a
+    server collection). Best effort: the error that got us here is the one to report."""
+    with contextlib.suppress(Exception):
+        col.discard_index()
 
 
 def _check_chunking(col: Collection, asked: Mapping[str, int | None]) -> None:

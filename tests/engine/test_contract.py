@@ -1,5 +1,7 @@
 """The behaviour every search engine owes retrieval. `EngineContract` holds the tests; a subclass per engine
-supplies `make_engine(path, dim)`. A future engine (e.g. a Qdrant cluster) subclasses it and must pass as is.
+supplies `make_engine(path, dim)` and must pass as is: the embedded engine (Qdrant Edge) always; the cluster
+engine (`engine/qdrant_server.py`) on qdrant-client's local mode (`QdrantClient(":memory:")`) always, and against
+a real Qdrant server whenever QDRANT_URL is set (QDRANT_API_KEY for its key), skipped with that reason otherwise.
 
 The corpus is a handful of fr/de/en chunks with tiny hand-made 4-d vectors, so every expected answer can be
 read off the table below.
@@ -7,14 +9,27 @@ read off the table below.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tracerag.config import EngineSettings
 from tracerag.engine import EngineHit, FieldHits, IndexedChunk, SearchEngine
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
 from tracerag.model import Filter
+
+try:
+    from qdrant_client import QdrantClient
+
+    from tracerag.engine.qdrant_server import QdrantServerEngine, connect
+except ImportError:  # the `qdrant` extra (in `dev`): without it only the embedded engine is tested
+    QdrantClient = None  # type: ignore[assignment,misc]
+needs_client = pytest.mark.skipif(
+    QdrantClient is None, reason="qdrant-client is not installed (pip install 'tracerag[qdrant]')"
+)
 
 DIM = 4
 
@@ -402,3 +417,81 @@ class EngineContract:
 class TestQdrantEdgeEngine(EngineContract):
     def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
         return QdrantEdgeEngine(path, dim, query_tf=True)  # the contract covers counting too
+
+
+@needs_client
+class TestQdrantLocalMode(EngineContract):
+    """The cluster engine on qdrant-client's local mode. Local mode scores a text query only over a text index
+    with the default analysis, so the engine gives it text analysed by Edge's own analyser (see
+    `engine/qdrant_server.py`): every case of the contract runs, none is skipped. An engine reopened on the same
+    path gets the same in-memory client (it is not the engine's to close)."""
+
+    clients: dict[Path, QdrantClient] = {}
+
+    def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
+        client = self.clients.get(path)
+        create = client is None
+        if client is None:
+            client = self.clients[path] = QdrantClient(":memory:")
+        settings = EngineSettings()
+        return QdrantServerEngine(
+            client, "contract", dim, settings=settings, url=":memory:", query_tf=True, create=create, owns_client=False
+        )
+
+
+@needs_client
+class TestQdrantOverHttp(EngineContract):
+    """The cluster engine over real HTTP, against `tests/fakes/qdrant_server.py`: every request as a server gets it
+    (REST, JSON from qdrant-client's models, parsed back by them), the server's analysers played by Edge's. What it
+    adds to local mode: the engine's server path (text indexes with folding and stemmers, raw text, payload indexes,
+    retries) and its requests' wire form."""
+
+    made: set[str] = set()
+
+    @pytest.fixture(scope="class", autouse=True)
+    @classmethod
+    def _server(cls):
+        from tests.fakes.qdrant_server import FakeQdrant
+
+        with FakeQdrant() as fake:
+            cls.fake = fake
+            yield
+
+    def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
+        name = "contract_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        create = name not in self.made
+        self.made.add(name)
+        url = self.fake.url
+        return QdrantServerEngine(
+            connect(url, None, 10), name, dim, settings=EngineSettings(), url=url, query_tf=True, create=create
+        )
+
+
+@needs_client
+@pytest.mark.skipif(
+    not os.environ.get("QDRANT_URL"),
+    reason="no Qdrant server to test against: set QDRANT_URL (and QDRANT_API_KEY if it asks for one)",
+)
+class TestQdrantServer(EngineContract):
+    """The cluster engine against a real Qdrant server: one server collection per engine path, deleted after."""
+
+    made: set[str] = set()
+
+    def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
+        url = os.environ["QDRANT_URL"]
+        name = "tracerag_contract_" + hashlib.sha256(str(path).encode()).hexdigest()[:16]
+        client = connect(url, os.environ.get("QDRANT_API_KEY"), 30)
+        create = name not in self.made
+        if create and client.collection_exists(name):
+            client.delete_collection(name)
+        self.made.add(name)
+        return QdrantServerEngine(client, name, dim, settings=EngineSettings(), url=url, query_tf=True, create=create)
+
+    @pytest.fixture(scope="class", autouse=True)
+    @classmethod
+    def _drop_collections(cls):
+        yield
+        client = connect(os.environ["QDRANT_URL"], os.environ.get("QDRANT_API_KEY"), 30)
+        for name in cls.made:
+            client.delete_collection(name)
+        client.close()

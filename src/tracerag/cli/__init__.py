@@ -2,10 +2,10 @@
 
 `app.py` holds the Typer app, the consoles, the shared options and the one error edge (outcomes become exit codes:
 0 all good, 1 partial, 2 bad usage or input, 3 busy); one module per command group registers its commands on it:
-`collections` (ingest, embed, info), `calibrate`, `search`, `eval`, `fuse`, `demo`, `agent` (ask, trail),
-`catalog` (catalog ingest and eval, chat), `serve` (the web app). Command modules import `app.py` (and
-`views.py`, what several of them print), never each other; this file registers them, and adds the sub-apps to
-the app, in one place.
+`collections` (ingest, embed, info), `migrate` (an index moved to a Qdrant server), `calibrate`, `search`,
+`eval`, `fuse`, `demo`, `agent` (ask, trail), `catalog` (catalog ingest and eval, chat), `serve` (the web app).
+Command modules import `app.py` (and `views.py`, what several of them print), never each other; this file
+registers them, and adds the sub-apps to the app, in one place.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from tracerag.cli import judge, answer  # noqa: F401  (the criteria judge, cited
 from tracerag.cli import entities  # noqa: F401  (named entities for the entity channel)
 from tracerag.cli import expand  # noqa: F401  (vocabulary neighbours)
 from tracerag.cli import serve  # noqa: F401  (the web app and HTTP API)
+from tracerag.cli import migrate  # noqa: F401  (an index moved to a Qdrant server)
 
 # isort: on
 from tracerag.cli.app import ExitCode, app, write_stdout

@@ -51,6 +51,23 @@ WaitOpt = Annotated[
     typer.Option("--wait", help="When another process is writing the collection, wait for it (else exit 3 at once)."),
 ]
 BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")]
+# where a collection's index lives: embedded, or a Qdrant server (settings engine.*)
+EngineOpt = Annotated[
+    str | None,
+    typer.Option("--engine", help="Where a new collection's index lives: qdrant-edge (embedded) or qdrant (a server)."),
+]
+UrlOpt = Annotated[
+    str | None,
+    typer.Option("--url", help="The Qdrant server (REST, e.g. http://qdrant:6333); implies --engine qdrant."),
+]
+ApiKeyOpt = Annotated[
+    str | None,
+    typer.Option("--api-key", help="The Qdrant server's key (never written; QDRANT_API_KEY keeps it out of `ps`)."),
+]
+QdrantCollectionOpt = Annotated[
+    str | None,
+    typer.Option("--qdrant-collection", help="Server collection to make (default: tracerag_<folder>_<id>)."),
+]
 ExportFormatOpt = Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")]
 ExportOutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")]
 # where `tracerag serve` (and `demo --serve`) listens; the defaults are the settings' server.host / server.port

@@ -13,9 +13,13 @@ import typer
 from rich.table import Column, Table
 
 from tracerag.cli.app import (
+    ApiKeyOpt,
     CollectionOpt,
     ConfigOpt,
+    EngineOpt,
     ExitCode,
+    QdrantCollectionOpt,
+    UrlOpt,
     WaitOpt,
     app,
     counted,
@@ -28,6 +32,7 @@ from tracerag.cli.app import (
 )
 from tracerag.cli.views import (
     after_ingest,
+    describe_engine,
     ingest_progress,
     language_counts,
     print_embedded,
@@ -102,6 +107,10 @@ def ingest(
     ray_workers: Annotated[
         int | None, typer.Option("--ray-workers", min=1, help="Embedding workers on Ray (implies --ray).")
     ] = None,
+    engine: EngineOpt = None,
+    url: UrlOpt = None,
+    api_key: ApiKeyOpt = None,
+    qdrant_collection: QdrantCollectionOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     wait: WaitOpt = False,
     config: ConfigOpt = None,
@@ -116,6 +125,8 @@ def ingest(
         chunk={"size": chunk_size, "overlap": chunk_overlap},
         ingest={"spelling_map": spelling_map},
         ray={"address": ray_address, "workers": ray_workers},
+        # --url alone means the server: a URL is no use to the embedded engine
+        engine={"kind": engine or ("qdrant" if url else None), "url": url, "collection": qdrant_collection},
     )
     use_ray = use_ray or ray_address is not None or ray_workers is not None
     if use_ray and (problem := ray_missing()):
@@ -162,6 +173,7 @@ def ingest(
                 document_progress=hooks.within,
                 notify=lambda message: err.print(data_text(message)),
                 after=lambda col, _: after_ingest(col),
+                api_key=api_key,
             )
             hooks.finish(report)
     except NothingIngestedError as exc:
@@ -237,6 +249,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
         write_json(stats)
         return
     _print_activity(stats["activity"])
+    out.print(data_text(f"engine: {describe_engine(stats['engine'])}"))
     emb = stats["embedding"]
     out.print(
         f"{counted(stats['documents'], 'document')} · {counted(stats['chunks'], 'chunk')} · "

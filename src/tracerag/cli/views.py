@@ -179,6 +179,21 @@ def print_calibrated(found: Calibration | None) -> None:
         err.print(f"channel weights calibrated on {total} pseudo-queries in {found.seconds:.1f} s: {weights}")
 
 
+def describe_engine(engine: dict[str, Any]) -> str:
+    """Which engine holds a collection's index, and where, in words (`Collection.stats()["engine"]`)."""
+    if engine.get("kind") != "qdrant":
+        return f"Qdrant Edge, embedded ({engine.get('index')})"
+    shape = []
+    if engine.get("shard_number"):
+        shape.append(counted(engine["shard_number"], "shard"))
+    if engine.get("replication_factor"):
+        shape.append(f"replication {engine['replication_factor']}")
+    if engine.get("write_consistency_factor"):
+        shape.append(f"write consistency {engine['write_consistency_factor']}")
+    where = f"Qdrant server {engine.get('url')}, collection {engine.get('collection')}"
+    return f"{where} ({', '.join(shape)})" if shape else where
+
+
 def print_embedded(done: int, seconds: float) -> None:
     out.print(f"embedded {counted(done, 'chunk')} in {seconds:.1f} s ({done / seconds if seconds else 0:.1f} chunks/s)")
 

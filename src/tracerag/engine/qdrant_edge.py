@@ -1,20 +1,15 @@
 """The embedded default engine: Qdrant Edge, the Qdrant engine in-process (`qdrant-edge-py`, pinned).
 
-Every use of the young Edge API lives in this module. Layout of a point (one per chunk):
-- id: uuid5 of the chunk id, so re-upserting a chunk replaces it (idempotent, resumable ingest);
-- payload: chunk_id, doc_id, corpus (with its parents: "letemps/gdl" is also "letemps"), language,
-  date_start/date_end (RFC 3339), fields.*, and the index text in
-  `text_{lang}`: one BM25 text index per language (Word tokenizer, so numbers are tokens), each with its own
-  Snowball stemmer, all with lowercasing and ASCII folding (so "grève" and "greve" meet) and no stopword list:
-  BM25's IDF already discounts function words, and removing them cost known-item search over OCR (a quoted
-  span is mostly function words) 0.025 nDCG@10 while gaining PIAF 0.003. A query
-  is scored against every language field present and each field's ranking is returned as it is (`FieldHits`,
-  keyed by the language): their scores are on different scales, and merging them is retrieval's decision;
-- BM25 counts a word the query repeats as often as it repeats it (linear query term frequency, as Lucene and
-  bm25s do). Edge's TextQuery scores a query as a set of words, so a query with repeats is a weighted sum of
-  set-of-words scores, one per repeat level (`_repeat_levels`, `_counted`), repeats counted on the field's own
-  analysed tokens;
-- vector "dense" (cosine, HNSW) when the collection has an embedding model; it may be added later.
+Every use of the young Edge API lives in this module. A point is laid out as `engine/points.py` says (shared with
+the cluster engine, `engine/qdrant_server.py`); here, the text indexes: one BM25 text index per language (Word
+tokenizer, so numbers are tokens), each with its own Snowball stemmer, all with lowercasing and ASCII folding (so
+"grève" and "greve" meet) and no stopword list: BM25's IDF already discounts function words, and removing them
+cost known-item search over OCR (a quoted span is mostly function words) 0.025 nDCG@10 while gaining PIAF 0.003.
+A query is scored against every language field present and each field's ranking is returned as it is
+(`FieldHits`, keyed by the language): their scores are on different scales, and merging them is retrieval's
+decision. BM25 counts a word the query repeats as often as it repeats it (`engine/lexical.py`: Edge's TextQuery
+scores a query as a set of words, so a query with repeats is a weighted sum of set-of-words scores, repeats counted
+on the field's own analysed tokens).
 Payload indexes are created with enable_hnsw=False: their extra HNSW links are not needed for our filters
 and at 60k points they took the optimize step from 44 s to 108 s.
 
@@ -35,13 +30,13 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
-import re
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
+import regex
 from qdrant_edge import (
     Bm25,
     Bm25Config,
@@ -60,7 +55,6 @@ from qdrant_edge import (
     HasIdCondition,
     HasVectorCondition,
     KeywordIndexParams,
-    Language,
     MatchAny,
     MatchPhrase,
     MatchText,
@@ -72,6 +66,7 @@ from qdrant_edge import (
     QueryBatchRequest,
     QueryRequest,
     RangeDateTime,
+    ScrollRequest,
     SnowballLanguage,
     SnowballParams,
     SparseVector,
@@ -85,11 +80,18 @@ from qdrant_edge import Bm25Params as _Bm25Params
 
 from tracerag import model
 from tracerag.engine import EngineHit, FieldHits, FieldStats, IndexedChunk, TermStats
+from tracerag.engine.lexical import DF_CACHE_SIZE as _DF_CACHE_SIZE
+from tracerag.engine.lexical import LEAST_LIMIT, QUERY_TF_DEPTH, LevelQuery, Scored, counted_top, needs_counting
+from tracerag.engine.lexical import repeat_levels as _repeat_levels
+from tracerag.engine.points import DENSE, IDS, STEMMERS, AnyOf, Condition, Equals, StoredPoint, Within, point_id
+from tracerag.engine.points import conditions as filter_conditions
+from tracerag.engine.points import corpus_path as corpus_path  # re-exported: the channel tests build filters with it
+from tracerag.engine.points import payload as chunk_payload
+from tracerag.engine.points import text_field as text_field  # re-exported: benchmarks name a language's field with it
 
 if TYPE_CHECKING:  # type aliases that exist only in qdrant_edge's .pyi
-    from qdrant_edge import NamedVector, ScoredPoint
+    from qdrant_edge import NamedVector, PointId, ScoredPoint
 
-DENSE = "dense"
 SEAL = "seal"  # the one-entry sparse vector every point carries so that the optimizer can size its segment
 _SEAL_VECTOR = SparseVector([0], [1.0])
 _WITH_DENSE = Filter(must=[HasVectorCondition(DENSE)])
@@ -127,22 +129,11 @@ def _optimizers(dense_dim: int | None) -> _Optimizers:
     }
 
 
-_NAMESPACE = uuid.UUID("7d4c1f0e-3a52-4f7b-9a51-2c8f0d6e8b11")
-
-# language code -> (Snowball stemmer, stopword list); "xx" is every other language: folded, not stemmed.
-LANGUAGES: dict[str, tuple[SnowballLanguage | None, Language | None]] = {
-    "fr": (SnowballLanguage.French, Language.French),
-    "de": (SnowballLanguage.German, Language.German),
-    "en": (SnowballLanguage.English, Language.English),
-    "fi": (SnowballLanguage.Finnish, Language.Finnish),
-    "sv": (SnowballLanguage.Swedish, Language.Swedish),
-    "it": (SnowballLanguage.Italian, Language.Italian),
-    "es": (SnowballLanguage.Spanish, Language.Spanish),
-    "nl": (SnowballLanguage.Dutch, Language.Dutch),
-    "pt": (SnowballLanguage.Portuguese, Language.Portuguese),
-    "xx": (None, None),
+_PAYLOAD = IDS
+# language code -> its text index's Snowball stemmer (None: "xx", every other language, is folded, not stemmed)
+LANGUAGES: dict[str, SnowballLanguage | None] = {
+    code: getattr(SnowballLanguage, name.capitalize()) if name else None for code, name in STEMMERS.items()
 }
-_PAYLOAD = ["chunk_id", "doc_id"]
 
 
 def segment_layout(path: Path) -> dict[str, int]:
@@ -178,29 +169,6 @@ def _release_freed_memory() -> None:
         _MALLOC_TRIM(0)
 
 
-def text_field(language: str | None) -> str:
-    lang = (language or "").lower()[:2]
-    return f"text_{lang if lang in LANGUAGES else 'xx'}"
-
-
-def corpus_path(corpus: str) -> list[str]:
-    """A corpus and its parents ("letemps/gdl" → ["letemps", "letemps/gdl"]), so a filter may name either."""
-    parts = corpus.split("/")
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def point_id(chunk_id: str) -> uuid.UUID:
-    return uuid.uuid5(_NAMESPACE, chunk_id)
-
-
-def _day_start(iso_day: str) -> str:
-    return f"{iso_day}T00:00:00Z"
-
-
-def _day_end(iso_day: str) -> str:
-    return f"{iso_day}T23:59:59Z"
-
-
 def _keyword_index() -> KeywordIndexParams:
     return KeywordIndexParams(enable_hnsw=False, memory=Memory.Cold)
 
@@ -210,7 +178,7 @@ def _datetime_index() -> DatetimeIndexParams:
 
 
 def _text_index(language: str) -> TextIndexParams:
-    stemmer, _ = LANGUAGES[language]
+    stemmer = LANGUAGES[language]
     # Word, not Multilingual: the Multilingual tokenizer (charabia) drops every purely numeric token, so years
     # and dates ("1789") could never match. Word splits on non-alphanumerics (elisions, hyphens) and keeps them.
     return TextIndexParams(
@@ -231,7 +199,7 @@ def _analyzer(language: str) -> Bm25:
     """Edge's own analyzer with the settings of `_text_index(language)`: its sparse vector's indices are the
     hashes of the tokens that field's index stores, so two words count as one term exactly when the index
     makes one token of them (folding, stemming and all; tests/engine/test_query_tf.py checks it on words)."""
-    stemmer, _ = LANGUAGES[language]
+    stemmer = LANGUAGES[language]
     return Bm25(
         Bm25Config(
             tokenizer=TokenizerType.Word,
@@ -243,8 +211,10 @@ def _analyzer(language: str) -> Bm25:
     )
 
 
-# The pieces the Word tokenizer cuts text into: runs of letters and digits (it splits on "_" too, which \w keeps).
-_WORD_PIECE = re.compile(r"[^\W_]+")
+# The pieces the Word tokenizer cuts text into: runs of what Rust's `char::is_alphanumeric` keeps (Unicode
+# Alphabetic or Numeric). Not Python's `[^\W_]`: it splits the combining letters of OCR'd German ("Voͤrse", U+0364),
+# which Qdrant keeps in the word; a chunk of such words had another length here, and another BM25 score.
+_WORD_PIECE = regex.compile(r"[\p{Alphabetic}\p{N}]+")
 
 
 def query_terms(text: str, language: str) -> list[tuple[str, int]]:
@@ -260,28 +230,12 @@ def query_terms(text: str, language: str) -> list[tuple[str, int]]:
     return [(word, n) for word, n in counts.values()]
 
 
-def _repeat_levels(terms: list[tuple[str, int]]) -> list[tuple[int, str]]:
-    """BM25 with query term frequency as a weighted sum of set-of-words BM25 scores: with the query's distinct
-    counts c1 < c2 < ..., level j scores the terms the query holds at least c_j times, weighted c_j - c_(j-1),
-    so a term held n times is counted n times in all. "paris paris london": [(1, "paris london"), (1, "paris")]."""
-    levels = []
-    previous = 0
-    for count in sorted({n for _, n in terms}):
-        levels.append((count - previous, " ".join(word for word, n in terms if n >= count)))
-        previous = count
-    return levels
-
-
-QUERY_TF_DEPTH = 0  # least first depth of a query with repeats, beyond 2 k (see `_counted`)
-# The least limit a lexical search asks Edge for. Edge's BM25 score of a chunk can differ in its last float32 bit
-# with the limit asked (its top-k search adds a chunk's term scores in another order): on HIPE-2022, 1-ULP
-# differences between limits 2..39 and 200. Asked at one limit for every k up to retrieval's depth, a field's
-# ranking for a shorter k is a prefix of a longer one's, scores and all, and the merge of fields (which rescales
-# scores, `retrieval/fields.py`) then orders chunks the same whatever k.
-LEAST_LIMIT = 100
-# Document frequencies kept per (field, word) until the next write: an eval's queries share their words, and a
-# count is an index lookup per field. Bounded so that a long-lived server does not grow without end.
-_DF_CACHE_SIZE = 200_000
+def token_ids(text: str, language: str) -> list[int]:
+    """The tokens the text index of `language` makes of `text`, in order, each as the analyzer's id of it (a hash
+    of the token): two words are one token exactly when the index makes one token of them. What a client that
+    cannot analyse like the index (qdrant-client's local mode, `engine/qdrant_server.py`) indexes instead."""
+    analyzer = _analyzer(language)
+    return [i for word in _WORD_PIECE.findall(text) for i in analyzer.embed_query(word).indices]
 
 
 class QdrantEdgeEngine:
@@ -359,29 +313,17 @@ class QdrantEdgeEngine:
         for field in sorted({text_field(c.language) for c in chunks} - self._text_indexes):
             self._shard.update(UpdateOperation.create_field_index(field, _text_index(field.removeprefix("text_"))))
             self._text_indexes.add(field)
-        points = []
+        written = []
         for i, c in enumerate(chunks):
-            payload: dict[str, Any] = {
-                "chunk_id": c.chunk_id,
-                "doc_id": c.doc_id,
-                "corpus": corpus_path(c.corpus),
-                "language": c.language or "xx",
-                text_field(c.language): c.text,
-            }
-            if c.date_start:
-                payload["date_start"] = _day_start(c.date_start)
-                payload["date_end"] = _day_end(c.date_end or c.date_start)
-            if c.fields:
-                payload["fields"] = c.fields
             vector: dict[str, NamedVector] = {SEAL: _SEAL_VECTOR}
             if vectors is not None and self.dim:
                 vector[DENSE] = vectors[i].tolist()
-            points.append(Point(point_id(c.chunk_id), vector, payload))
-        if points:
-            self._shard.update(UpdateOperation.upsert_points(points))
+            written.append(Point(point_id(c.chunk_id), vector, chunk_payload(c)))
+        if written:
+            self._shard.update(UpdateOperation.upsert_points(written))
             self._fields = None  # chunk counts changed (and an upsert may replace a chunk: not a sum)
             self._dfs.clear()
-            self._written(len(points))
+            self._written(len(written))
 
     def set_vectors(self, chunk_ids: Sequence[str], vectors: np.ndarray) -> None:
         if not self.dim:
@@ -429,6 +371,29 @@ class QdrantEdgeEngine:
 
     def layout(self) -> dict[str, int]:
         return segment_layout(self.path)
+
+    def count_with_vectors(self) -> int:
+        """How many points carry a dense vector (what `tracerag migrate` checks)."""
+        return int(self._shard.count(CountRequest(exact=True, filter=_WITH_DENSE))) if self.dim else 0
+
+    def scroll_points(self, offset: str | None, limit: int) -> tuple[list[StoredPoint], str | None]:
+        """Up to `limit` points from `offset` (None: the first), in id order, with their dense vector and payload,
+        and the offset of the next page (None after the last): a collection moved to another engine as it is
+        stored, without re-embedding (`tracerag migrate`)."""
+        request = ScrollRequest(
+            offset=None if offset is None else uuid.UUID(offset),
+            limit=limit,
+            with_payload=True,
+            with_vector=[DENSE] if self.dim else False,
+        )
+        records, after = self._shard.scroll(request)
+        found = []
+        for r in records:
+            vectors = r.vector if isinstance(r.vector, dict) else {}
+            dense = vectors.get(DENSE)
+            vector = np.asarray(dense, dtype=np.float32).tolist() if isinstance(dense, list) else None
+            found.append(StoredPoint(str(r.id), vector, dict(r.payload or {})))
+        return found, None if after is None else str(after)
 
     # -- reads ----------------------------------------------------------------------------------------
 
@@ -494,7 +459,7 @@ class QdrantEdgeEngine:
         counted: dict[str, list[tuple[int, str]]] = {}
         for f in self._present_fields():
             levels = _repeat_levels(query_terms(text, f.removeprefix("text_"))) if self.query_tf else []
-            if len(levels) < 2 and (not levels or levels[0][0] == 1):
+            if not needs_counting(levels):
                 query = TextQuery(f, text, self._bm25)
                 plain[f] = QueryRequest(limit=limit, query=query, filter=_must(conditions(f)), with_payload=_PAYLOAD)
             else:
@@ -507,45 +472,26 @@ class QdrantEdgeEngine:
         return {field: found[field][:k] for field in sorted(found)}
 
     def _counted(self, field: str, levels: list[tuple[int, str]], k: int, conditions: list) -> list[EngineHit]:
-        """BM25 with query term frequency over one field: sum over the repeat levels of weight x set-of-words
-        BM25 (`_repeat_levels`), exact. Edge's TextQuery cannot rescore prefetched points, so: (1) the top
-        `depth` chunks of level 0 (every term once) are the candidates; (2) each other level scores exactly
-        those (an id filter). A chunk left out scores at most the last candidate's level-0 score at level 0,
-        and at a level j at most that and the level's best score anywhere (a level's terms are a subset of
-        level 0's); when the k-th total is below that bound, the depth grows. A fixed prefetch depth instead
-        (a Formula over prefetches) changed 19 of Cranfield's 135 top-10 lists with repeats at depth 1000: a
-        long query repeats common words, which match almost every chunk."""
-        top_weight = levels[0][0]
-        depth = max(2 * k, self.query_tf_depth)
-        flt = _must(conditions)
-        while True:
+        """BM25 with query term frequency over one field, exact (`engine/lexical.py`'s `counted_top`)."""
+
+        def search(queries: list[LevelQuery]) -> list[list[Scored]]:
             # ids and scores only: reading the payload of a thousand points costs ten times their scoring
-            first = self._shard.query(
-                QueryRequest(limit=depth, query=TextQuery(field, levels[0][1], self._bm25), filter=flt)
-            )
-            if not first:
-                return []
-            totals = {p.id: top_weight * p.score for p in first}
-            last = first[-1].score
-            bound = top_weight * last  # the most a chunk left out can total
-            if len(levels) > 1:
-                only = HasIdCondition(set(totals))
-                batch = []
-                for _, words in levels[1:]:
-                    query = TextQuery(field, words, self._bm25)
-                    batch.append(QueryRequest(limit=len(first), query=query, filter=_must([*conditions, only])))
-                    batch.append(QueryRequest(limit=1, query=query, filter=flt))  # the level's best anywhere
-                found = self._shard.query_batch(QueryBatchRequest(batch))
-                for j, (weight, _) in enumerate(levels[1:]):
-                    for point in found[2 * j]:
-                        totals[point.id] += weight * point.score
-                    best = found[2 * j + 1][0].score if found[2 * j + 1] else 0.0
-                    bound += weight * min(last, best)
-            top = sorted(totals.items(), key=lambda item: (-item[1], str(item[0])))[:k]
-            if len(first) < depth or top[-1][1] >= bound:
-                break  # every matching chunk was scored, or none left out can reach the top k
-            depth *= 4
-        payloads = {r.id: r.payload for r in self._shard.retrieve([pid for pid, _ in top], _PAYLOAD, False)}
+            batch = []
+            for q in queries:
+                among: list[HasIdCondition] = []
+                if q.among is not None:
+                    only: set[PointId] = set(q.among)
+                    among.append(HasIdCondition(only))
+                query = TextQuery(field, q.words, self._bm25)
+                batch.append(QueryRequest(limit=q.limit, query=query, filter=_must([*conditions, *among])))
+            results = self._shard.query_batch(QueryBatchRequest(batch))
+            return [[(str(p.id), p.score) for p in found] for found in results]
+
+        top = counted_top(levels, k, self.query_tf_depth, search)
+        if not top:
+            return []
+        ids: list[PointId] = [pid for pid, _ in top]
+        payloads = {str(r.id): r.payload for r in self._shard.retrieve(ids, _PAYLOAD, False)}
         hits = [_engine_hit(pid, payloads.get(pid), score) for pid, score in top]
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
@@ -576,22 +522,18 @@ class QdrantEdgeEngine:
         return _must(self._conditions(flt))
 
     def _conditions(self, flt: model.Filter | None, extra: list | None = None) -> list:
-        must = list(extra or [])
-        if flt is not None:
-            if flt.corpora:
-                must.append(FieldCondition("corpus", match=MatchAny(list(flt.corpora))))
-            if flt.languages:
-                must.append(FieldCondition("language", match=MatchAny(list(flt.languages))))
-            if flt.doc_ids:
-                must.append(FieldCondition("doc_id", match=MatchAny(list(flt.doc_ids))))
-            # A document matches a date range when its own (possibly partial) date range overlaps it.
-            if flt.date_to:
-                must.append(FieldCondition("date_start", range=RangeDateTime(lte=_day_end(flt.date_to))))
-            if flt.date_from:
-                must.append(FieldCondition("date_end", range=RangeDateTime(gte=_day_start(flt.date_from))))
-            for key, value in flt.fields:
-                must.append(FieldCondition(f"fields.{key}", match=MatchValue(value)))
-        return must
+        return list(extra or []) + [_condition(c) for c in filter_conditions(flt)]
+
+
+def _condition(c: Condition) -> FieldCondition:
+    """A filter condition (`engine/points.py`) as Edge's."""
+    if isinstance(c, AnyOf):
+        return FieldCondition(c.key, match=MatchAny(list(c.values)))
+    if isinstance(c, Equals):
+        return FieldCondition(c.key, match=MatchValue(c.value))
+    if isinstance(c, Within):
+        return FieldCondition(c.key, range=RangeDateTime(gte=c.gte, lte=c.lte))
+    return FieldCondition(c.key, match=MatchPhrase(c.text))
 
 
 def _must(conditions: list) -> Filter | None:

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from tracerag.engine import EngineHit, FieldHits, FieldStats, IndexedChunk, SearchEngine, wire
+from tracerag.engine.points import StoredPoint
 from tracerag.errors import CollectionBusyError, CollectionError, ReadOnlyError
 from tracerag.locks import FileLock, Holder, read_extra, read_note, write_note
 from tracerag.model import Filter
@@ -309,6 +310,15 @@ class SharedEngine:
     def flush(self) -> None:
         if self.writer:  # a reader has nothing of its own to flush
             self._write("flush")
+
+    def scroll_points(self, offset: str | None, limit: int) -> tuple[list[StoredPoint], str | None]:
+        """The index's points as stored, a page at a time (`QdrantEdgeEngine.scroll_points`): for the writer only,
+        which holds the shard, so that nothing changes them while they are read (`tracerag migrate`)."""
+        return self._write("scroll_points", offset, limit)
+
+    def count_with_vectors(self) -> int:
+        """How many points carry a dense vector; the writer only, as `scroll_points`."""
+        return self._write("count_with_vectors")
 
     def bm25(self, text: str, k: int, filter: Filter | None = None) -> FieldHits:
         return self._read("bm25", (text, k, filter), {"text": text, "k": k, "filter": wire.encode_filter(filter)})
