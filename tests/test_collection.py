@@ -170,15 +170,27 @@ RESUME_FILES = [
 
 # The ingest a user would run, printing after each committed batch. With "pause", the 3rd batch stops after
 # the engine has its points but before the store marks them indexed: the kill then lands at that exact point.
+# Batches are committed (the index flushed, the documents marked indexed) after every batch here, except with
+# "unflushed": then, as in a real ingest, only every FLUSH_CHUNKS chunks, and the kill lands after five batches were
+# written to the index, none of them flushed or marked.
 CHILD = """
 import sys, time
 from pathlib import Path
+import tracerag.collection as collection_module
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.ingest import read_documents
 
 path, mode, *files = sys.argv[1:]
 col = Collection.open(Path(path), load_settings(), mode="write", create=True, embed_model="none")
+if mode != "unflushed":
+    collection_module.FLUSH_CHUNKS = 1
+else:
+    index = col._index
+    def written(*args, **kwargs):
+        index(*args, **kwargs)
+        print("written", flush=True)
+    col._index = written
 if mode == "pause":
     mark, calls = col.store.mark_indexed, []
     def paused_mark(ids):
@@ -241,13 +253,16 @@ def _check_complete(col: Collection, files: list[Path]) -> None:
         assert col.engine.count(Filter(doc_ids=(doc.id,))) == len(mine), doc.id
 
 
-@pytest.mark.parametrize("mode", ["after-batches", "pause"])
+@pytest.mark.parametrize("mode", ["after-batches", "pause", "unflushed"])
 def test_resume_after_kill(tmp_path, hipe_dir, mode):
     files = [hipe_dir / name for name in RESUME_FILES]
     path = tmp_path / "c"
     if mode == "pause":
         lines = _kill_after([str(path), "pause", *map(str, files)], "paused", 1)
         assert lines == ["batch 4", "batch 8", "paused 4"]
+    elif mode == "unflushed":
+        lines = _kill_after([str(path), "unflushed", *map(str, files)], "written", 5)
+        assert lines == ["written"] * 5  # no batch committed yet
     else:
         lines = _kill_after([str(path), "run", *map(str, files)], "batch", 2)
         assert lines == ["batch 4", "batch 8"]
@@ -260,6 +275,8 @@ def test_resume_after_kill(tmp_path, hipe_dir, mode):
         if mode == "pause":
             assert interrupted == 12 and len(pending) == 4
             assert col.engine.count(Filter(doc_ids=tuple(pending))) > 0  # in the engine, not yet marked
+        if mode == "unflushed":
+            assert interrupted >= 20 and len(pending) == interrupted  # all written, none marked indexed
         report = col.ingest((r for f in files for r in read_documents(f, "hipe")), dense=False)
         assert report.resumed == len(pending)
         assert report.read == 89

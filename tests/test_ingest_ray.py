@@ -223,6 +223,9 @@ def test_an_interrupted_ray_ingest_run_again_ends_as_an_uninterrupted_one(
 ) -> None:
     source = _hipe(hipe_dir, tmp_path)
     path = tmp_path / "ray"
+    # every batch committed (flushed and marked indexed) as it is written, so that the stop lands between two
+    # commits; a real ingest commits every FLUSH_CHUNKS chunks (tests/test_collection.py kills one in between)
+    monkeypatch.setattr("tracerag.collection.FLUSH_CHUNKS", 1)
     if where == "between-batches":
 
         def on_batch(report: IngestReport) -> None:

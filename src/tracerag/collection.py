@@ -59,6 +59,13 @@ VOCABULARY_DIR = "vocabulary"  # the word model trained on the collection (retri
 SELECTIONS_FILE = "selections.sqlite"
 # Chunks stored and indexed together: a 200 MB document is written ~2,000 chunks (~4 MB of text) at a time.
 CHUNK_BATCH = 2_000
+# The index is flushed (its segments written to disk) and the documents written since marked indexed in the store
+# once this many chunks have been written, or this many seconds have passed, and at the end of an ingest: a flush
+# costs ~0.5 s whatever it holds (the payload store and every index write their files), and once per batch of 64
+# documents it was 89 s of a 100k-chunk lexical ingest's 503 s (benchmarks/scale.py). Until then the documents stay
+# pending, so an ingest killed in between redoes them (the engine's own log has them anyway).
+FLUSH_CHUNKS = 10_000
+FLUSH_SECONDS = 30.0
 _Tick = Callable[[Document, int], None]  # told, after each sub-batch, the document and how far into it
 STATE_DIR = ".tracerag"  # the locks and notes by which processes share the collection (see engine/shared.py)
 Mode = Literal["read", "write"]
@@ -152,6 +159,9 @@ class Collection:
         self._writer_lock = writer_lock  # held by this process in write mode; only looked at in read mode
         self._embedder: Embedder | None = None
         self._preparation: Preparation | None = None
+        self._unflushed: list[str] = []  # documents written to the index since its last flush (still pending)
+        self._unflushed_chunks = 0
+        self._flushed_at = time.monotonic()
         self._closed = False
 
     @property
@@ -453,6 +463,7 @@ class Collection:
             report.resumed = len(pending)
             for i in range(0, len(pending), self.settings.ingest.batch_documents):
                 self._resume(pending[i : i + self.settings.ingest.batch_documents], dense, report, tick)
+            self._checkpoint(force=True)  # indexed before the input is read: there they are unchanged
         batch: list[Document | PreparedDocument] = []
         seen: set[str] = set()
         prep = self.preparation  # made before the first record: a bad language code stops the ingest here
@@ -462,36 +473,46 @@ class Collection:
             batch.clear()
             if progress:
                 progress(report.read, report.chunks)
-            if on_batch:
+            if self._checkpoint() and on_batch:
                 on_batch(report)
 
-        for item in records:
-            if isinstance(item, RecordError):
-                report.skipped.append(item)
-                continue
-            if isinstance(item, RecordWarning):
-                report.warnings.append(item)
-                continue
-            doc = item.doc if isinstance(item, PreparedDocument) else item
-            where: Where = {"file": str(doc.source.get("file", doc.id)), "line": doc.source.get("line")}
-            if doc.id in seen:
-                report.skipped.append(RecordError(f"duplicate document id {doc.id!r}", **where))
-                continue
-            warnings, language = (
-                (item.warnings, item.detected) if isinstance(item, PreparedDocument) else prep.admit(doc)
-            )
-            report.warnings.extend(warnings)
-            seen.add(doc.id)
-            report.read += 1
-            if language:
-                report.detected[language] += 1
-            report.languages[doc.language or "?"] += 1
-            report.corpora[doc.corpus] += 1
-            batch.append(item)
-            if len(batch) >= self.settings.ingest.batch_documents:
+        try:
+            for item in records:
+                if isinstance(item, RecordError):
+                    report.skipped.append(item)
+                    continue
+                if isinstance(item, RecordWarning):
+                    report.warnings.append(item)
+                    continue
+                doc = item.doc if isinstance(item, PreparedDocument) else item
+                where: Where = {"file": str(doc.source.get("file", doc.id)), "line": doc.source.get("line")}
+                if doc.id in seen:
+                    report.skipped.append(RecordError(f"duplicate document id {doc.id!r}", **where))
+                    continue
+                warnings, language = (
+                    (item.warnings, item.detected) if isinstance(item, PreparedDocument) else prep.admit(doc)
+                )
+                report.warnings.extend(warnings)
+                seen.add(doc.id)
+                report.read += 1
+                if language:
+                    report.detected[language] += 1
+                report.languages[doc.language or "?"] += 1
+                report.corpora[doc.corpus] += 1
+                batch.append(item)
+                if len(batch) >= self.settings.ingest.batch_documents:
+                    commit()
+            if batch:
                 commit()
-        if batch:
-            commit()
+        except BaseException:
+            # What was written whole before the error (Ctrl-C, a model that stopped answering) is committed, as
+            # it was when every batch was: best effort, since the error may be the index's own.
+            with contextlib.suppress(Exception):
+                if self._checkpoint(force=True) and on_batch:
+                    on_batch(report)
+            raise
+        if self._checkpoint(force=True) and on_batch:
+            on_batch(report)
         missing = self.store.ids_without_ocr_estimate()  # documents ingested before estimates existed
         for i in range(0, len(missing), self.settings.ingest.batch_documents):
             part = missing[i : i + self.settings.ingest.batch_documents]
@@ -560,9 +581,9 @@ class Collection:
         tick: _Tick,
         prepared: dict[str, PreparedDocument] | None = None,
     ) -> None:
-        """Chunk `docs` (stored as pending) into the store and the engine, `CHUNK_BATCH` chunks at a time, then mark
-        them indexed. Memory stays bounded whatever a document's size; until the end they stay pending, and an
-        interrupted run redoes them (`_resume`). The `prepared` ones bring their chunks and vectors."""
+        """Chunk `docs` (stored as pending) into the store and the engine, `CHUNK_BATCH` chunks at a time; the next
+        `_checkpoint` marks them indexed. Memory stays bounded whatever a document's size; until then they stay
+        pending, and an interrupted run redoes them (`_resume`). The `prepared` ones bring their chunks and vectors."""
         ids = [d.id for d in docs]
         by_id = {d.id: d for d in docs}
         prepared = prepared or {}
@@ -581,9 +602,21 @@ class Collection:
             if vectors is None and self.dim:
                 self._carry_known_vectors(stored)
             report.chunks += len(stored)
+            self._unflushed_chunks += len(stored)
             tick(by_id[group[-1].doc_id], group[-1].end)
+        self._unflushed.extend(ids)
+
+    def _checkpoint(self, *, force: bool = False) -> bool:
+        """Flush the index and mark the documents written since the last flush indexed, when `FLUSH_CHUNKS` chunks
+        or `FLUSH_SECONDS` seconds have gone by (or `force`). In that order: a document the store calls indexed is
+        on disk in the index. Returns whether documents were marked."""
+        due = self._unflushed_chunks >= FLUSH_CHUNKS or time.monotonic() - self._flushed_at >= FLUSH_SECONDS
+        if not self._unflushed or not (force or due):
+            return False
         self.engine.flush()
-        self.store.mark_indexed(ids)
+        self.store.mark_indexed(self._unflushed)
+        self._unflushed, self._unflushed_chunks, self._flushed_at = [], 0, time.monotonic()
+        return True
 
     def _carry_known_vectors(self, chunks: Sequence[StoredChunk]) -> None:
         """Without the model, texts embedded before (a reprint, a re-ingest) still get their vector: the store
@@ -661,24 +694,42 @@ class Collection:
         total = self.store.count_chunks(without_vectors=True)
         done = 0
         after = ("", -1)
+        unstored: dict[str, np.ndarray] = {}  # vectors in the index since its last flush, not yet in the store
+        unflushed = 0
+        flushed_at = time.monotonic()
+
+        def store_vectors() -> None:
+            # Stored after the flush: a vector in the store says its chunks are in the index, so that an embed
+            # interrupted before (Ctrl-C, kill) does those pages again instead of leaving chunks without vectors.
+            nonlocal unflushed, flushed_at
+            self.engine.flush()
+            self.store.put_vectors(unstored)
+            unstored.clear()
+            unflushed, flushed_at = 0, time.monotonic()
+
         while True:
             page = max(self.settings.embed.batch_size * 4, self.settings.embed.texts_per_call())
             chunks = self.store.chunks_without_vectors(page, after)
             if not chunks:
                 break
             after = (chunks[-1].doc_id, chunks[-1].n)
-            texts = {c.text_hash: c.index_text for c in chunks}
+            texts = {c.text_hash: c.index_text for c in chunks if c.text_hash not in unstored}
             vectors = dict(zip(texts, self._encode(list(texts.values())), strict=True))
-            # Every chunk of these texts, later pages' too: a stored vector takes its text off every later page.
+            # Every chunk of these texts, later pages' too: a vector serves its text on every later page.
             served = self.store.chunks_with_texts(vectors)
-            self.engine.set_vectors([cid for cid, _ in served], np.stack([vectors[h] for _, h in served]))
-            self.engine.flush()
-            # Stored last: a vector in the store says its chunks are in the index, so that an embed interrupted
-            # before this line (Ctrl-C, kill) does the page again instead of leaving its chunks without vectors.
-            self.store.put_vectors(vectors)
+            if served:
+                self.engine.set_vectors([cid for cid, _ in served], np.stack([vectors[h] for _, h in served]))
+            unstored.update(vectors)
+            unflushed += len(served)
+            # Flushed every FLUSH_CHUNKS chunks or FLUSH_SECONDS (a flush costs ~0.5 s: once per page of 64 it was
+            # 587 s of a 100k-chunk embed with vectors given), so a killed embed loses at most that much.
+            if unflushed >= FLUSH_CHUNKS or time.monotonic() - flushed_at >= FLUSH_SECONDS:
+                store_vectors()
             done += len(served)
             if progress:
                 progress(done, total)
+        if unstored:
+            store_vectors()
         self.engine.optimize()
         return done
 
