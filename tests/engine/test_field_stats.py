@@ -44,3 +44,15 @@ def test_statistics_count_stemmed_tokens_and_follow_query_tf(engine):
     assert [(t.term, t.counted, t.chunks) for t in stats.terms] == [("Storms", counted, 2), ("calm", 1, 3)]
     # the German field analyses the same words its own way, and holds none of them
     assert [(t.term, t.chunks) for t in engine.field_stats("Storms storm calm")["de"].terms][-1] == ("calm", 0)
+
+
+def test_document_frequencies_are_the_exact_counts_on_a_shard_written_once(engine):
+    """`_chunks_with` reads Edge's estimate (fast, from the posting list): on a shard written once it is exact."""
+    from qdrant_edge import CountRequest, FieldCondition, Filter, MatchText
+
+    for lang, words in WORDS.items():
+        for word in [*words, "absent"]:
+            field = f"text_{lang}"
+            condition = Filter(must=[FieldCondition(field, match=MatchText(word))])
+            exact = engine._shard.count(CountRequest(exact=True, filter=condition))
+            assert engine._chunks_with(field, word) == exact, (field, word)

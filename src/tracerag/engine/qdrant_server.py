@@ -521,7 +521,8 @@ class QdrantServerEngine:
             return cached[1]
         match = models.MatchText(text=self._analysed(word, field))
         flt = models.Filter(must=[models.FieldCondition(key=field, match=match)])
-        n = int(self._call("count", lambda: self.client.count(self.name, count_filter=flt, exact=True).count))
+        # the server's estimate from the posting list, as Edge's engine takes it (qdrant_edge._chunks_with: why)
+        n = int(self._call("count", lambda: self.client.count(self.name, count_filter=flt, exact=False).count))
         with self._lock:
             if len(self._dfs) >= DF_CACHE_SIZE:
                 self._dfs.clear()
