@@ -988,7 +988,12 @@ def _shared_engine(
                 raise CollectionBusyError(f"{path} is being created by {holder.describe()}; retry shortly")
             raise CollectionError(f"{path}: its index is missing ({index}); run `tracerag ingest` into it again")
         return QdrantEdgeEngine(
-            index, dim, k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b, query_tf=settings.retrieval.query_tf
+            index,
+            dim,
+            k1=settings.retrieval.bm25_k1,
+            b=settings.retrieval.bm25_b,
+            query_tf=settings.retrieval.query_tf,
+            segment_chunks=settings.engine.segment_chunks,
         )
 
     patience = None if wait else (WRITER_PATIENCE_S if writer else READER_PATIENCE_S)

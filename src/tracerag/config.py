@@ -311,6 +311,14 @@ class EngineSettings(_Section):
         0.5, ge=0, description="First retry delay, doubling each retry, jittered (Retry-After from the server wins)."
     )
     timeout_s: float = Field(30.0, gt=0, description="Seconds one server request may take.")
+    segment_chunks: int = Field(
+        12_500,
+        ge=1_000,
+        le=5_000_000,
+        description="The embedded engine's segments grow by merging up to this many chunks: fewer, larger segments "
+        "make searches and opens faster and merges longer and hungrier (~15 KB of RAM a chunk while merging); taken "
+        "by the next write (an ingest or embed, which merges at its end).",
+    )
 
     @field_validator("url")
     @classmethod

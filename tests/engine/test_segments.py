@@ -88,3 +88,22 @@ def test_segment_layout_reads_the_segment_files(tmp_path):
     assert engine.layout() == {"segments": 1, "sealed": 0, "appendable": 1}
     engine.close()
     assert qe.segment_layout(tmp_path / "missing") == {"segments": 0, "sealed": 0, "appendable": 0}
+
+
+def test_the_segment_cap_is_the_collections_setting(tmp_path, hipe_dir):
+    """`engine.segment_chunks` reaches the shard's optimizer (merges stop there; benchmarks/results/scale.md
+    measures what fewer, larger segments gain), and changes nothing a search finds."""
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
+
+    source = next(hipe_dir.rglob("HIPE-2022-v2.1-sonar-dev-de.tsv"))
+    found = {}
+    for cap in (12_500, 200_000):
+        settings = load_settings(engine={"segment_chunks": cap})
+        path = tmp_path / str(cap)
+        with Collection.open(path, settings, mode="write", create=True, embed_model="none") as col:
+            col.ingest(read_documents(source, "hipe"), dense=False)
+            found[cap] = col.engine.bm25("Berlin", 10)
+        persisted = json.loads((path / "index" / "edge_config.json").read_text(encoding="utf-8"))["optimizers"]
+        assert persisted["max_segment_size"] == qe._optimizers(None, cap)["max_segment_size"]
+    assert found[12_500] == found[200_000] and found[12_500]

@@ -101,13 +101,17 @@ _WITH_DENSE = Filter(must=[HasVectorCondition(DENSE)])
 # - indexing_threshold 64 KB: optimize() seals a segment of ~5,300 chunks without dense vectors (left appendable,
 #   those would cost ~1/3 s at every open), of ~40 with them.
 # - writes seal every SEAL_EVERY points, so a huge ingest never holds more in its appendable segment.
-# - max_segment_size: merges stop at ~12,500 chunks, so two small segments left by small ingests are joined but
-#   two of SEAL_EVERY are not. Sealing or merging n chunks needs ~50 MB + 15 KB a chunk of RAM while the text
-#   index is built: with the default cap (from the cores: 512 MB of vectors, tens of millions of chunks without
-#   dense vectors) the merges of a 234k-chunk ingest kept growing, to 1.4 GB and 24,000-chunk segments.
+# - max_segment_size: merges stop at `segment_chunks` (default SEGMENT_CHUNKS, ~12,500; `engine.segment_chunks`),
+#   so two small segments left by small ingests are joined but two of SEAL_EVERY are not. Sealing or merging n
+#   chunks needs ~50 MB + 15 KB a chunk of RAM while the text index is built: with Qdrant's default cap (from the
+#   cores: 512 MB of vectors, tens of millions of chunks without dense vectors) the merges of a 234k-chunk ingest
+#   kept growing, to 1.4 GB and 24,000-chunk segments. A larger cap means fewer segments to search: every query
+#   searches each segment (its HNSW graph, its postings) one after another, and every open loads each one; a
+#   100k-chunk collection with vectors merged from 14 segments into 2: dense kNN p50 18.3 -> 7.7 ms, open 2.2 ->
+#   0.3 s, for a merge of 179 s and 1.1 GB (benchmarks/results/scale.md).
 # - default_segment_number 8: with the default (from 2 cores) every seal was merged into the last one.
 _MERGE_BYTES = 4
-_SEGMENT_CHUNKS = 12_500
+SEGMENT_CHUNKS = 12_500
 SEAL_EVERY = 7_000  # points written since the last optimize after which a write seals the appendable segment
 
 
@@ -119,12 +123,13 @@ class _Optimizers(TypedDict):
     default_segment_number: int
 
 
-def _optimizers(dense_dim: int | None) -> _Optimizers:
-    """The optimizer settings of a shard whose points carry a `dense_dim` vector (None: only their seal)."""
+def _optimizers(dense_dim: int | None, segment_chunks: int = SEGMENT_CHUNKS) -> _Optimizers:
+    """The optimizer settings of a shard whose points carry a `dense_dim` vector (None: only their seal), whose
+    merges stop at `segment_chunks` chunks a segment."""
     dense_bytes = 4 * (dense_dim or 0)
     return {
         "indexing_threshold": 64,
-        "max_segment_size": _SEGMENT_CHUNKS * (_MERGE_BYTES + dense_bytes) // 1024,
+        "max_segment_size": segment_chunks * (_MERGE_BYTES + dense_bytes) // 1024,
         "default_segment_number": 8,
     }
 
@@ -244,9 +249,19 @@ class QdrantEdgeEngine:
     # The least first depth of a query with repeats (`_counted`); a class attribute a benchmark may set.
     query_tf_depth: int = QUERY_TF_DEPTH
 
-    def __init__(self, path: Path, dim: int | None, *, k1: float = 1.2, b: float = 0.75, query_tf: bool = False):
+    def __init__(
+        self,
+        path: Path,
+        dim: int | None,
+        *,
+        k1: float = 1.2,
+        b: float = 0.75,
+        query_tf: bool = False,
+        segment_chunks: int = SEGMENT_CHUNKS,
+    ):
         self.path = Path(path)
         self.dim = dim
+        self.segment_chunks = segment_chunks  # merges stop there (see _optimizers); a writer's setting
         # Whether BM25 counts a repeated query word (`retrieval.query_tf`; False: once, as Edge's TextQuery
         # alone does). benchmarks/bm25_query_tf.py measures what counting gains and costs.
         self.query_tf = query_tf
@@ -274,7 +289,7 @@ class QdrantEdgeEngine:
         return EdgeConfig(
             vectors=vectors,
             sparse_vectors={SEAL: EdgeSparseVectorParams()},
-            optimizers=EdgeOptimizersConfig(**_optimizers(self.dim if dense else None)),
+            optimizers=EdgeOptimizersConfig(**_optimizers(self.dim if dense else None, self.segment_chunks)),
         )
 
     def _create_indexes(self) -> None:
@@ -291,7 +306,7 @@ class QdrantEdgeEngine:
             return
         persisted = json.loads((self.path / "edge_config.json").read_text(encoding="utf-8"))
         has_dense = dense or bool(self.dim and self._shard.count(CountRequest(exact=True, filter=_WITH_DENSE)))
-        wanted = _optimizers(self.dim if has_dense else None)
+        wanted = _optimizers(self.dim if has_dense else None, self.segment_chunks)
         if {k: (persisted.get("optimizers") or {}).get(k) for k in wanted} != wanted:
             self._shard.close()
             self._shard = EdgeShard.load(str(self.path), self._config(dense=has_dense))
