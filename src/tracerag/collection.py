@@ -994,6 +994,7 @@ def _shared_engine(
             b=settings.retrieval.bm25_b,
             query_tf=settings.retrieval.query_tf,
             segment_chunks=settings.engine.segment_chunks,
+            segments=settings.engine.segments,
         )
 
     patience = None if wait else (WRITER_PATIENCE_S if writer else READER_PATIENCE_S)

@@ -319,6 +319,13 @@ class EngineSettings(_Section):
         "make searches and opens faster and merges longer and hungrier (~15 KB of RAM a chunk while merging); taken "
         "by the next write (an ingest or embed, which merges at its end).",
     )
+    segments: int = Field(
+        8,
+        ge=1,
+        le=1_000,
+        description="The embedded engine merges its segments (up to segment_chunks each) while it has more than this "
+        "many; taken by the next write.",
+    )
 
     @field_validator("url")
     @classmethod

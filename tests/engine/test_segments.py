@@ -99,11 +99,11 @@ def test_the_segment_cap_is_the_collections_setting(tmp_path, hipe_dir):
     source = next(hipe_dir.rglob("HIPE-2022-v2.1-sonar-dev-de.tsv"))
     found = {}
     for cap in (12_500, 200_000):
-        settings = load_settings(engine={"segment_chunks": cap})
+        settings = load_settings(engine={"segment_chunks": cap, "segments": 2 if cap > 12_500 else 8})
         path = tmp_path / str(cap)
         with Collection.open(path, settings, mode="write", create=True, embed_model="none") as col:
             col.ingest(read_documents(source, "hipe"), dense=False)
             found[cap] = col.engine.bm25("Berlin", 10)
         persisted = json.loads((path / "index" / "edge_config.json").read_text(encoding="utf-8"))["optimizers"]
-        assert persisted["max_segment_size"] == qe._optimizers(None, cap)["max_segment_size"]
+        assert persisted == {**persisted, **qe._optimizers(None, cap, 2 if cap > 12_500 else 8)}
     assert found[12_500] == found[200_000] and found[12_500]

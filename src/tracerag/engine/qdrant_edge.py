@@ -109,9 +109,11 @@ _WITH_DENSE = Filter(must=[HasVectorCondition(DENSE)])
 #   searches each segment (its HNSW graph, its postings) one after another, and every open loads each one; a
 #   100k-chunk collection with vectors merged from 14 segments into 2: dense kNN p50 18.3 -> 7.7 ms, open 2.2 ->
 #   0.3 s, for a merge of 179 s and 1.1 GB (benchmarks/results/scale.md).
-# - default_segment_number 8: with the default (from 2 cores) every seal was merged into the last one.
+# - default_segment_number 8 (`engine.segments`): with the default (from 2 cores) every seal was merged into the
+#   last one.
 _MERGE_BYTES = 4
 SEGMENT_CHUNKS = 12_500
+SEGMENTS = 8
 SEAL_EVERY = 7_000  # points written since the last optimize after which a write seals the appendable segment
 
 
@@ -123,14 +125,14 @@ class _Optimizers(TypedDict):
     default_segment_number: int
 
 
-def _optimizers(dense_dim: int | None, segment_chunks: int = SEGMENT_CHUNKS) -> _Optimizers:
+def _optimizers(dense_dim: int | None, segment_chunks: int = SEGMENT_CHUNKS, segments: int = SEGMENTS) -> _Optimizers:
     """The optimizer settings of a shard whose points carry a `dense_dim` vector (None: only their seal), whose
-    merges stop at `segment_chunks` chunks a segment."""
+    merges go on while it has more than `segments` segments and stop at `segment_chunks` chunks a segment."""
     dense_bytes = 4 * (dense_dim or 0)
     return {
         "indexing_threshold": 64,
         "max_segment_size": segment_chunks * (_MERGE_BYTES + dense_bytes) // 1024,
-        "default_segment_number": 8,
+        "default_segment_number": segments,
     }
 
 
@@ -258,10 +260,12 @@ class QdrantEdgeEngine:
         b: float = 0.75,
         query_tf: bool = False,
         segment_chunks: int = SEGMENT_CHUNKS,
+        segments: int = SEGMENTS,
     ):
         self.path = Path(path)
         self.dim = dim
-        self.segment_chunks = segment_chunks  # merges stop there (see _optimizers); a writer's setting
+        self.segment_chunks = segment_chunks  # merges stop there, and go on while there are more than `segments`
+        self.segments = segments  # (see _optimizers); a writer's settings
         # Whether BM25 counts a repeated query word (`retrieval.query_tf`; False: once, as Edge's TextQuery
         # alone does). benchmarks/bm25_query_tf.py measures what counting gains and costs.
         self.query_tf = query_tf
@@ -289,7 +293,9 @@ class QdrantEdgeEngine:
         return EdgeConfig(
             vectors=vectors,
             sparse_vectors={SEAL: EdgeSparseVectorParams()},
-            optimizers=EdgeOptimizersConfig(**_optimizers(self.dim if dense else None, self.segment_chunks)),
+            optimizers=EdgeOptimizersConfig(
+                **_optimizers(self.dim if dense else None, self.segment_chunks, self.segments)
+            ),
         )
 
     def _create_indexes(self) -> None:
@@ -306,7 +312,7 @@ class QdrantEdgeEngine:
             return
         persisted = json.loads((self.path / "edge_config.json").read_text(encoding="utf-8"))
         has_dense = dense or bool(self.dim and self._shard.count(CountRequest(exact=True, filter=_WITH_DENSE)))
-        wanted = _optimizers(self.dim if has_dense else None, self.segment_chunks)
+        wanted = _optimizers(self.dim if has_dense else None, self.segment_chunks, self.segments)
         if {k: (persisted.get("optimizers") or {}).get(k) for k in wanted} != wanted:
             self._shard.close()
             self._shard = EdgeShard.load(str(self.path), self._config(dense=has_dense))
