@@ -570,7 +570,7 @@ class DocumentStore:
 
     def entity_chunks(self, forms: Sequence[str], flt: Filter | None = None) -> list[tuple[str, str, str, int]]:
         """(chunk id, doc id, folded form, mentions) of every chunk holding one of `forms` that `flt` admits. The
-        filter has the engine's meaning (engine/qdrant_edge.py `_conditions`): a corpus or any of its parents, a
+        filter has the engine's meaning (engine/points.py `conditions`): a corpus or any of its parents, a
         language, an allow-list of documents, a date range that overlaps the document's, exact field values."""
         out: list[tuple[str, str, str, int]] = []
         conditions, args = _filter_sql(flt)

@@ -71,6 +71,7 @@ class CollectionSummary(BaseModel):
     indexed_points: int
     chunks_without_vectors: int | None = Field(description="Chunks not embedded yet (None: no embedding model).")
     embedding: dict[str, Any] = Field(description="The embedding model (name, version, dimension).")
+    engine: str = Field(description="Which engine holds the index: 'qdrant-edge' (embedded) or 'qdrant' (a server).")
     corpora: list[CorpusSummary]
     languages: dict[str, int] = Field(description="Documents per language over all sub-corpora.")
     date_min: str | None
@@ -99,6 +100,7 @@ def _summary(name: str, info: dict[str, Any]) -> dict[str, Any]:
     highs = [c["date_max"] for c in corpora if c["date_max"]]
     return {
         **info,
+        "engine": info["engine"]["kind"],  # not where: a folder or a server's address is this machine's business
         "name": name,
         "languages": dict(sorted(languages.items(), key=lambda kv: -kv[1])),
         "date_min": min(lows, default=None),
