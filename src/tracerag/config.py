@@ -463,7 +463,10 @@ class Settings(BaseSettings):
         default_factory=SelectionSettings, description="The researcher's selection (review)."
     )
     server: ServerSettings = Field(default_factory=ServerSettings, description="The web app and HTTP API.")
-    cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
+    cache_dir: Path = Field(
+        Path.home() / ".cache" / "tracerag",
+        description="Downloads (demo data), the joined local model and the e5-onnx encoder are cached here.",
+    )
     demo_data: Path | None = Field(
         None, description="Local copy of the three HIPE-2022 demo files: `tracerag demo` uses it, not its sample."
     )

