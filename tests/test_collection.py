@@ -471,3 +471,27 @@ def test_the_dense_channel_waits_until_every_chunk_has_its_vector(tmp_path):
         assert Retriever(col).search(request).params["active_channels"] == ["bm25"]
         col.embed_missing()
         assert Retriever(col).search(request).params["active_channels"] == ["bm25", "dense"]
+
+
+def test_a_collection_opened_once_is_searched_from_two_threads(hipe_dir, tmp_path):
+    """A reader's store holds one SQLite connection per thread (a connection may not cross threads): a collection
+    opened once answers searches from a pool of threads as it answers them one by one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tracerag.retrieval import Retriever, SearchRequest
+
+    path = tmp_path / "c"
+    source = next(hipe_dir.rglob("HIPE-2022-v2.1-hipe2020-dev-fr.tsv"))
+    with Collection.open(path, load_settings(), mode="write", create=True, embed_model="none") as col:
+        col.ingest(read_documents(source, "hipe"), dense=False)
+    queries = ["incendie", "conseil fédéral", "Berne", "Genève", "Paris", "gouvernement"] * 3
+    with Collection.open(path, load_settings(), mode="read") as col:
+        retriever = Retriever(col)
+
+        def ids(query: str) -> list[str]:
+            return [d.doc_id for d in retriever.search(SearchRequest(query, k=10)).documents]
+
+        alone = [ids(q) for q in queries]
+        with ThreadPoolExecutor(2) as pool:
+            together = list(pool.map(ids, queries))
+    assert together == alone and all(alone)

