@@ -89,6 +89,7 @@ class IngestReport:
     languages: Counter = field(default_factory=Counter)
     detected: Counter = field(default_factory=Counter)  # of `languages`, those detected (none in the data)
     corpora: Counter = field(default_factory=Counter)
+    committed: int = 0  # documents this run marked indexed: what it keeps whatever happens next
 
     def to_dict(self) -> dict:
         return {
@@ -458,12 +459,18 @@ class Collection:
             if document_progress:
                 document_progress(doc.id, done, len(doc.text))
 
+        def checkpoint(*, force: bool = False) -> None:
+            marked = self._checkpoint(force=force)
+            report.committed += marked
+            if marked and on_batch:
+                on_batch(report)
+
         pending = self.store.pending_ids()
         if pending:
             report.resumed = len(pending)
             for i in range(0, len(pending), self.settings.ingest.batch_documents):
                 self._resume(pending[i : i + self.settings.ingest.batch_documents], dense, report, tick)
-            self._checkpoint(force=True)  # indexed before the input is read: there they are unchanged
+            checkpoint(force=True)  # indexed before the input is read: there they are unchanged
         batch: list[Document | PreparedDocument] = []
         seen: set[str] = set()
         prep = self.preparation  # made before the first record: a bad language code stops the ingest here
@@ -473,8 +480,7 @@ class Collection:
             batch.clear()
             if progress:
                 progress(report.read, report.chunks)
-            if self._checkpoint() and on_batch:
-                on_batch(report)
+            checkpoint()
 
         try:
             for item in records:
@@ -508,11 +514,9 @@ class Collection:
             # What was written whole before the error (Ctrl-C, a model that stopped answering) is committed, as
             # it was when every batch was: best effort, since the error may be the index's own.
             with contextlib.suppress(Exception):
-                if self._checkpoint(force=True) and on_batch:
-                    on_batch(report)
+                checkpoint(force=True)
             raise
-        if self._checkpoint(force=True) and on_batch:
-            on_batch(report)
+        checkpoint(force=True)
         missing = self.store.ids_without_ocr_estimate()  # documents ingested before estimates existed
         for i in range(0, len(missing), self.settings.ingest.batch_documents):
             part = missing[i : i + self.settings.ingest.batch_documents]
@@ -606,17 +610,18 @@ class Collection:
             tick(by_id[group[-1].doc_id], group[-1].end)
         self._unflushed.extend(ids)
 
-    def _checkpoint(self, *, force: bool = False) -> bool:
+    def _checkpoint(self, *, force: bool = False) -> int:
         """Flush the index and mark the documents written since the last flush indexed, when `FLUSH_CHUNKS` chunks
         or `FLUSH_SECONDS` seconds have gone by (or `force`). In that order: a document the store calls indexed is
-        on disk in the index. Returns whether documents were marked."""
+        on disk in the index. Returns how many documents were marked."""
         due = self._unflushed_chunks >= FLUSH_CHUNKS or time.monotonic() - self._flushed_at >= FLUSH_SECONDS
         if not self._unflushed or not (force or due):
-            return False
+            return 0
         self.engine.flush()
         self.store.mark_indexed(self._unflushed)
+        marked = len(self._unflushed)
         self._unflushed, self._unflushed_chunks, self._flushed_at = [], 0, time.monotonic()
-        return True
+        return marked
 
     def _carry_known_vectors(self, chunks: Sequence[StoredChunk]) -> None:
         """Without the model, texts embedded before (a reprint, a re-ingest) still get their vector: the store
@@ -707,27 +712,35 @@ class Collection:
             unstored.clear()
             unflushed, flushed_at = 0, time.monotonic()
 
-        while True:
-            page = max(self.settings.embed.batch_size * 4, self.settings.embed.texts_per_call())
-            chunks = self.store.chunks_without_vectors(page, after)
-            if not chunks:
-                break
-            after = (chunks[-1].doc_id, chunks[-1].n)
-            texts = {c.text_hash: c.index_text for c in chunks if c.text_hash not in unstored}
-            vectors = dict(zip(texts, self._encode(list(texts.values())), strict=True))
-            # Every chunk of these texts, later pages' too: a vector serves its text on every later page.
-            served = self.store.chunks_with_texts(vectors)
-            if served:
-                self.engine.set_vectors([cid for cid, _ in served], np.stack([vectors[h] for _, h in served]))
-            unstored.update(vectors)
-            unflushed += len(served)
-            # Flushed every FLUSH_CHUNKS chunks or FLUSH_SECONDS (a flush costs ~0.5 s: once per page of 64 it was
-            # 587 s of a 100k-chunk embed with vectors given), so a killed embed loses at most that much.
-            if unflushed >= FLUSH_CHUNKS or time.monotonic() - flushed_at >= FLUSH_SECONDS:
-                store_vectors()
-            done += len(served)
-            if progress:
-                progress(done, total)
+        try:
+            while True:
+                page = max(self.settings.embed.batch_size * 4, self.settings.embed.texts_per_call())
+                chunks = self.store.chunks_without_vectors(page, after)
+                if not chunks:
+                    break
+                after = (chunks[-1].doc_id, chunks[-1].n)
+                texts = {c.text_hash: c.index_text for c in chunks if c.text_hash not in unstored}
+                vectors = dict(zip(texts, self._encode(list(texts.values())), strict=True))
+                # Every chunk of these texts, later pages' too: a vector serves its text on every later page.
+                served = self.store.chunks_with_texts(vectors)
+                if served:
+                    self.engine.set_vectors([cid for cid, _ in served], np.stack([vectors[h] for _, h in served]))
+                unstored.update(vectors)
+                unflushed += len(served)
+                # Flushed every FLUSH_CHUNKS chunks or FLUSH_SECONDS (a flush costs ~0.5 s: once per page of 64 it
+                # was 587 s of a 100k-chunk embed with vectors given), so a killed embed loses at most that much.
+                if unflushed >= FLUSH_CHUNKS or time.monotonic() - flushed_at >= FLUSH_SECONDS:
+                    store_vectors()
+                done += len(served)
+                if progress:
+                    progress(done, total)
+        except BaseException:
+            # The pages whose vectors are in the index are kept (Ctrl-C, a model that stopped answering): best
+            # effort, since the error may be the index's own.
+            with contextlib.suppress(Exception):
+                if unstored:
+                    store_vectors()
+            raise
         if unstored:
             store_vectors()
         self.engine.optimize()

@@ -49,14 +49,14 @@ def ingest_into(
     path = Path(path)
     before = _entries(path)
     first = not Collection.exists(path)
-    committed = 0  # documents of the batches committed so far: what a failed first ingest would lose
+    committed = 0  # documents committed so far (marked indexed): what a failed first ingest would lose
 
     def undo() -> None:
         _remove_created(path, before)
 
     def batch_done(report: IngestReport) -> None:
         nonlocal committed
-        committed = report.added + report.updated + report.resumed
+        committed = report.committed
 
     try:
         opened = Collection.open(
