@@ -73,13 +73,17 @@ def test_a_second_ingest_is_refused_naming_the_first_or_waits_for_it(docs: Path,
 def test_a_search_during_an_ingest_answers_and_the_ingest_completes(docs: Path, tmp_path: Path, env):
     col = tmp_path / "col"
     part = tmp_path / "part"
-    (part / "letemps").mkdir(parents=True)
-    first = sorted((docs / "letemps").glob("*.txt"))[:100]
+    first = sorted(docs.rglob("*.txt"))[:100]  # from any newspaper: none has 100 documents of its own
     for f in first:
-        (part / "letemps" / f.name).write_bytes(f.read_bytes())
+        (part / f.parent.name).mkdir(parents=True, exist_ok=True)
+        (part / f.parent.name / f.name).write_bytes(f.read_bytes())
     rc, _, err = tracerag("ingest", part, "-c", col, "--format", "txt", "--no-dense", env=env)
     assert rc == 0, err
-    word = first[0].read_text(encoding="utf-8").split()[5]
+    words = first[0].read_text(encoding="utf-8").split()
+    # a whole word: not the second half of one hyphenated across a line break, which the index has joined
+    word = next(w for before, w in zip(words, words[1:]) if w.isalpha() and len(w) > 5 and before.isalpha())
+    rc, out, err = tracerag("search", word, "-c", col, "--json", "-k", "3", env=env)
+    assert rc == 0 and json.loads(out)["results"], err  # found before the ingest: so it must be found during it
     ingest = start_tracerag("ingest", docs, "-c", col, "--format", "txt", "--no-dense", env=env)
     wait_for(lambda: writing(col, ingest.pid), 60, "the ingest to take the writer lock")
     answers = []
