@@ -5,12 +5,14 @@ every document unchanged; a small input starts no worker; a worker that dies is 
 from __future__ import annotations
 
 import sqlite3
+import time
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
 
+from tests.sharing import environment, start_tracerag
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.errors import CollectionError
@@ -98,3 +100,41 @@ def test_unchanged_documents_come_back_unprepared() -> None:
     parallel._start(prep, known)
     [same] = parallel._prepare([doc])
     assert isinstance(same, PreparedDocument) and same.unchanged and same.chunks is None
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        found += [int(p) for p in task.read_text().split()]
+    return found
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the workers through /proc (Linux)")
+def test_a_killed_ingest_leaves_no_worker_holding_its_output(tmp_path: Path) -> None:
+    """SIGKILL gives the writer no chance to stop its workers: they must end by themselves, or they would keep its
+    stdout and stderr open and whoever ran the ingest (a script, a scheduler) would wait for them forever."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(400):  # many batches of 4: the workers are still busy when the writer is killed
+        (folder / f"d{i:04d}.txt").write_text(f"Document {i}. " + "La grève continue à Lyon. " * 400)
+    env = environment(tmp_path / "cache", TRACERAG_INGEST__WORKERS="1", TRACERAG_INGEST__BATCH_DOCUMENTS="4")
+    ingest = start_tracerag("ingest", folder, "-c", tmp_path / "c", "--no-dense", env=env)
+    workers: list[int] = []
+    deadline = time.monotonic() + 120
+    while not workers and ingest.poll() is None and time.monotonic() < deadline:
+        workers = [p for p in _children(ingest.pid) if "spawn_main" in Path(f"/proc/{p}/cmdline").read_text()]
+        time.sleep(0.05)
+    assert workers, "the ingest started no worker (or ended before one was seen)"
+    ingest.kill()
+    ingest.communicate(timeout=60)  # its pipes close: no worker holds them
+    deadline = time.monotonic() + 30
+    while any(map(_running, workers)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(map(_running, workers))

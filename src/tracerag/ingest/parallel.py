@@ -9,7 +9,9 @@ order, so `Collection.ingest` writes exactly what it would have prepared itself 
 
 Workers start only for an input larger than one batch (a small ingest is not worth their start, ~1-2 s of imports),
 in "spawn" mode (this process runs the engine's threads, which a fork would copy in whatever state they were), and
-ignore Ctrl-C, which this process handles: it stops them and the ingest ends as an interrupted one does. At most
+ignore Ctrl-C, which this process handles: it stops them and the ingest ends as an interrupted one does. A worker
+whose writer dies without stopping it (SIGKILL, out of memory) exits at once: left waiting for work, it would keep
+the writer's output pipes open, and whoever ran the ingest would wait for them forever. At most
 `2 × workers` batches wait between reading and writing, so memory stays bounded whatever the input's size. A worker
 that dies (killed, out of memory) ends the ingest with an error saying so; a rerun resumes it.
 """
@@ -17,7 +19,9 @@ that dies (killed, out of memory) ends the ingest with an error saying so; a rer
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
+import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -88,8 +92,18 @@ def _result(future: Future[list[Item | PreparedDocument]]) -> list[Item | Prepar
 
 def _start(preparation: Preparation, indexed: IndexedDocuments) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the writer's to handle: it stops the workers
+    threading.Thread(target=_exit_with_the_writer, name="writer-watch", daemon=True).start()
     global _preparation, _indexed
     _preparation, _indexed = preparation, indexed
+
+
+def _exit_with_the_writer() -> None:
+    """Wait for the writer (this worker's parent) to end, then end this worker, whatever it was doing."""
+    writer = multiprocessing.parent_process()
+    if writer is None:  # not started by multiprocessing: nothing to watch
+        return
+    writer.join()
+    os._exit(1)
 
 
 def _prepare(part: list[Item | PreparedDocument]) -> list[Item | PreparedDocument]:
