@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -124,17 +125,44 @@ class DocumentStore:
         self._parts_table: bool | None = None  # whether document_parts exists, once looked at
         # A generous busy timeout: after a writer is killed, the next connection recovers the WAL index, and
         # another one may wait for that (readers never wait on a writer otherwise).
+        self._local = threading.local()  # a reader's connection per thread (see `_db`)
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
         if read_only:
-            self._db = connect_read_only(self.path)
+            self._local.db = self._reader()  # opened here: a missing or unfinished store is said at once
             return
-        self._db = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)  # explicit transactions only
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        self._db.executescript(_SCHEMA)
+        self._writer = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)  # explicit transactions only
+        self._writer.execute("PRAGMA journal_mode=WAL")
+        self._writer.execute("PRAGMA synchronous=NORMAL")
+        self._writer.execute("PRAGMA foreign_keys=ON")
+        self._writer.executescript(_SCHEMA)
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The connection of this store for the calling thread. A writer has one (one thread writes). A reader has
+        one per thread, so that a collection opened once can be searched from several threads (a connection is
+        not to be shared between threads): each opens on first use, with the same read-only mode."""
+        if not self.read_only:
+            return self._writer
+        db = getattr(self._local, "db", None)
+        if db is None:
+            db = self._local.db = self._reader()
+        return db
+
+    def _reader(self) -> sqlite3.Connection:
+        db = connect_read_only(self.path)
+        with self._readers_lock:
+            self._readers.append(db)
+        return db
 
     def close(self) -> None:
-        self._db.close()
+        if not self.read_only:
+            self._writer.close()
+            return
+        with self._readers_lock:
+            readers, self._readers = self._readers, []
+        for db in readers:
+            db.close()
 
     # -- writes ---------------------------------------------------------------------------------------
 
@@ -703,7 +731,8 @@ def connect_read_only(
     uri = "file:" + urllib.parse.quote(str(path.resolve()))
     problems = []
     for suffix in ("?mode=ro", "?immutable=1"):
-        db = sqlite3.connect(uri + suffix, uri=True, isolation_level=None, timeout=30.0)
+        # check_same_thread off: a store's readers are each used by one thread, and closed by whichever closes it
+        db = sqlite3.connect(uri + suffix, uri=True, isolation_level=None, timeout=30.0, check_same_thread=False)
         try:
             found = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         except sqlite3.Error as exc:
