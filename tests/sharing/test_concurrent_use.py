@@ -3,6 +3,7 @@ killed under its clients, a reader that owns the index when a writer arrives."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -81,7 +82,7 @@ def test_a_search_during_an_ingest_answers_and_the_ingest_completes(docs: Path, 
     assert rc == 0, err
     words = first[0].read_text(encoding="utf-8").split()
     # a whole word: not the second half of one hyphenated across a line break, which the index has joined
-    word = next(w for before, w in zip(words, words[1:]) if w.isalpha() and len(w) > 5 and before.isalpha())
+    word = next(w for before, w in itertools.pairwise(words) if w.isalpha() and len(w) > 5 and before.isalpha())
     rc, out, err = tracerag("search", word, "-c", col, "--json", "-k", "3", env=env)
     assert rc == 0 and json.loads(out)["results"], err  # found before the ingest: so it must be found during it
     ingest = start_tracerag("ingest", docs, "-c", col, "--format", "txt", "--no-dense", env=env)
