@@ -636,6 +636,7 @@ def child_trace_search(size: Size, args) -> dict:
     real = col.embedder
     rss_model = rss_mb()
     retriever = Retriever(col)
+    has_vectors = retriever.has_vectors
     bm25, phrase = Bm25Channel(col.engine), PhraseChannel(col.engine)
     phrase_q = [q for q in queries if phrases_of(q)]
     half_life = settings.retrieval.date_scale_days
@@ -646,6 +647,25 @@ def child_trace_search(size: Size, args) -> dict:
     given = GivenQueryVectors(real, qv)
     col._embedder = given
     hybrid, every = ("bm25", "dense"), ("bm25", "dense", "date", "phrase")
+    if not has_vectors:  # a lexical-only collection (--lexical-only-from): the lexical channels and their fusion
+        return _trace_search_lexical(
+            size,
+            args,
+            col,
+            retriever,
+            bm25,
+            phrase,
+            dated_q,
+            phrase_q,
+            half_life,
+            {
+                "open_s": round(open_s, 3),
+                "rss_before_open_mb": rss0,
+                "rss_after_open_mb": rss_open,
+                "rss_after_open_by_mapping": by_mapping,
+                "first_search_s": round(first_s, 3),
+            },
+        )
     for q in queries[:WARMUP]:
         bm25.run(q, DEPTH, None)
         col.engine.dense(qv[q], DEPTH)
@@ -726,6 +746,69 @@ def child_trace_search(size: Size, args) -> dict:
         stop_pyspy(p)
         out["profile_fused"] = summarise_profile(prof)
     progress(4, 4, "done")
+    col.close()
+    return out
+
+
+def _trace_search_lexical(size, args, col, retriever, bm25, phrase, dated_q, phrase_q, half_life, out) -> dict:
+    """TRACE's search measures on a collection without vectors: BM25, phrase, date, their fusion, filtered BM25."""
+    from tracerag.retrieval.channels import DateChannel
+    from tracerag.retrieval.search import SearchRequest
+
+    queries = [q["text"] for q in size.queries]
+    lexical = ("bm25", "date", "phrase")
+    for q in queries[:WARMUP]:
+        bm25.run(q, DEPTH, None)
+        retriever.search(SearchRequest(q, k=K, channels=lexical))
+    lat: dict = {}
+    lat["bm25"], res = measure(queries, lambda q: bm25.run(q, DEPTH, None))
+    hits = {"bm25": round(statistics.mean(len(r) for r in res), 1)}
+    bm25_hits = dict(zip(queries, res, strict=True))
+    lat["phrase"], res = measure(phrase_q, lambda q: phrase.run(q, DEPTH, None))
+    hits["phrase"] = round(statistics.mean(len(r) for r in res), 1) if res else 0
+
+    def date_channel(q: str):
+        ch = DateChannel.for_query(q, half_life)
+        pool = bm25_hits[q]
+        return ch.rank(pool, col.store.date_spans(sorted({h.doc_id for h in pool})), DEPTH) if ch else []
+
+    lat["date"], _ = measure(dated_q, date_channel)
+    lat["fused_lexical"], res = measure(queries, lambda q: retriever.search(SearchRequest(q, k=K, channels=lexical)))
+    tput = {
+        "bm25": [throughput(queries, lambda q: bm25.run(q, DEPTH, None), n) for n in (1, 2)],
+        "fused_lexical": [
+            throughput(queries, lambda q: retriever.search(SearchRequest(q, k=K, channels=lexical)), n) for n in (1, 2)
+        ],
+    }
+    filt = []
+    for f in size.filtered:
+        flt = _trace_filter(f)
+        t0 = time.perf_counter()
+        b = bm25.run(f["text"], K, flt)
+        t1 = time.perf_counter()
+        filt.append({"bm25": (t1 - t0, len(b))})
+    out.update(
+        {
+            "lexical_only": True,
+            "latency": lat,
+            "throughput": tput,
+            "mean_hits": hits,
+            "filtered": filtered_summary(size.filtered, filt),
+            "phrase_queries": len(phrase_q),
+            "dated_queries": len(dated_q),
+        }
+    )
+    if args.profile and size.n_chunks >= args.profile_from:
+        prof = size.work / "profile-trace-bm25.txt"
+        p = start_pyspy(prof)
+        _loop_for(args.profile_seconds, queries, lambda q: bm25.run(q, DEPTH, None))
+        stop_pyspy(p)
+        out["profile_bm25"] = summarise_profile(prof)
+        prof = size.work / "profile-trace-fused.txt"
+        p = start_pyspy(prof)
+        _loop_for(args.profile_seconds, queries, lambda q: retriever.search(SearchRequest(q, k=K, channels=lexical)))
+        stop_pyspy(p)
+        out["profile_fused"] = summarise_profile(prof)
     col.close()
     return out
 
@@ -895,7 +978,8 @@ def _hits(rows, scores, meta, channel: str) -> list:
     from tracerag.model import Hit
 
     return [
-        Hit(meta["ids"][r], meta["docs"][r], channel, i + 1, float(s)) for i, (r, s) in enumerate(zip(rows, scores, strict=False))
+        Hit(meta["ids"][r], meta["docs"][r], channel, i + 1, float(s))
+        for i, (r, s) in enumerate(zip(rows, scores, strict=False))
     ]
 
 
@@ -1244,7 +1328,10 @@ def child_lucene_build(size: Size, args) -> dict:
         "2",
         "-optimize",
     ]
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)  # the JVM's own peak RSS (ru_maxrss, KiB)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"Anserini IndexCollection failed ({os.waitstatus_to_exitcode(status)})")
     t2 = time.perf_counter()
     shutil.rmtree(coll, ignore_errors=True)
     return {
@@ -1252,9 +1339,10 @@ def child_lucene_build(size: Size, args) -> dict:
         "lexical_s": round(t2 - t1, 2),
         "build_s": round(t2 - t1, 2),
         "disk_mb": du_mb(index),
+        "jvm_rss_hwm_mb": round(usage.ru_maxrss / 1024, 1),
         "notes": [
             "Anserini IndexCollection, English analyzer (Porter stemmer, stopwords), 2 threads, optimized to "
-            "one segment; the JSON export of the chunks is not counted"
+            "one segment; the JSON export of the chunks is not counted; peak RSS is the JVM's"
         ],
     }
 
@@ -1327,7 +1415,7 @@ ROLES = {
 def run_child_main(args) -> None:
     size = Size(Path(args.corpus), Path(args.size_dir), 0)
     result = CHILDREN[args.child](size, args)
-    result["rss_hwm_mb"] = vm_hwm_mb()
+    result["rss_hwm_mb"] = max(vm_hwm_mb(), result.get("jvm_rss_hwm_mb", 0.0))
     (Path(args.size_dir) / f"result-{args.child}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
 
 
@@ -1467,6 +1555,12 @@ def main() -> None:
     ap.add_argument("--profile-from", type=int, default=100_000, help="Profile only at sizes from this many chunks.")
     ap.add_argument("--keep-lexical", action="store_true", help="Keep TRACE's lexical-only collection.")
     ap.add_argument(
+        "--lexical-only-from",
+        type=int,
+        default=10**12,
+        help="From this size on, TRACE is measured without vectors (lexical ingest and lexical search only).",
+    )
+    ap.add_argument(
         "--one-pass-up-to",
         type=int,
         default=200_000,
@@ -1479,9 +1573,13 @@ def main() -> None:
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--corpus", help=argparse.SUPPRESS)
     ap.add_argument("--size-dir", help=argparse.SUPPRESS)
+    ap.add_argument("--report", type=Path, help="Only rewrite the markdown and plots of this JSON result file.")
     args = ap.parse_args()
     if args.child:
         run_child_main(args)
+        return
+    if args.report:
+        write_results(json.loads(args.report.read_text()), args.report.with_suffix(""))
         return
     args.sizes = [int(x) for x in str(args.sizes).split(",") if x.strip()]
     stacks = [s for s in args.stacks.split(",") if s]
@@ -1526,6 +1624,8 @@ def main() -> None:
             for role in ROLES[stack]:
                 if role == "trace_dense" and entry["n_chunks"] > args.one_pass_up_to:
                     continue
+                if role in ("trace_embed", "trace_dense") and n >= args.lexical_only_from:
+                    continue
                 prev = size_dir / f"kept-{role}.json"
                 if args.reuse and stack != "trace" and role.endswith("_build") and prev.exists():
                     r = json.loads(prev.read_text())
@@ -1556,12 +1656,18 @@ def main() -> None:
 
 
 def write_results(res: dict, base: Path) -> None:
+    """JSON first; the markdown and plots after it, never at the cost of the run (rebuild them with --report)."""
+    import traceback
+
     import scale_report
 
     base.parent.mkdir(parents=True, exist_ok=True)
     base.with_suffix(".json").write_text(json.dumps(res, indent=1, ensure_ascii=False))
-    base.with_suffix(".md").write_text(scale_report.markdown(res, base))
-    scale_report.plots(res, base)
+    try:
+        base.with_suffix(".md").write_text(scale_report.markdown(res, base))
+        scale_report.plots(res, base)
+    except Exception:  # noqa: BLE001 (a report bug must not stop hours of measuring)
+        say("writing the markdown or plots failed (JSON written):\n" + traceback.format_exc())
 
 
 if __name__ == "__main__":

@@ -280,7 +280,6 @@ def generate(work: Path, n_max: int, seed: int, noise_rate: float, datasets: Pat
                 progress(n, n_max)
     np.save(work / "chunk_offsets.npy", np.asarray(offsets, dtype=np.int64))
     np.save(work / "chunk_docs.npy", np.asarray(doc_of_chunk, dtype=np.int32))
-    write_vectors(work, n, seed)
     info = {
         "n_chunks": n,
         "n_documents": n_docs,
@@ -299,19 +298,7 @@ def generate(work: Path, n_max: int, seed: int, noise_rate: float, datasets: Pat
     return info
 
 
-DIM = 384
-
-
-def write_vectors(work: Path, n: int, seed: int, block: int = 50_000) -> None:
-    """Random unit vectors, one per chunk (float32, row i = chunk i), shared by every stack."""
-    rng = np.random.default_rng(seed)
-    mm = np.lib.format.open_memmap(work / "vectors.npy", mode="w+", dtype=np.float32, shape=(n, DIM))
-    for i in range(0, n, block):
-        v = rng.standard_normal((min(block, n - i), DIM), dtype=np.float32)
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        mm[i : i + len(v)] = v
-    mm.flush()
-    del mm
+DIM = 384  # the dense vectors of every stack (scale.py makes them: random unit vectors per chunk text)
 
 
 class Chunks:

@@ -110,6 +110,7 @@ def metrics(entry: dict, emb: dict | None) -> list[tuple[str, str, dict[str, obj
         ("date", "date channel (dated queries, BM25 pool)"),
         ("fused_hybrid_given", "fused BM25+dense, query vector given"),
         ("fused_all_given", "fused all channels, query vector given"),
+        ("fused_lexical", "fused lexical channels (BM25, date, phrase; no vectors)"),
         ("fused_hybrid_e2e", "fused BM25+dense, end to end (model embeds the query)"),
     ):
         for stat in ("p50_ms", "p95_ms", "p99_ms"):
@@ -118,7 +119,11 @@ def metrics(entry: dict, emb: dict | None) -> list[tuple[str, str, dict[str, obj
                 f"{label} {stat[:3]} (ms)",
                 {s: _get(role(s, SEARCH[s]), "latency", key, stat) for s in LABEL},
             )
-    for key, label in (("bm25", "BM25"), ("fused_hybrid_given", "fused, vector given")):
+    for key, label in (
+        ("bm25", "BM25"),
+        ("fused_hybrid_given", "fused, vector given"),
+        ("fused_lexical", "fused lexical"),
+    ):
         for th in (1, 2):
             row(
                 "throughput",
@@ -287,7 +292,7 @@ def markdown(res: dict, base: Path) -> str:
         "**Stacks**: TRACE (`Collection.ingest`, `Retriever.search` with channels bm25+dense, or all of bm25, "
         "dense, date, phrase; its default fusion); bm25s + numpy + RRF (the authors' former stack: bm25s k1=1.2 "
         "b=0.75 over folded text, brute-force float32 matrix, `tracerag.retrieval.fusion.fuse` RRF); tantivy + "
-        "faiss (tantivy BM25 over lowercased, ASCII-folded text; faiss HNSW M=32, efConstruction 64, efSearch 128; "
+        "faiss (tantivy BM25 over lowercased, ASCII-folded text; faiss HNSW M=16, efConstruction 40, efSearch 128; "
         "same RRF); LanceDB hybrid (native FTS + IVF-PQ, its own hybrid query and RRF reranker, filters as "
         "prefilters); Lucene (Pyserini/Anserini, English analyzer, BM25 k1=1.2 b=0.75; lexical only). Every build "
         "and every search runs in its own child process; peak RSS is the child's VmHWM.",
@@ -315,6 +320,22 @@ def markdown(res: dict, base: Path) -> str:
             out.append(f"| {group} | {metric} | " + " | ".join(cells + ratios) + " |")
         if failed:
             out += ["", "Not measured: " + "; ".join(failed)]
+        loads = [
+            f"{LABEL[s]} {role.split('_', 1)[1]} {r['load_avg_1min'][0]}→{r['load_avg_1min'][1]}"
+            for s in stacks
+            for role, r in (R[s].items() if "skipped" not in R[s] else [])
+            if isinstance(r, dict) and r.get("load_avg_1min")
+        ]
+        if loads:
+            out += [
+                "",
+                "Machine load (1-minute load average at the start → end of each child; 2 cores): " + ", ".join(loads),
+            ]
+        if _get(R, "trace", "trace_search", "lexical_only"):
+            out += [
+                "",
+                "TRACE was measured without vectors at this size (`--lexical-only-from`): no dense or hybrid figures.",
+            ]
         tg = targets(entry)
         if tg:
             out += ["", f"Targets at N = {entry['n_chunks']:,}:", "", "| target | measured | |", "|---|---|---|"]
@@ -371,17 +392,17 @@ def trace_details(entry: dict) -> list[str]:
         return out
     out += [
         "",
-        f"TRACE open: {s['open_s']} s to `Collection.open` and load the shard; RSS {s['rss_before_open_mb']} MiB "
+        f"TRACE open: {s['open_s']} s to `Collection.open` and load the shard; RSS {s.get('rss_before_open_mb')} MiB "
         f"before, {s['rss_after_open_mb']} MiB after, by mapping: "
         + ", ".join(f"{k} {v}" for k, v in s["rss_after_open_by_mapping"].items())
         + f". First search {s['first_search_s']} s. Mean hits at depth 100: {s['mean_hits']}; fused searches "
-        f"with fewer than k documents: {s['fused_short_of_k']}.",
+        f"with fewer than k documents: {s.get('fused_short_of_k', '—')}.",
     ]
     f = s.get("filtered")
     if f:
         out.append(
-            f"Filtered queries: {f['queries']} ({f['by_type']}); filters admit {f['selectivity']['chunks_in_filter_min']:,} "
-            f"to ... chunks (median {f['selectivity']['chunks_in_filter_median']:,}); "
+            f"Filtered queries: {f['queries']} ({f['by_type']}); filters admit from {f['selectivity']['chunks_in_filter_min']:,} "
+            f"chunks (median {f['selectivity']['chunks_in_filter_median']:,}); "
             f"{f['selectivity']['filters_under_k_docs']} admit fewer than k documents."
         )
     for key, label in (
