@@ -131,7 +131,7 @@ def lat_stats(seconds: list[float]) -> dict:
 
 
 def progress(done: int, total: int, label: str = "") -> None:
-    print(f"@@progress {done} {total} {label}", flush=True)
+    print(f"@@progress {done} {total} {label} t={time.time():.1f}", flush=True)
 
 
 def measure(items: list, fn: Callable) -> tuple[dict, list]:
@@ -181,6 +181,7 @@ class Size:
         self.corpus, self.work = corpus, work
         meta = json.loads((work / "size.json").read_text())
         self.n_chunks, self.n_docs = meta["n_chunks"], meta["n_docs"]
+        self.n = meta["n"]  # the size asked for (n_chunks: whole documents only, a few chunks fewer)
         q = json.loads((work / "queries.json").read_text())
         self.queries: list[dict] = q["queries"]
         self.filtered: list[dict] = q["filtered"]
@@ -217,14 +218,15 @@ def prepare_size(corpus: Path, work: Path, n: int, n_queries: int, n_filtered: i
     work.mkdir(parents=True, exist_ok=True)
     docs_of = np.load(corpus / "chunk_docs.npy", mmap_mode="r")
     total = len(docs_of)
-    if n > total:
+    if n > total / 0.999:  # the corpus stops at the last whole document that fits: a few chunks short of its size
         raise SystemExit(f"the corpus at {corpus} has {total:,} chunks, fewer than {n:,}")
+    req, n = n, min(n, total)
     # whole documents only: the documents whose last chunk is within the first n
     n_docs = int(docs_of[n - 1]) + (1 if n == total or docs_of[n] != docs_of[n - 1] else 0)
     n_chunks = int(np.searchsorted(docs_of, n_docs)) if n_docs < docs_of[-1] + 1 else total
     chunks = sc.Chunks(corpus, n_chunks)
     extras = json.loads((corpus / "extras.json").read_text())
-    rng = random.Random(seed * 1_000_003 + n)
+    rng = random.Random(seed * 1_000_003 + req)
     entities = {e.lower(): e for e in extras["entities"]}
     ent_first = {}
     for low in entities:
@@ -314,7 +316,7 @@ def prepare_size(corpus: Path, work: Path, n: int, n_queries: int, n_filtered: i
     for f, ds in zip(filtered, docs_seen, strict=True):
         f["docs_in_filter"] = len(ds)
     # query vectors: near the vector of the chunk each query came from, so a true neighbour exists
-    vrng = np.random.default_rng(seed + n)
+    vrng = np.random.default_rng(seed + req)
     vecs = []
     for q in queries + filtered:
         v = vector_of(chunks.get(q["row"])["text"]) + 0.6 * vrng.standard_normal(DIM).astype(np.float32) / np.sqrt(DIM)
@@ -330,7 +332,7 @@ def prepare_size(corpus: Path, work: Path, n: int, n_queries: int, n_filtered: i
     mm.flush()
     del mm
     meta = {
-        "n": n,
+        "n": req,
         "n_chunks": n_chunks,
         "n_docs": n_docs,
         "queries": len(queries),
@@ -526,7 +528,7 @@ def child_trace_ingest(size: Size, args, dense: bool) -> dict:
 
     col.engine.optimize = optimize
     prof = None
-    if args.profile and size.n_chunks >= args.profile_from and not dense:
+    if args.profile and size.n >= args.profile_from and not dense:
         prof = start_pyspy(size.work / "profile-trace-ingest.txt")
     report = col.ingest(
         sc.documents(size.corpus, size.n_docs), dense=dense, progress=lambda d, c: progress(c, size.n_chunks, "ingest")
@@ -733,7 +735,7 @@ def child_trace_search(size: Size, args) -> dict:
         "phrase_queries": len(phrase_q),
         "dated_queries": len(dated_q),
     }
-    if args.profile and size.n_chunks >= args.profile_from:
+    if args.profile and size.n >= args.profile_from:
         col._embedder = given
         prof = size.work / "profile-trace-bm25.txt"
         p = start_pyspy(prof)
@@ -798,7 +800,7 @@ def _trace_search_lexical(size, args, col, retriever, bm25, phrase, dated_q, phr
             "dated_queries": len(dated_q),
         }
     )
-    if args.profile and size.n_chunks >= args.profile_from:
+    if args.profile and size.n >= args.profile_from:
         prof = size.work / "profile-trace-bm25.txt"
         p = start_pyspy(prof)
         _loop_for(args.profile_seconds, queries, lambda q: bm25.run(q, DEPTH, None))

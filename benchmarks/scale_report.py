@@ -62,7 +62,7 @@ def metrics(entry: dict, emb: dict | None) -> list[tuple[str, str, dict[str, obj
     lex = {s: _get(role(s, BUILD[s]), "ingest_s" if s == "trace" else "lexical_s") for s in LABEL}
     row("ingest", "lexical ingest / index build (s)", lex)
     row("ingest", "lexical throughput (chunks/s)", {s: (n / v if v else None) for s, v in lex.items()}, True)
-    full = {s: _get(role(s, BUILD[s]), "build_s") for s in LABEL if s != "trace"}
+    full = {s: _get(role(s, BUILD[s]), "build_s") for s in LABEL if s not in ("trace", "lucene")}
     one_pass = _get(role("trace", "trace_dense"), "ingest_s")
     embed = _get(role("trace", "trace_embed"), "embed_s")
     two_step = lex["trace"] + embed if lex.get("trace") and embed else None
@@ -88,19 +88,24 @@ def metrics(entry: dict, emb: dict | None) -> list[tuple[str, str, dict[str, obj
     if opt is None:
         opt = _get(role("trace", "trace_embed"), "breakdown_s", "engine optimize")
     row("ingest", "of which TRACE engine optimize, HNSW build (s)", {"trace": opt})
-    row("memory", "peak RSS, lexical ingest (MiB)", {"trace": _get(role("trace", "trace_lex"), "rss_hwm_mb")})
-    hwm = {s: _get(role(s, BUILD[s]), "rss_hwm_mb") for s in LABEL if s != "trace"}
+    lexical_hwm = {"trace": _get(role("trace", "trace_lex"), "rss_hwm_mb")}
+    lexical_hwm["lucene"] = _get(role("lucene", BUILD["lucene"]), "rss_hwm_mb")
+    row("memory", "peak RSS, lexical ingest / index build (MiB)", lexical_hwm)
+    hwm = {s: _get(role(s, BUILD[s]), "rss_hwm_mb") for s in LABEL if s not in ("trace", "lucene")}
     hwm["trace"] = _get(role("trace", "trace_dense"), "rss_hwm_mb") or _get(role("trace", "trace_embed"), "rss_hwm_mb")
     row("memory", "peak RSS, ingest / build with vectors (MiB)", hwm)
     row("memory", "RSS after open (MiB)", {s: _get(role(s, SEARCH[s]), "rss_after_open_mb") for s in LABEL})
     row("memory", "peak RSS, serving every query (MiB)", {s: _get(role(s, SEARCH[s]), "rss_hwm_mb") for s in LABEL})
-    disk = {s: _get(role(s, BUILD[s]), "disk_mb") for s in LABEL if s != "trace"}
+    disk = {s: _get(role(s, BUILD[s]), "disk_mb") for s in LABEL if s not in ("trace", "lucene")}
     disk["trace"] = _get(role("trace", "trace_dense"), "disk_mb") or _get(role("trace", "trace_embed"), "disk_mb")
     row("disk", "on disk, with vectors (MiB)", disk)
     row(
         "disk",
         "on disk, lexical only (MiB)",
-        {"trace": _get(role("trace", "trace_lex"), "disk_mb"), "lucene": disk.get("lucene")},
+        {
+            "trace": _get(role("trace", "trace_lex"), "disk_mb"),
+            "lucene": _get(role("lucene", BUILD["lucene"]), "disk_mb"),
+        },
     )
     row("open", "open, ready to search (s)", {s: _get(role(s, SEARCH[s]), "open_s") for s in LABEL})
     for key, label in (
@@ -350,6 +355,8 @@ def markdown(res: dict, base: Path) -> str:
             notes.append("build figures reused from an earlier run (--reuse): " + ", ".join(reused))
         if notes:
             out += [""] + [f"- {x}" for x in dict.fromkeys(notes)]
+    if res.get("notes"):
+        out += ["", "## Notes", ""] + [f"- {x}" for x in res["notes"]]
     out += ["", f"Plots: `{base.name}_terms.png`, `{base.name}_latency.png`, `{base.name}_ingest.png`."]
     return "\n".join(out) + "\n"
 
@@ -400,10 +407,11 @@ def trace_details(entry: dict) -> list[str]:
     ]
     f = s.get("filtered")
     if f:
+        sel = f["selectivity"]
         out.append(
-            f"Filtered queries: {f['queries']} ({f['by_type']}); filters admit from {f['selectivity']['chunks_in_filter_min']:,} "
-            f"chunks (median {f['selectivity']['chunks_in_filter_median']:,}); "
-            f"{f['selectivity']['filters_under_k_docs']} admit fewer than k documents."
+            f"Filtered queries: {f['queries']} ({f['by_type']}); filters admit from {sel['chunks_in_filter_min']:,} "
+            f"chunks (median {sel['chunks_in_filter_median']:,}); {sel['filters_under_k_docs']} admit fewer than k "
+            "documents."
         )
     for key, label in (
         ("profile", "ingest (lexical)"),
