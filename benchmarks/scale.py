@@ -455,8 +455,10 @@ def summarise_profile(path: Path, top: int = 25) -> dict:
         c = int(count)
         total += c
         # "function (path/to/dir/file.py:123)" -> "function (dir/file.py)"; the benchmark's own frames left out
-        frames = [re.sub(r"\s*\((?:[^()]*/)?([^/()]+/[^/():]+)(?::\d+)?\)$", r" (\1)", f) for f in stack.split(";")]
-        frames = [f for f in frames if not f.endswith(("/scale.py)", "/ingest_search.py)"))] or ["(benchmark)"]
+        frames = [
+            re.sub(r"\s*\((?:[^()]*/)?((?:[^/()]+/)?[^/():]+)(?::\d+)?\)$", r" (\1)", f) for f in stack.split(";")
+        ]
+        frames = [f for f in frames if not f.endswith(("scale.py)", "ingest_search.py)"))] or ["(benchmark)"]
         for f in set(frames):
             incl[f] = incl.get(f, 0) + c
         self_[frames[-1]] = self_.get(frames[-1], 0) + c
