@@ -232,3 +232,18 @@ def test_document_ids_are_looked_up_never_used_as_paths(odd_ids: TestClient) -> 
         response = odd_ids.get(base + probe)
         assert response.status_code == 404, probe
         assert "not in collection" in response.json()["error"]
+
+
+def test_a_window_whose_documents_were_not_counted_yet_has_no_ratio() -> None:
+    """During an ingest a search can find documents written but not yet committed, which the document counts leave
+    out: their window has results and no documents. Its ratio is null in the API and a dash on the page."""
+    from tracerag.retrieval.window_share import shares
+    from tracerag.server.api.search import TimeWindows
+    from tracerag.server.app import templates
+    from tracerag.server.pages.search import window_chart
+
+    counted = shares([1890, 1910], {1890: 4}, years=10).to_dict()
+    windows = TimeWindows(**counted)
+    assert [(r.window, r.ratio) for r in windows.rows] == [("1890-1899", 0.5), ("1910-1919", None)]
+    html = templates().get_template("search_windows.html").render(chart=window_chart(windows))
+    assert "<td>1910-1919</td><td>1</td><td>0</td><td>–</td>" in html

@@ -122,7 +122,10 @@ class WindowRow(BaseModel):
     result_share: float
     documents: int = Field(description="Documents of the window among those searched.")
     corpus_share: float
-    ratio: float = Field(description="result_share / corpus_share: above 1, the window is over-represented.")
+    ratio: float | None = Field(
+        description="result_share / corpus_share: above 1, the window is over-represented; null when no document of "
+        "the window was counted (its results come from documents an ingest still running has not committed)."
+    )
 
 
 class TimeWindows(BaseModel):
