@@ -470,8 +470,9 @@ def summarise_profile(path: Path, top: int = 25) -> dict:
 
 
 def _time_chunking(col, timer) -> None:
-    """`Collection._chunk` yields chunks lazily: the time spent inside the generator is chunking and normalising."""
-    original = col._chunk
+    """`Preparation.chunks` yields chunks lazily: the time spent inside the generator is chunking and normalising
+    (in this process only: documents prepared by worker processes come with their chunks)."""
+    original = col.preparation.chunks
 
     def chunks(doc):
         it = original(doc)
@@ -488,7 +489,7 @@ def _time_chunking(col, timer) -> None:
         timer.seconds["chunk+normalise"] = timer.seconds.get("chunk+normalise", 0.0) + spent
         timer.durations.setdefault("chunk+normalise", []).append(spent)
 
-    col._chunk = chunks
+    col.preparation.chunks = chunks
 
 
 def child_trace_ingest(size: Size, args, dense: bool) -> dict:
@@ -496,6 +497,7 @@ def child_trace_ingest(size: Size, args, dense: bool) -> dict:
 
     from tracerag.collection import Collection
     from tracerag.config import load_settings
+    from tracerag.ingest_job import _prepared_alongside
 
     settings = load_settings()
     path = size.work / f"trace-{'dense' if dense else 'lex'}"
@@ -508,7 +510,9 @@ def child_trace_ingest(size: Size, args, dense: bool) -> dict:
         fake = RandomEmbedder(col.embedder)
         col._embedder = fake
     timer = _Timer()
-    _time_chunking(col, timer)
+    workers = settings.ingest.worker_count()
+    if not workers:  # else the workers chunk (and a wrapped Preparation could not be sent to them)
+        _time_chunking(col, timer)
     timer.wrap(col, "_estimate_ocr", "OCR-quality estimate")
     timer.wrap(col, "_indexed", "payloads (_indexed)")
     if dense:
@@ -532,9 +536,10 @@ def child_trace_ingest(size: Size, args, dense: bool) -> dict:
     prof = None
     if args.profile and size.n >= args.profile_from and not dense:
         prof = start_pyspy(size.work / "profile-trace-ingest.txt")
-    report = col.ingest(
-        sc.documents(size.corpus, size.n_docs), dense=dense, progress=lambda d, c: progress(c, size.n_chunks, "ingest")
-    )
+    # As `tracerag ingest` does: documents prepared by `ingest.workers` processes while this one writes (their
+    # chunking and OCR estimates are then not in this process's step timings).
+    records = _prepared_alongside(col, sc.documents(size.corpus, size.n_docs))
+    report = col.ingest(records, dense=dense, progress=lambda d, c: progress(c, size.n_chunks, "ingest"))
     stop_pyspy(prof)
     t = time.perf_counter()
     col.close()
@@ -547,6 +552,7 @@ def child_trace_ingest(size: Size, args, dense: bool) -> dict:
         breakdown["of which random vectors (not TRACE; subtracted)"] = round(vec_s, 2)
     out = {
         "dense": dense,
+        "prep_workers": workers,
         "documents": report.read,
         "chunks": report.chunks,
         "embedded": report.embedded,

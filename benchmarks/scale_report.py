@@ -369,7 +369,13 @@ def ingest_steps(entry: dict) -> list[str]:
     den = den if isinstance(den, dict) and "breakdown_s" in den else {"breakdown_s": {}, "calls": {}}
     out = [
         "",
-        "TRACE ingest time by step (s); calls and mean ms per call over the first and last 10% of calls (lexical):",
+        "TRACE ingest time by step (s); calls and mean ms per call over the first and last 10% of calls (lexical)"
+        + (
+            f"; documents prepared (chunked, normalised, OCR-estimated) by {lex['prep_workers']} worker process(es)"
+            " alongside the writer, whose steps these are:"
+            if lex.get("prep_workers")
+            else ":"
+        ),
         "",
         "| step | lexical only (s) | with vectors (s) | calls | first 10% (ms) | last 10% (ms) |",
         "|---|---:|---:|---:|---:|---:|",
