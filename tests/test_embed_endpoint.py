@@ -18,7 +18,8 @@ def unit(texts: list[str], dim: int) -> np.ndarray:
 
 def test_batches_in_order_with_concurrency_and_prefixes() -> None:
     texts = [f"text number {i} about {i % 7}" for i in range(200)]
-    with FakeEmbeddings(dim=16, latency_s=0.02) as fake:
+    # Answers slow enough (0.25 s) that the 4 requests overlap even when a loaded machine starts them late.
+    with FakeEmbeddings(dim=16, latency_s=0.25) as fake:
         emb = OpenAIEmbedder("fake-embed", fake.base_url, batch_size=16, concurrency=4, passage_prefix="passage: ")
         assert emb.dim == 16 and len(fake.requests) == 1  # one probe when the dimension is unknown
         vectors = emb.encode_documents(texts)
