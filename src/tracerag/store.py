@@ -123,14 +123,15 @@ class DocumentStore:
         self.path = Path(path)
         self.read_only = read_only
         self._parts_table: bool | None = None  # whether document_parts exists, once looked at
-        # A generous busy timeout: after a writer is killed, the next connection recovers the WAL index, and
-        # another one may wait for that (readers never wait on a writer otherwise).
         self._local = threading.local()  # a reader's connection per thread (see `_db`)
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         if read_only:
             self._local.db = self._reader()  # opened here: a missing or unfinished store is said at once
             return
+        # A generous busy timeout (readers' too, in `connect_read_only`): after a writer is killed, the next
+        # connection recovers the WAL index, and another one may wait for that (readers never wait on a writer
+        # otherwise).
         self._writer = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)  # explicit transactions only
         self._writer.execute("PRAGMA journal_mode=WAL")
         self._writer.execute("PRAGMA synchronous=NORMAL")
