@@ -28,7 +28,6 @@ import datetime as dt
 import hashlib
 import json
 import os
-import platform
 import random
 import re
 import shutil
@@ -48,6 +47,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import scale_corpus as sc  # noqa: E402
+from ingest_search import hardware  # noqa: E402
 
 K = 10
 DEPTH = 100
@@ -1483,19 +1483,6 @@ def run_child(role: str, corpus: Path, size_dir: Path, args) -> dict:
     result["child_wall_s"] = round(wall, 1)
     result["load_avg_1min"] = [round(load_start, 1), round(os.getloadavg()[0], 1)]
     return result
-
-
-def hardware() -> dict:
-    info = Path("/proc/cpuinfo").read_text()
-    model = next((ln.split(":", 1)[1].strip() for ln in info.splitlines() if ln.startswith("model name")), "?")
-    mem = next(ln for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal"))
-    return {
-        "cpu": model,
-        "nproc": os.cpu_count(),
-        "ram_gib": round(int(mem.split()[1]) / 2**20, 1),
-        "python": platform.python_version(),
-        "os": platform.platform(),
-    }
 
 
 def versions(pyserini_python: str) -> dict:
