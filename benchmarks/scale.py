@@ -745,16 +745,7 @@ def child_trace_search(size: Size, args) -> dict:
     }
     if args.profile and size.n >= args.profile_from:
         col._embedder = given
-        prof = size.work / "profile-trace-bm25.txt"
-        p = start_pyspy(prof)
-        _loop_for(args.profile_seconds, queries, lambda q: bm25.run(q, DEPTH, None))
-        stop_pyspy(p)
-        out["profile_bm25"] = summarise_profile(prof)
-        prof = size.work / "profile-trace-fused.txt"
-        p = start_pyspy(prof)
-        _loop_for(args.profile_seconds, queries, lambda q: retriever.search(SearchRequest(q, k=K, channels=hybrid)))
-        stop_pyspy(p)
-        out["profile_fused"] = summarise_profile(prof)
+        out.update(_query_profiles(size, args, queries, bm25, retriever, hybrid))
     progress(4, 4, "done")
     col.close()
     return out
@@ -809,17 +800,26 @@ def _trace_search_lexical(size, args, col, retriever, bm25, phrase, dated_q, phr
         }
     )
     if args.profile and size.n >= args.profile_from:
-        prof = size.work / "profile-trace-bm25.txt"
-        p = start_pyspy(prof)
-        _loop_for(args.profile_seconds, queries, lambda q: bm25.run(q, DEPTH, None))
-        stop_pyspy(p)
-        out["profile_bm25"] = summarise_profile(prof)
-        prof = size.work / "profile-trace-fused.txt"
-        p = start_pyspy(prof)
-        _loop_for(args.profile_seconds, queries, lambda q: retriever.search(SearchRequest(q, k=K, channels=lexical)))
-        stop_pyspy(p)
-        out["profile_fused"] = summarise_profile(prof)
+        out.update(_query_profiles(size, args, queries, bm25, retriever, lexical))
     col.close()
+    return out
+
+
+def _query_profiles(size: Size, args, queries: list[str], bm25, retriever, fused: tuple[str, ...]) -> dict:
+    """py-spy profiles of a BM25 query loop and of a fused one over the `fused` channels."""
+    from tracerag.retrieval.search import SearchRequest
+
+    out = {}
+    loops = {
+        "bm25": lambda q: bm25.run(q, DEPTH, None),
+        "fused": lambda q: retriever.search(SearchRequest(q, k=K, channels=fused)),
+    }
+    for name, run in loops.items():
+        prof = size.work / f"profile-trace-{name}.txt"
+        p = start_pyspy(prof)
+        _loop_for(args.profile_seconds, queries, run)
+        stop_pyspy(p)
+        out[f"profile_{name}"] = summarise_profile(prof)
     return out
 
 
