@@ -7,6 +7,7 @@ when records were skipped. The catalog group (`catalog_app`) is added to the app
 from __future__ import annotations
 
 import dataclasses
+import time
 import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -34,6 +35,8 @@ from tracerag.errors import ConfigError
 
 if TYPE_CHECKING:
     from tracerag.catalog.assistant import Turn
+    from tracerag.config import Settings
+    from tracerag.llm import StructuredLLM
 
 catalog_app = typer.Typer(help="Build catalogs of public services for `tracerag chat`.", no_args_is_help=True)
 
@@ -213,15 +216,27 @@ def catalog_eval(
         typer.Option("--llm", help="Also run with this model (openai:MODEL, local; default: settings llm.model)."),
     ] = None,
     base_url: BaseUrlOpt = None,
+    requests: Annotated[
+        Path | None,
+        typer.Option(
+            "--requests",
+            help="People-written conversations (JSON lines, benchmarks/catalog_people/) to run instead of the "
+            "generated requests; writes turns.jsonl too.",
+        ),
+    ] = None,
     config: ConfigOpt = None,
 ) -> None:
     """Template requests with gold sets by strict filtering: constraint satisfaction, out-of-catalog rate, recall
-    of the gold set in the top k and the clarifying-question rate, per category and structured-index variant."""
+    of the gold set in the top k and the clarifying-question rate, per category and structured-index variant.
+    With --requests: the people-written conversations of that file instead, scored turn by turn."""
     from tracerag.eval.catalog_bench import check_variants, run_benchmark
     from tracerag.eval.report import read_markdown
     from tracerag.llm import load_llm
 
     settings = settings_with_llm(config, llm, base_url)
+    if requests is not None:
+        _people_eval(catalog, requests, settings, out_dir, k, load_llm(settings))
+        return
     names = [v.strip() for v in variants.split(",") if v.strip()]
     check_variants(names)
     with progress_bar() as progress:
@@ -238,3 +253,36 @@ def catalog_eval(
             progress=step_tracker(progress),
         )
     write_stdout(read_markdown(out_dir) + f"\nreports in {out_dir}\n")
+
+
+def _people_eval(
+    catalog: Path, requests: Path, settings: Settings, out_dir: Path, k: int, llm: StructuredLLM | None
+) -> None:
+    """`catalog eval --requests`: the file's conversations on `catalog` (a file is written for one catalog),
+    warnings and throughput on stderr, the tables on stdout."""
+    from tracerag.eval.catalog_people import group_by_catalog, load_requests, run_people_eval
+    from tracerag.eval.report import read_markdown
+
+    names = list(group_by_catalog(load_requests(requests)))
+    if len(names) > 1:
+        raise ConfigError(f"{requests}: names catalogs {', '.join(names)}; run one --requests file per catalog")
+    started = time.perf_counter()
+    with progress_bar() as progress:
+        summary = run_people_eval(
+            {names[0]: catalog},
+            requests,
+            settings,
+            out_dir,
+            k=k,
+            llm=llm,
+            progress=step_tracker(progress),
+            warn=lambda line: err.print(data_text(f"warning: {line}", "yellow")),
+        )
+    seconds = time.perf_counter() - started
+    err.print(
+        data_text(
+            f"{summary['turns_asked']} turns of {summary['conversations']} conversations in {seconds:.1f} s "
+            f"({summary['turns_asked'] / seconds:.1f} turns/s)"
+        )
+    )
+    write_stdout(read_markdown(out_dir) + f"\nreports in {out_dir} (every scored turn in turns.jsonl)\n")
