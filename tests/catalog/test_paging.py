@@ -30,13 +30,24 @@ def assistant(catalog: Path, tmp_path: Path, events: MemoryListener):
         yield a
 
 
-@pytest.mark.parametrize("text", MORE)
+@pytest.mark.parametrize(
+    "text", [*MORE, "any more?", "gimme more", "show more pls", "are there any others?", "other options?", "Next page"]
+)
 def test_paging_requests(text: str) -> None:
     assert is_more_request(text, WORDS)
 
 
 @pytest.mark.parametrize(
-    "text", ["more food in Miami", "what about on Sunday?", "food pantry", "next to the library", "", "show me"]
+    "text",
+    [
+        "more food in Miami",
+        "what about on Sunday?",
+        "food pantry",
+        "next to the library",
+        "",
+        "show me",
+        "any other food banks?",
+    ],
 )
 def test_requests_that_are_not_paging(text: str) -> None:
     assert not is_more_request(text, WORDS)
