@@ -33,8 +33,11 @@ from tracerag.catalog.generated_reply import generated_reply
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
+from tracerag.catalog.paging import ALREADY_SHOWN, ShownLog, is_more_request, that_is_all
 from tracerag.catalog.parse import parse_request
 from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.record_details import details_of, phone_phrase
+from tracerag.catalog.record_status import excluded_by_status
 from tracerag.catalog.reply import (
     Recommendation,
     constraint_label,
@@ -114,6 +117,7 @@ class Turn:
                     "address": ", ".join(p for p in (r.record.address, r.record.city, r.record.zip) if p),
                     "phones": r.record.phones,
                     "hours": r.record.hours_text,
+                    **details_dict(r),
                     "evidence": [
                         {"passed": e.passed, "reason": e.reason, "quote": e.quote, "span": e.span} for e in r.evidence
                     ],
@@ -121,6 +125,25 @@ class Turn:
                 for r in self.recommendations
             ],
         }
+
+
+def details_dict(r: Recommendation) -> dict:
+    """A recommendation's details as data (`catalog.record_details`): who it is for, how to reach it, notices,
+    when the directory last verified it."""
+    d = r.details_or_default()
+    return {
+        "phone_details": [{"number": n, "label": label} for n, label in d.phones],
+        "reach": phone_phrase(d),
+        "url": d.url,
+        "eligibility": d.eligibility,
+        "season": d.season,
+        "notices": list(d.notices),
+        "status": r.record.status,
+        "last_verified": d.verified,
+        "verified_what": d.verified_what,
+        "verified_days": d.verified_days,
+        "verified_stale": d.stale,
+    }
 
 
 def constraints_dict(c: Constraints) -> dict:
@@ -167,6 +190,8 @@ class CatalogAssistant:
         self.today = date.today().weekday() if today is None else today
         self.state = Constraints()
         self.turns: list[Turn] = []
+        self.shown = ShownLog()  # what each request has been shown (`catalog.paging`): never the same service twice
+        self.on = date.today()  # the day replies are for: a record's temporary notice and verification age
         self._names: set[str] | None = None
         self._vocabulary: CatalogVocabulary | None = None
         self._term_records: dict[str, int] = {}
@@ -194,6 +219,7 @@ class CatalogAssistant:
     def reset(self) -> None:
         """Start a new conversation (the evaluation asks each request afresh); the trail goes on."""
         self.state = Constraints()
+        self.shown.clear()
 
     @property
     def trail_path(self) -> Path:
@@ -219,7 +245,10 @@ class CatalogAssistant:
 
     def ask(self, request: str) -> Turn:
         n = len(self.turns)
-        if self.llm is not None:
+        if self.turns and is_more_request(request, self.words.records):  # "show me more": the same constraints
+            parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
+            method = CatalogParseMethod.RULES
+        elif self.llm is not None:
             parsed, notes = parse_with_llm(request, self.index, self.llm, today=self.today)
             method = CatalogParseMethod.LLM_GAZETTEER
         else:
@@ -325,11 +354,14 @@ class CatalogAssistant:
         selected: list[Recommendation] = []
         unstated: list[Recommendation] = []
         checked = 0
+        shown = self.shown.of(self.state)
         for start in range(0, len(ranked), self.batch):
             ids = ranked[start : start + self.batch]
             records = self.store.get(ids)
             for rid in ids:
                 record = records[rid]
+                if self._skipped(record, shown, n):
+                    continue
                 checked += 1
                 rec, definite = self._check(record, n)
                 if rec is not None:
@@ -338,6 +370,14 @@ class CatalogAssistant:
                 break  # enough candidates passed every check; otherwise the next batch, until exhausted
         chosen = (selected + unstated)[: self.k]
         summary = describe(self.state)
+        for rec in chosen:
+            rec.details = details_of(
+                rec.record, self.words.records, today=self.on, max_age_days=self.profile.verified_max_age_days
+            )
+        self.shown.add(self.state, [r.record.id for r in chosen])
+        if not chosen and shown:  # every service matching this request has been shown: never the same list again
+            text = that_is_all(len(shown), summary)
+            return Turn(request, CatalogOutcome.NONE_FOUND, text, [], self.state, notes, checked=checked)
         if not chosen:
             reason = self._relaxations(checked)
             return Turn(
@@ -363,6 +403,8 @@ class CatalogAssistant:
             )
         else:
             text = templated_reply(chosen, summary, words=self.words)
+        if shown:
+            text += f"\n\n({len(shown)} service(s) shown earlier for this request are not repeated.)"
         return Turn(request, CatalogOutcome.ANSWER, text, chosen, self.state, notes, removed, checked)
 
     def _catalog_names(self) -> set[str]:
@@ -427,6 +469,24 @@ class CatalogAssistant:
             return found  # text only: what the text search finds is all the candidates there are
         rest = sorted(set(allowed) - set(found))
         return found + rest  # every pre-filtered record stays a candidate, text-matching ones first
+
+    def _skipped(self, record: ServiceRecord, shown: list[str], n: int) -> bool:
+        """Whether a candidate is passed over before any check: shown earlier for the same request
+        (`catalog.paging`), or of a status the profile says never to refer (`catalog.record_status`); each one
+        goes to the trail with its reason."""
+        why = ALREADY_SHOWN if record.id in shown else excluded_by_status(record, self.profile.do_not_refer)
+        if why:
+            violations = filters.violations(record, self.state.structural, day_names=self.words.weekday_names)
+            self.trail.emit(
+                CatalogCheckEvent(
+                    turn=n,
+                    record_id=record.id,
+                    structural_ok=not violations,
+                    violations=[why, *violations],
+                    selected=False,
+                )
+            )
+        return bool(why)
 
     def _check(self, record: ServiceRecord, n: int) -> tuple[Recommendation | None, bool]:
         violations = filters.violations(record, self.state.structural, day_names=self.words.weekday_names)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from tracerag.catalog.filters import int_values, postal_head, term_ancestors
 from tracerag.catalog.model import ConstraintKind, Constraints, Opening, ServiceRecord, Structural
+from tracerag.catalog.record_details import RecordDetails, verified_phrase
 from tracerag.catalog.reply import NOT_STATED, Recommendation, constraint_label, format_address, format_hours
 from tracerag.catalog.words import WordList
 
@@ -48,6 +49,8 @@ class Card:
     phones: tuple[str, ...]
     url: str
     reasons: tuple[Reason, ...] = field(default_factory=tuple)
+    details: RecordDetails | None = None  # who it is for, phone kinds, notices, last verified (`record_details`)
+    verified: str = ""  # "Last verified 21 June 2010: over 16 years ago, call to check"
 
     @property
     def open_conditions(self) -> list[str]:
@@ -80,6 +83,8 @@ def card_of(rec: Recommendation, constraints: Constraints, words: WordList) -> C
         phones=tuple(p.strip() for p in r.phones if p.strip()),
         url=r.url.strip(),
         reasons=tuple(reasons),
+        details=(details := rec.details_or_default(words)),
+        verified=verified_phrase(details, words.records),
     )
 
 

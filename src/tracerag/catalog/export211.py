@@ -34,7 +34,13 @@ What the export gets wrong, and what is done about it:
   its city and postal code only; private phones are left out, and so are fax lines;
 - the accessibility checklist also holds values that state no feature ("Not wheelchair accessible at this
   time", "Not necessary for service", "Varies according to location"): left out;
-- "NA" / "N/A" cells are empty.
+- "NA" / "N/A" cells are empty;
+- what a person needs to judge a record (`catalog.record_details`): the status as written (`AgencyStatus`, the
+  record's, else its agency's: "Active, but do not refer" is kept, and excluded when recommending,
+  `catalog.record_status`), `LastVerifiedOn` and `UpdatedOn` (month first, as the export writes them: "6/21/10"),
+  the `TemporaryMessage` between `TemporaryMessageAppears` and `TemporaryMessageExpires`, `AvailabilityPeriod`
+  and `ServiceNotAlwaysAvailability`, and each phone's name, type and description (else the kind its column
+  names: "toll free", "hotline").
 
 A malformed row (wrong column count, no id, a duplicate id, no name anywhere) is a `RecordError` with its line; a
 coordinate that is not a number costs the record its coordinates, with an error for its line.
@@ -58,6 +64,7 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.record_details import iso
 from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, Row, RowOptions, cell_key
 from tracerag.catalog.schedule import parse_hours_text
 from tracerag.catalog.words import WordList
@@ -81,6 +88,8 @@ _PHONES = (
 )
 _NO_FEATURE = re.compile(r"\bnot (?:wheelchair accessible|necessary)\b|\bvar(?:y|ies) according\b", re.IGNORECASE)
 _TRUE = frozenset({"yes", "true", "1"})
+DATE_ORDER = "mdy"  # how the export writes dates ("6/21/10")
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])")
 _SLUG = re.compile(r"[^a-z0-9]+")
 _LIST = re.compile(r"\s*;\s*")
 
@@ -322,6 +331,17 @@ class _Reader:
             email=first("EmailAddressMain"),
         )
         record.phones = next((p for p in (_phones(r) for r in lineage) if p), [])
+        owner = next((r for r in lineage if _phones(r) == record.phones), row)
+        record.phone_labels = _phone_labels(owner, record.phones)
+        record.status = next((clean_text(r["AgencyStatus"]) for r in lineage if r["AgencyStatus"]), "")
+        record.last_verified = iso(row["LastVerifiedOn"], DATE_ORDER)
+        record.last_updated = iso(row["UpdatedOn"], DATE_ORDER)
+        record.temporary_message = clean_text(row["TemporaryMessage"])
+        if record.temporary_message:
+            record.temporary_message_from = iso(row["TemporaryMessageAppears"], DATE_ORDER)
+            record.temporary_message_until = iso(row["TemporaryMessageExpires"], DATE_ORDER)
+        periods = (clean_text(row[c]) for c in ("AvailabilityPeriod", "ServiceNotAlwaysAvailability"))
+        record.availability = "; ".join(p for p in periods if p)
         record.languages = next(
             (
                 n
@@ -376,6 +396,25 @@ def _phones(row: _Row) -> list[str]:
         if number and cell_key(row[private_column]) not in _TRUE and number not in out:
             out.append(number)
     return out
+
+
+def _phone_labels(row: _Row, numbers: list[str]) -> dict[str, str]:
+    """Each number's name, type and description as the row gives them ("Intake", "24 hours daily"), else the kind
+    of number its column names ("toll free", "hotline"); numbers of the numbered columns without any: none."""
+    labels: dict[str, str] = {}
+    for prefix in _PHONES:
+        numbered = prefix[5:].isdigit()
+        number = " ".join(row[f"{prefix}Number" if numbered else prefix].split())
+        if number not in numbers or number in labels:
+            continue
+        parts = [row[f"{prefix}{c}"] for c in ("Name", "Type", "Description")] if numbered else []
+        if not numbered:
+            kind = _CAMEL.sub(" ", prefix.removeprefix("Phone").removeprefix("Number")).lower()
+            parts = [kind, row[f"{prefix}Description"]]
+        label = ", ".join(dict.fromkeys(p for p in (clean_text(x) for x in parts) if p))
+        if label:
+            labels[number] = label
+    return labels
 
 
 def _service_id(row: _Row, parent: _Row | None) -> str:

@@ -23,6 +23,10 @@ What the exports get wrong, and what is done about it:
 - descriptions end with service-area tags ("###MON###", "###COL###": codes of the export): removed from the
   text (they name the area served, not the location's county, so `county` stays empty when `region` is);
 - services whose `status` is inactive or defunct are left out, counted by status (`HsdsStats.filtered`);
+- what a reply shows beside the hours (`catalog.record_details`): the service's `status` as written (a status
+  such as "temporarily closed" is shown), each phone's `type` and `description`, `holiday_schedules.csv` as the
+  service's availability ("closed 2024-12-24 to 2024-12-26"), and the latest `last_action_date` of the service in
+  `metadata.csv` as its last update (HSDS has no verification date);
 - eligibility rows are tied to a service by their service_id; rows without one (all of them, in one real
   export) cannot be tied to anything and are only counted (`HsdsStats.eligibility_unlinked`), never guessed by
   row order.
@@ -41,6 +45,7 @@ from pathlib import Path
 
 from tracerag.catalog.clean import canonical, canonical_forms, clean_languages, clean_text, term_parts
 from tracerag.catalog.model import Opening, ServiceRecord
+from tracerag.catalog.record_details import iso
 from tracerag.catalog.rows import Row, cell_key
 from tracerag.catalog.schedule import openings_from_rows, parse_hours_text
 from tracerag.catalog.words import WordList
@@ -139,6 +144,12 @@ def read_hsds(
         if r["service_id"]:
             at_location[r["service_id"]].append(r)
     phones = _index(table("phones.csv"))
+    holidays = _index(table("holiday_schedules.csv"))
+    updated: dict[str, str] = {}
+    for r in table("metadata.csv"):
+        when = iso(r["last_action_date"])
+        if r["resource_id"] and when > updated.get(r["resource_id"], ""):
+            updated[r["resource_id"]] = when
     language_rows = table("languages.csv")
     languages = _index(language_rows)
     language_forms = canonical_forms(n for r in language_rows for n in clean_languages([r["language"]], words))
@@ -211,6 +222,10 @@ def read_hsds(
                 record.zip = address["postal_code"]
                 record.county = " ".join(address["region"].split())
             record.phones = _phones(phones.rows(sid, lid, sal["id"]))
+            record.phone_labels = _phone_labels(phones.rows(sid, lid, sal["id"]), record.phones)
+            record.status = clean_text(row["status"])
+            record.availability = _holidays(holidays.rows(sid, lid, sal["id"]))
+            record.last_updated = updated.get(sid, "")
             names = clean_languages((r["language"] for r in languages.rows(sid, lid, sal["id"])), words)
             record.languages = list(dict.fromkeys(canonical(n, language_forms) for n in names))
             record.accessibility = list(dict.fromkeys(accessibility.get(lid, [])))
@@ -274,6 +289,32 @@ def _phones(rows: list[Row]) -> list[str]:
         if number not in out:
             out.append(number)
     return out
+
+
+def _phone_labels(rows: list[Row], numbers: list[str]) -> dict[str, str]:
+    """Each number's type and description as the rows give them ("voice, Intake line")."""
+    labels: dict[str, str] = {}
+    for r in rows:
+        number = " ".join(r["number"].split())
+        number = next((n for n in numbers if n == number or n.startswith(f"{number} x")), "")
+        label = ", ".join(dict.fromkeys(t for t in (clean_text(r["type"]), clean_text(r["description"])) if t))
+        if number and label and number not in labels:
+            labels[number] = label
+    return labels
+
+
+def _holidays(rows: list[Row]) -> str:
+    """The holiday schedule as one line per entry: "closed 2024-12-24 to 2024-12-26", "2024-12-31: 09:00-12:00"."""
+    out = []
+    for r in rows:
+        start, end = iso(r["start_date"]), iso(r["end_date"])
+        if not start:
+            continue
+        days = start if end in ("", start) else f"{start} to {end}"
+        closed = cell_key(r["closed"]) in ("true", "yes", "1")
+        hours = f"{r['opens_at']}-{r['closes_at']}" if r["opens_at"] and r["closes_at"] else ""
+        out.append(f"closed {days}" if closed or not hours else f"{days}: {hours}")
+    return "; ".join(dict.fromkeys(out))
 
 
 def _hours(record: ServiceRecord, rows: list[Row], stats: HsdsStats) -> None:

@@ -23,6 +23,7 @@ from tracerag.catalog.hsds import HsdsStats, read_hsds, read_taxonomy
 from tracerag.catalog.mapping import read_mapped
 from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.profile_inference import Inference, infer, write_profile
+from tracerag.catalog.record_status import do_not_refer_statuses
 from tracerag.catalog.rows import ReadStats
 from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.words import WordList
@@ -228,6 +229,14 @@ def build_catalog(
     # the profile is checked before anything is written: a bad --language leaves the catalog as it was
     countries = stats.countries if fmt == "hsds" else read_stats.countries
     inference = infer(values, countries)
+    # statuses a mapping names, and those whose words say not to refer (`catalog.record_status`)
+    named = (mapping or {}).get("do_not_refer") if fmt == "mapped" else None
+    named = [named] if isinstance(named, str) else list(named or [])
+    do_not_refer = tuple(dict.fromkeys([*named, *do_not_refer_statuses(values, (words or WordList.load()).records)]))
+    if do_not_refer:
+        inference.values["do_not_refer"] = do_not_refer
+        held = sum(r.status in do_not_refer for r in values)
+        inference.how["do_not_refer"] = f"statuses named by the mapping or saying not to refer, on {held} records"
 
     target.mkdir(parents=True, exist_ok=True)
     final = target / "catalog.sqlite"

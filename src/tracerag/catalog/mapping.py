@@ -9,6 +9,10 @@ that fill each ServiceRecord field, plus options. Every key is in the README's "
     address = ["Street", "Suite"]   # several columns: joined with ", " (other text fields: a blank line)
     hours_text = "Hours"      # read with `schedule.parse_hours_text` into openings; kept as written
     hours_12h = true          # the hours column writes "9-5" for 9am-5pm (211 software does)
+    last_verified = "Verified"   # a date (also last_updated, temporary_message_from/_until): ISO, or numeric
+    date_order = "mdy"        # ... in this order ("6/21/10"); default ymd
+    status = "Status"         # as written; with do_not_refer, statuses never recommended (into the profile)
+    do_not_refer = ["Hold"]
     languages = "Languages"
     languages_sep = ";"       # list fields (phones, languages, accessibility, taxonomy): separator, default ";"
     taxonomy = "TermIds"      # term ids ("BD-1800.2000 * YB-8000": linked parts are terms each)
@@ -25,7 +29,8 @@ that fill each ServiceRecord field, plus options. Every key is in the README's "
 
 and the row options of `catalog.rows` (filter, exclude, null, aliases). Fields: id, service_id (default: id),
 name, organization, description, application_process, fees, eligibility, address, city, state, zip, county,
-phones, url, email, languages, accessibility, taxonomy, hours_text, latitude, longitude.
+phones, url, email, languages, accessibility, taxonomy, hours_text, latitude, longitude, status, availability,
+temporary_message, last_verified, last_updated, temporary_message_from, temporary_message_until.
 
 Text is cleaned as HSDS text is (literal "\\n", mojibake punctuation, HTML); a city written in several casings or
 punctuations takes the file's most common one. A row without id or name, a duplicate id, or a row of the wrong
@@ -53,6 +58,7 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.record_details import DATE_ORDERS, iso
 from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, RowOptions, cell_key
 from tracerag.catalog.schedule import parse_hours_text
 from tracerag.catalog.words import WordList
@@ -79,7 +85,10 @@ TEXT_FIELDS = (
     "url",
     "email",
     "hours_text",
+    *("status", "availability", "temporary_message"),  # what a reply shows beside the hours (record_details)
+    *("last_verified", "last_updated", "temporary_message_from", "temporary_message_until"),
 )
+DATE_FIELDS = ("last_verified", "last_updated", "temporary_message_from", "temporary_message_until")
 LIST_FIELDS = ("phones", "languages", "accessibility", "taxonomy")
 FLOAT_FIELDS = ("latitude", "longitude")
 PROFILE_FIELDS = ("country",)
@@ -91,6 +100,8 @@ OPTIONS = (
     "hours_12h",
     "taxonomy_names",
     "x_mark",
+    "date_order",
+    "do_not_refer",
     *(f"{f}_sep" for f in LIST_FIELDS),
     *TABLE_OPTIONS,
     *ROW_OPTIONS,
@@ -171,6 +182,10 @@ def parse_spec(mapping: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"mapping: {key} must be true or false, not {spec[key]!r}")
     if "encoding" in spec:
         asked_encoding(spec["encoding"])  # an unknown codec is a ConfigError naming it
+    if spec.get("date_order", "ymd") not in DATE_ORDERS:
+        raise ConfigError(f"mapping: date_order must be one of {list(DATE_ORDERS)}, not {spec['date_order']!r}")
+    if "do_not_refer" in spec and not _columns_value(spec["do_not_refer"]):
+        raise ConfigError(f"mapping: do_not_refer must be a status or a list of them, not {spec['do_not_refer']!r}")
     if "x_mark" in spec and not _columns_value(spec["x_mark"]):
         raise ConfigError(f"mapping: x_mark must be a value or a list of values, not {spec['x_mark']!r}")
     marked = spec.get("x_marked", {})
@@ -332,6 +347,11 @@ def _record(
     fields["id"], fields["name"] = rid, name
     fields["service_id"] = fields["service_id"] or rid
     fields["city"] = " ".join(fields["city"].split())
+    out: list[Read] = []
+    for key in DATE_FIELDS:  # kept as ISO dates; a cell that is no date is an error for its line, the record kept
+        written, fields[key] = fields[key], iso(fields[key], spec.get("date_order", "ymd"))
+        if written and not fields[key]:
+            out.append(RecordError(f"record {rid}: {key} {written!r} is not a date", file=file, line=line))
     record = ServiceRecord(**fields)
 
     def sep(key: str) -> str:
@@ -355,7 +375,6 @@ def _record(
     country = _text(values, spec.get("country"), " ") or _str(constants.get("country"))
     if country:
         stats.countries[country] += 1
-    out: list[Read] = []
     coords = [_str(values.get(spec[k])).strip() if spec.get(k) else "" for k in FLOAT_FIELDS]
     if any(coords):
         try:

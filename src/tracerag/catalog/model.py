@@ -53,6 +53,16 @@ class ServiceRecord:
     hours_text: str = ""  # the schedule as written ("9:00am-5:00pm, Mon-Fri"), kept when it cannot be parsed
     latitude: float | None = None
     longitude: float | None = None
+    # What a person needs to judge a record before acting on it (see `catalog.record_details`): the directory's
+    # own words and dates, never computed. Dates are ISO ("2010-06-21"), "" when the directory gives none.
+    phone_labels: dict[str, str] = field(default_factory=dict)  # number (as in `phones`) -> its type/description
+    status: str = ""  # the record's status as the directory writes it ("Active, but do not refer")
+    last_verified: str = ""  # when the directory last verified the record
+    last_updated: str = ""  # when the directory last changed it (shown when it was never verified)
+    temporary_message: str = ""  # a notice for a while ("Closed for repairs until May")
+    temporary_message_from: str = ""  # when the notice starts to apply ("" = already)
+    temporary_message_until: str = ""  # when it expires ("" = until removed)
+    availability: str = ""  # when the service is offered, beyond weekly hours ("November to March", holidays)
 
     def text(self) -> str:
         """The free text checked for semantic constraints (and indexed for semantic search)."""

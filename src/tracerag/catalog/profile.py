@@ -55,6 +55,14 @@ class CatalogProfile(BaseModel):
     words: Path | None = Field(
         None, description="A word-list file replacing the packaged one for `language` (same format)."
     )
+    do_not_refer: tuple[str, ...] = Field(
+        (),
+        description='Record statuses, as the directory writes them, of services never to recommend ("Active, but '
+        'do not refer"); found at ingest from the words of the statuses, or set here.',
+    )
+    verified_max_age_days: int = Field(
+        365, ge=1, description="A record last verified longer ago than this is shown flagged: call to check."
+    )
 
     @classmethod
     def load(cls, catalog_dir: Path) -> CatalogProfile:

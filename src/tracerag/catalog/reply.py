@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import date
 
 from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.model import ConstraintKind, Constraints, Opening, Semantic, ServiceRecord
+from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.record_details import RecordDetails, detail_lines, details_of, phone_phrase, words_of
 from tracerag.catalog.words import WordList
 
 __all__ = [
@@ -37,6 +40,14 @@ _DASH = "\u2013"
 class Recommendation:
     record: ServiceRecord
     evidence: list[Evidence] = field(default_factory=list)  # one per semantic constraint, in the request's order
+    details: RecordDetails | None = None  # set by the assistant for its day and profile (`catalog.record_details`)
+
+    def details_or_default(self, words: WordList | None = None) -> RecordDetails:
+        """The details the assistant set, else those of today under a default profile."""
+        if self.details is not None:
+            return self.details
+        max_age = CatalogProfile().verified_max_age_days
+        return details_of(self.record, words_of(words), today=date.today(), max_age_days=max_age)
 
     @property
     def unstated(self) -> list[Evidence]:
@@ -117,10 +128,11 @@ def _item(i: int, rec: Recommendation, words: WordList | None) -> list[str]:
     name = r.name.strip() or NOT_STATED
     org = r.organization.strip()
     lines = ["", f"{i}. {name}" + (f" ({org})" if org and org.casefold() != name.casefold() else "")]
+    details = rec.details_or_default(words)
+    lines.append(f"   Phone: {phone_phrase(details) or NOT_STATED}")  # how to reach it: phones first
     lines.append(f"   Address: {format_address(r)}")
     lines.append(f"   Hours: {format_hours(r.openings, r.hours_text, words=words)}")
-    phones = [p.strip() for p in r.phones if p.strip()]
-    lines.append(f"   Phone: {', '.join(phones) if phones else NOT_STATED}")
+    lines.extend(detail_lines(details, words_of(words)))
     lines.extend(f"   {_evidence_line(ev)}" for ev in rec.evidence)
     return lines
 

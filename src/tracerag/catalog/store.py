@@ -90,6 +90,14 @@ def record_to_dict(record: ServiceRecord) -> dict[str, Any]:
         "hours_text": record.hours_text,
         "latitude": record.latitude,
         "longitude": record.longitude,
+        "phone_labels": dict(record.phone_labels),
+        "status": record.status,
+        "last_verified": record.last_verified,
+        "last_updated": record.last_updated,
+        "temporary_message": record.temporary_message,
+        "temporary_message_from": record.temporary_message_from,
+        "temporary_message_until": record.temporary_message_until,
+        "availability": record.availability,
     }
 
 

@@ -29,7 +29,7 @@ from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key, stem
 
-__all__ = ["CountryWords", "WordList", "fill_region"]
+__all__ = ["CountryWords", "RecordWords", "WordList", "fill_region"]
 
 
 def _split(text: str | Iterable[str]) -> frozenset[str]:
@@ -120,6 +120,29 @@ class _Replies(_Strict):
     labels: Words = ""
 
 
+class _Records(_Strict):
+    more: Words = ""
+    more_words: Words = ""
+    do_not_refer: list[str] = []
+    listed_statuses: list[str] = []
+    season: Words = ""
+    months: list[str] = Field(default=[f"{m:02d}" for m in range(1, 13)], min_length=12, max_length=12)
+    date_format: str = "{year}-{month}-{day}"
+
+
+@dataclass(frozen=True)
+class RecordWords:
+    """Words about records and paging (`catalog.record_details`, `catalog.record_status`, `catalog.paging`)."""
+
+    more: frozenset[str] = frozenset()  # a paging request holds one of these
+    more_words: frozenset[str] = frozenset()  # ... and only these and `more`
+    do_not_refer: tuple[str, ...] = ()  # folded phrases of a status that means "do not refer"
+    listed_statuses: frozenset[str] = frozenset()  # folded statuses that say nothing worth showing
+    season: frozenset[str] = frozenset()
+    months: tuple[str, ...] = tuple(f"{m:02d}" for m in range(1, 13))
+    date_format: str = "{year}-{month}-{day}"
+
+
 class _WordFile(_Strict):
     """The file's format: every key is checked, an unknown one is refused (a typo would silently drop words)."""
 
@@ -141,6 +164,7 @@ class _WordFile(_Strict):
     texts: _Texts = _Texts()
     addresses: _Addresses = _Addresses()
     replies: _Replies = _Replies()
+    records: _Records = _Records()
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, so a compiled pattern can be cached per list
@@ -187,6 +211,7 @@ class WordList:
     directions: Mapping[str, str]
     name_small_words: frozenset[str]
     reply_labels: frozenset[str]
+    records: RecordWords = RecordWords()
 
     @classmethod
     def load(cls, language: str = "en", path: Path | None = None) -> WordList:
@@ -307,6 +332,15 @@ def _build(data: _WordFile, where: str) -> WordList:
         directions={fold_key(k): v for k, v in data.addresses.directions.items()},
         name_small_words=_split(data.replies.name_small_words) | day_words,
         reply_labels=_split(data.replies.labels),
+        records=RecordWords(
+            more=_split(data.records.more),
+            more_words=_split(data.records.more_words),
+            do_not_refer=tuple(fold_key(p) for p in data.records.do_not_refer),
+            listed_statuses=frozenset(fold_key(p) for p in data.records.listed_statuses),
+            season=_split(data.records.season),
+            months=tuple(data.records.months),
+            date_format=data.records.date_format,
+        ),
     )
 
 

@@ -98,6 +98,12 @@ class CardOut(BaseModel):
     url: str = Field(description="The record's web address as the directory states it (may be empty).")
     reasons: list[ReasonOut] = Field(description="One per constraint of the request, in its order.")
     open_conditions: list[str] = Field(description="Conditions the directory does not state for this service.")
+    phone_labels: list[str] = Field([], description="Each phone's type or description as written, parallel to phones.")
+    eligibility: str = Field("", description="Who the service is for, as the directory writes it.")
+    notices: list[str] = Field([], description="A temporary message in force, a status, when it is offered.")
+    season: str = Field("", description="The hours text as written when it names a season.")
+    verified: str = Field("", description="When the directory last verified it, flagged when too long ago.")
+    verified_stale: bool = Field(False, description="Last verified longer ago than the catalog profile allows.")
 
     @classmethod
     def of(cls, card: Card) -> CardOut:
@@ -122,7 +128,23 @@ class CardOut(BaseModel):
                 for r in card.reasons
             ],
             open_conditions=card.open_conditions,
+            **_details(card),
         )
+
+
+def _details(card: Card) -> dict:
+    d = card.details
+    if d is None:
+        return {}
+    labels = dict(d.phones)
+    return {
+        "phone_labels": [labels.get(p, "") for p in card.phones],
+        "eligibility": d.eligibility,
+        "notices": list(d.notices),
+        "season": d.season,
+        "verified": card.verified,
+        "verified_stale": d.stale,
+    }
 
 
 class RemovedOut(BaseModel):

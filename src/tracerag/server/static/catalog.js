@@ -58,13 +58,18 @@
     const facts = el("dl", { class: "facts" });
     const fact = (term, ...value) => facts.append(el("dt", { text: term }), el("dd", {}, ...value));
     if (c.organization && c.organization.toLowerCase() !== c.name.toLowerCase()) fact("Organisation", c.organization);
+    const phones = c.phones.length ? c.phones : null;  // how to reach it: phones first
+    fact("Phone", ...(phones
+      ? phones.flatMap((p, i) => [i ? ", " : null, el("a", { href: `tel:${p.replace(/[^0-9+]/g, "")}`, text: p }),
+        (c.phone_labels || [])[i] ? ` (${c.phone_labels[i]})` : null])
+      : ["not stated in the directory"]));
     fact("Address", c.address);
     fact("Hours", c.hours);
-    const phones = c.phones.length ? c.phones : null;
-    fact("Phone", ...(phones
-      ? phones.flatMap((p, i) => [i ? ", " : null, el("a", { href: `tel:${p.replace(/[^0-9+]/g, "")}`, text: p })])
-      : ["not stated in the directory"]));
+    if (c.season) fact("Season", c.season);
+    (c.notices || []).forEach((n) => fact("Note", n));
+    if (c.eligibility) fact("For", c.eligibility);
     if (c.url) fact("Web", link(c.url));
+    if (c.verified) fact("Verified", el("span", { class: c.verified_stale ? "stale" : "", text: c.verified }));
     const article = el("article", { class: "card" }, el("h3", { text: c.name }), facts);
     if (c.reasons.length) {
       article.append(el("p", { class: "why", text: "Why it fits" }),

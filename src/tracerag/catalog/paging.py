@@ -1,0 +1,65 @@
+"""Paging within a conversation: "show me more" gives the next services, never one already shown.
+
+A request made only of paging words ("show me more", "any others?", "next", the word list's `records.more` and
+`records.more_words`) keeps the conversation's constraints as they are and asks for the next k services that
+meet them. What has been shown is remembered per set of constraints (`ShownLog`): a turn with the same
+constraints, whether a paging request or the same request again, skips every service shown for them (each skip
+in the trail) and, when none is left, says that is all and how many were shown, never the same list again. A new
+topic or place is a new set of constraints and starts a fresh list; coming back to an earlier one goes on where
+it stopped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tracerag.catalog.model import Constraints
+from tracerag.catalog.words import RecordWords
+from tracerag.text import fold_key
+
+__all__ = ["ALREADY_SHOWN", "ShownLog", "constraints_key", "is_more_request", "that_is_all"]
+
+ALREADY_SHOWN = "already shown in this conversation for the same request"  # the trail's reason for a skip
+
+
+def is_more_request(text: str, words: RecordWords) -> bool:
+    """Whether a request only asks for more of the same ("show me more", "any others?", "Next")."""
+    tokens = fold_key(text).split()
+    return (
+        bool(tokens)
+        and any(t in words.more for t in tokens)
+        and all(t in words.more or t in words.more_words for t in tokens)
+    )
+
+
+def constraints_key(c: Constraints) -> tuple:
+    """What makes two turns the same request: every constraint's values, the conditions and the topic (folded)."""
+    structural = tuple(sorted((str(s.kind), tuple(sorted(s.values))) for s in c.structural))
+    semantic = tuple(sorted((fold_key(s.text), s.negated) for s in c.semantic))
+    return structural, semantic, fold_key(c.topic)
+
+
+@dataclass
+class ShownLog:
+    """The record ids shown so far in a conversation, in order, per set of constraints."""
+
+    shown: dict[tuple, list[str]] = field(default_factory=dict)
+
+    def of(self, c: Constraints) -> list[str]:
+        return list(self.shown.get(constraints_key(c), []))
+
+    def add(self, c: Constraints, ids: list[str]) -> None:
+        seen = self.shown.setdefault(constraints_key(c), [])
+        seen.extend(i for i in ids if i not in seen)
+
+    def clear(self) -> None:
+        self.shown.clear()
+
+
+def that_is_all(shown: int, summary: str) -> str:
+    """The reply when every service matching the request has been shown."""
+    summary = summary.strip() or "your request"
+    return (
+        f"That is all: the directory has no other services matching {summary}. "
+        f"I have shown {shown} service(s) for it in this conversation."
+    )
