@@ -45,6 +45,7 @@ from tracerag.catalog.reply import (
     place_phrase,
     templated_reply,
 )
+from tracerag.catalog.request_language import RequestLanguage, available_glosses, understand
 from tracerag.catalog.store import STORE_FILE, CatalogStore, check_catalog_dir
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
 from tracerag.catalog.words import WordList
@@ -99,10 +100,12 @@ class Turn:
     removed: list[dict] = field(default_factory=list)
     checked: int = 0
     topic_match: TopicMatch | None = None
+    language: str = ""  # the request's language (its reply's fixed sentences are in it where a translation exists)
 
     def to_dict(self) -> dict:
         return {
             "request": self.request,
+            "language": self.language,
             "outcome": self.outcome,
             "reply": self.reply,
             "constraints": constraints_dict(self.constraints),
@@ -183,6 +186,11 @@ class CatalogAssistant:
         self.index = GazetteerIndex.build(self.gazetteer, self.words, self.profile)
         self.rules = RuleChecker(self.words, self.profile)
         self.facts = FactFinder(self.words, self.profile)
+        self.languages = (
+            self.profile.request_languages
+            if self.profile.request_languages is not None
+            else tuple(available_glosses(self.profile.language))
+        )
         self.llm = llm
         self.variant = CatalogVariant(variant)
         self.k = k
@@ -245,14 +253,15 @@ class CatalogAssistant:
 
     def ask(self, request: str) -> Turn:
         n = len(self.turns)
-        if self.turns and is_more_request(request, self.words.records):  # "show me more": the same constraints
+        heard = self._understand(request)
+        if self.turns and is_more_request(heard.text, self.words.records):  # "show me more": the same constraints
             parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
             method = CatalogParseMethod.RULES
         elif self.llm is not None:
             parsed, notes = parse_with_llm(request, self.index, self.llm, today=self.today)
             method = CatalogParseMethod.LLM_GAZETTEER
         else:
-            parsed, notes = parse_request(request, self.index, today=self.today), []
+            parsed, notes = parse_request(heard.text, self.index, today=self.today), []
             method = CatalogParseMethod.RULES
         self.state = merge(self.state, parsed, self.words)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
@@ -266,6 +275,7 @@ class CatalogAssistant:
                 state=constraints_dict(self.state),
                 notes=notes,
                 topic_match=match.to_dict() if match else None,
+                language=heard.to_dict(),
             )
         )
         if match is not None and not match.held:
@@ -280,6 +290,7 @@ class CatalogAssistant:
         else:
             turn = self._answer(request, n, notes)
         turn.topic_match = match
+        turn.language = heard.language
         self.trail.emit(
             CatalogReplyEvent(
                 turn=n,
@@ -292,6 +303,12 @@ class CatalogAssistant:
         )
         self.turns.append(turn)
         return turn
+
+    def _understand(self, request: str) -> RequestLanguage:
+        """The request's language among those the profile understands, and the request in the directory's words
+        (`catalog.request_language`); the catalog's place names are never glossed."""
+        places = [*self.index.cities, *self.index.counties]
+        return understand(request, self.profile.language, self.languages, self.words.ordinary, keep=places)
 
     def _topic_match(self) -> TopicMatch | None:
         """Whether the catalog holds the dialogue's topic (None without a topic): `topic_match` decides, from the

@@ -52,6 +52,11 @@ class CatalogProfile(BaseModel):
     help_line: str | None = Field(
         None, description='What a person can call when nothing in the directory fits ("211"); None: say nothing.'
     )
+    request_languages: tuple[str, ...] | None = Field(
+        None,
+        description="Languages requests may be written in besides `language`, each read through a packaged gloss "
+        "(`catalog/words/gloss-{lang}-{language}.toml`); None: every language with such a gloss; () none.",
+    )
     words: Path | None = Field(
         None, description="A word-list file replacing the packaged one for `language` (same format)."
     )

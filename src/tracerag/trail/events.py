@@ -531,6 +531,9 @@ class CatalogParseEvent(TrailEvent):
     topic_match: dict[str, Any] | None = Field(
         default=None, description="Whether the catalog holds the state's topic: per-word evidence, passage, decision."
     )
+    language: dict[str, Any] | None = Field(
+        default=None, description="The request's language, and the request in the directory's words when glossed."
+    )
 
 
 class CatalogFilterEvent(TrailEvent):
