@@ -1,12 +1,12 @@
 """A request written in another language than the directory's: which language, and the request in the
 directory's words.
 
-People write to a directory in their own language ("necesito comida gratis en hialeah"). The rule parser knows
+People write to a directory in their own language ("necesito comida gratis en lakeside"). The rule parser knows
 the directory's language only (its word list, `catalog.words`); a gloss per language pair
 (`catalog/words/gloss-{from}-{to}.toml`) says each word or phrase the way a person would say it in the
 directory's language, so that the same parser, the same conditions, the same urgency words and the same places
 apply. Words the gloss does not list (names, places, numbers, a street) are kept as written, and so is every
-place the catalog holds, even when its words are also the other language's words ("El Portal", "La Puente").
+place the catalog holds, even when its words are also the other language's words ("El Lago", "Los Pinos").
 The gloss is language knowledge, not code; which languages a catalog understands is its profile's
 `request_languages`. The reply's fixed sentences follow the request's language (`catalog.sentences`); the
 records' text is quoted as written.
