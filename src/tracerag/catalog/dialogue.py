@@ -1,15 +1,43 @@
-"""A conversation's constraints from one turn to the next ("what about Sunday?" keeps the city and the topic)."""
+"""A conversation's constraints from one turn to the next ("what about Sunday?" keeps the city and the topic).
+
+The answer to the clarifying question keeps the topic: "food", "Which city …?", "Hialeah" is food in Hialeah
+(the turn states a place and no topic); "food", "Which city …?", "anacostia" (a name the catalog lacks) is no
+new topic either (`place_answer`): the name is an unknown place, said and asked about, and food is kept.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
 
 from tracerag.catalog.matchers import ACCESS, NOW
 from tracerag.catalog.model import ConstraintKind, Constraints
 from tracerag.catalog.words import WordList
 from tracerag.text import fold_key
 
-__all__ = ["LOCATION", "merge"]
+__all__ = ["LOCATION", "PLACE_ANSWER_WORDS", "merge", "place_answer", "unknown_places"]
 
-LOCATION = (ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP)
+LOCATION = (ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP, ConstraintKind.AREA)
+PLACE_ANSWER_WORDS = 3  # a longer reply to "which city?" is a new request, not a place name
+
+
+def place_answer(previous: Constraints, new: Constraints, is_topic: Callable[[str], bool]) -> Constraints:
+    """`new`, read as the answer to "which city or postal code?" when it is one: the conversation has a topic
+    and no place yet, and the turn states no place, no service type and a few words the catalog holds no
+    service about (`is_topic`: the assistant's topic check). Those words are then a place the catalog lacks
+    (`unknown`), not a topic, so `merge` keeps the topic. Any other turn is returned as it is."""
+    if not previous.topic or previous.has_location() or new.has_location() or not new.topic:
+        return new
+    if new.of(ConstraintKind.SERVICE_TYPE) is not None or len(new.topic.split()) > PLACE_ANSWER_WORDS:
+        return new
+    if is_topic(new.topic):
+        return new
+    return replace(new, topic="", unknown=[*new.unknown, new.topic], structural=list(new.structural))
+
+
+def unknown_places(c: Constraints, words: WordList) -> list[str]:
+    """The unknowns of `c` that were places (a city, region or area the catalog lacks)."""
+    return [u for u in c.unknown if _unknown_kinds(u, words) == set(LOCATION)]
 
 
 def merge(previous: Constraints, new: Constraints, words: WordList) -> Constraints:

@@ -53,6 +53,7 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.places import coverage_entries
 from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, RowOptions, cell_key
 from tracerag.catalog.schedule import parse_hours_text
 from tracerag.catalog.words import WordList
@@ -80,7 +81,7 @@ TEXT_FIELDS = (
     "email",
     "hours_text",
 )
-LIST_FIELDS = ("phones", "languages", "accessibility", "taxonomy")
+LIST_FIELDS = ("phones", "languages", "accessibility", "taxonomy", "service_areas")
 FLOAT_FIELDS = ("latitude", "longitude")
 PROFILE_FIELDS = ("country",)
 TABLE_OPTIONS = ("x_marked", "constants", "aliases")
@@ -347,6 +348,7 @@ def _record(
     languages = [unglue(v) for v in listed("languages")]
     record.languages = clean_languages(languages, words) if spec.get("clean_languages", True) else languages
     record.accessibility = listed("accessibility")
+    record.service_areas = coverage_entries(listed("service_areas"))
     record.taxonomy = _taxonomy(values, spec, sep("taxonomy"), constants, marked.get("taxonomy", []))
     hours = record.hours_text
     if hours and spec.get("hours_12h"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterator
 from itertools import chain
 
 from tracerag.catalog.gazetteer import GazetteerIndex
@@ -27,12 +28,15 @@ __all__ = [
     "NOW",
     "accessibility",
     "add_semantic",
+    "areas",
     "cities_and_counties",
     "clauses",
     "counties",
     "eligibility_with_places",
+    "gazetteer_places",
     "languages",
     "postal_codes",
+    "regions",
     "semantic_phrases",
     "times",
     "unknown_places",
@@ -155,7 +159,10 @@ def counties(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None
         phrase = words.text[start:end]
         words.take(start, end)
         value = idx.lookup_county(phrase)
-        if value:
+        covered = idx.lookup_area(phrase)
+        if covered and (value is None or set(covered) - {value}):  # coverage columns name it: in it or covering it
+            add_area(out, covered, phrase)
+        elif value:
             if value not in values:
                 values.append(value)
             spans.append((start, end))
@@ -459,6 +466,8 @@ def cities_and_counties(words: RequestWords, idx: GazetteerIndex, out: Constrain
                 continue
             parts = [t.norm for t in tokens[i : i + size]]
             phrase = " ".join(parts)
+            if size == 1 and phrase in idx.initials and _said_as_place(words, i, idx):
+                phrase = idx.initials[phrase]  # "SF": the one place of the catalog with these initials
             exact = (
                 (ConstraintKind.CITY, idx.cities[phrase])
                 if phrase in idx.cities
@@ -498,6 +507,101 @@ def cities_and_counties(words: RequestWords, idx: GazetteerIndex, out: Constrain
         out.structural.append(Structural(kind, tuple(values), said))
 
 
+def add_area(out: Constraints, values: tuple[str, ...] | list[str], said: str) -> None:
+    """One AREA constraint per request: a second place named adds its values as alternatives ("Anacostia or
+    NE")."""
+    earlier = out.of(ConstraintKind.AREA)
+    if earlier is not None:
+        out.structural.remove(earlier)
+        values = [*earlier.values, *(v for v in values if v not in earlier.values)]
+        said = f"{earlier.said}; {said}"
+    out.structural.append(Structural(ConstraintKind.AREA, tuple(values), said))
+
+
+def _said_as_place(words: RequestWords, i: int, idx: GazetteerIndex) -> bool:
+    """Whether a short word that may be a place's initials or a region code is written as one: in capitals
+    ("SF", "DC"), or after a place word ("in sf")."""
+    raw = words.tokens[i].raw
+    return (raw.isupper() and len(raw) > 1) or words.prev_norm(i) in idx.words.place_context
+
+
+def gazetteer_places(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
+    """The names of the profile's places file ("NoVA", "PG county"), longest first: the catalog places they
+    stand for, as one AREA constraint."""
+    for i, size in _phrases(words, idx.places_max, lambda phrase: phrase in idx.places):
+        phrase = " ".join(t.norm for t in words.tokens[i : i + size])
+        add_area(out, idx.places[phrase], words.take_tokens(i, i + size))
+
+
+def areas(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
+    """Places the records' coverage columns name ("Anacostia", "Alameda County"), longest first, and the
+    initials of one ("SF" in capitals or after "in"), as an AREA constraint: the records in it or covering it. A
+    one-word name that is also an ordinary word counts only capitalised inside the request or after a place
+    word, as for cities."""
+    wl = idx.words
+
+    def named(phrase: str) -> bool:
+        return phrase in idx.areas or phrase in idx.initials and idx.initials[phrase] in idx.areas
+
+    for i, size in _phrases(words, idx.area_max, named):
+        phrase = " ".join(t.norm for t in words.tokens[i : i + size])
+        raw = words.tokens[i].raw
+        if phrase in idx.initials and phrase not in idx.areas and not _said_as_place(words, i, idx):
+            continue
+        word = size == 1 and (phrase in wl.ordinary or phrase in idx.vocab)
+        if word and not (raw[:1].isupper() and i > 0) and words.prev_norm(i) not in wl.place_context:
+            continue
+        values = idx.lookup_area(phrase)
+        if values:
+            add_area(out, values, words.take_tokens(i, i + size))
+
+
+def regions(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
+    """The records' regions ("DC", "D.C.", "Florida"). After a city, county, postal code or area ("Miami FL",
+    "Washington, D.C.", "hialeah fl 33012") the region only says where that place is: its words are taken and
+    nothing is added. Named alone ("in DC"), it is the place: the records of that region. A code that is also a
+    word ("in", "me") counts only in capitals."""
+    wl = idx.words
+    words_of_list = wl.ordinary | wl.filler | idx.vocab | idx.service_words
+    found: list[str] = []
+    spans: list[tuple[int, int]] = []
+
+    def named(phrase: str) -> bool:
+        return phrase in idx.regions
+
+    for i, size in _phrases(words, 3, named):
+        phrase = " ".join(t.norm for t in words.tokens[i : i + size])
+        if size == 1 and phrase in words_of_list and not words.tokens[i].raw.isupper():
+            continue
+        words.take_tokens(i, i + size)
+        if out.has_location():
+            continue  # "Miami FL": the city says where; the region is taken so it is no topic word
+        found.extend(v for v in idx.regions[phrase] if v not in found)
+        spans.append((words.tokens[i].start, words.tokens[i + size - 1].end))
+    if found:
+        add_area(out, found, said_together(words, spans))
+
+
+def _phrases(words: RequestWords, longest: int, named: Callable[[str], bool]) -> Iterator[tuple[int, int]]:
+    """(start, size) of each free run of alphabetic words that `named` accepts, longest first, left to right;
+    the caller takes the words it keeps."""
+    tokens = words.tokens
+    i = 0
+    while i < len(tokens):
+        hit = 0
+        for size in range(min(longest, len(tokens) - i), 0, -1):
+            if any(words.used[k] or not tokens[k].norm.isalpha() for k in range(i, i + size)):
+                continue
+            if named(" ".join(t.norm for t in tokens[i : i + size])):
+                hit = size
+                break
+        if hit:
+            yield i, hit
+            i += hit if words.used[i] else 1
+        else:
+            i += 1
+
+
 _UNKNOWN_PLACE = re.compile(r"\b(?:in|near|around)\s+(?P<place>[A-Z][a-z]+(?:[\s-]+[A-Z][a-z]+){0,2})\b")
 
 
@@ -509,7 +613,7 @@ def unknown_places(words: RequestWords, idx: GazetteerIndex, out: Constraints) -
     for m in words.matches(_UNKNOWN_PLACE):
         place = m.group("place")
         first = fold_key(place).split()[0]
-        if first in idx.vocab or wl.weekday(first) is not None or first in wl.language_names:
+        if first in idx.vocab or wl.weekday(first) is not None or first in wl.language_names or first in idx.regions:
             continue
         words.take(m.start("place"), m.end("place"))
         out.unknown.append(place)

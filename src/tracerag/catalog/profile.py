@@ -55,6 +55,11 @@ class CatalogProfile(BaseModel):
     words: Path | None = Field(
         None, description="A word-list file replacing the packaged one for `language` (same format)."
     )
+    places: Path | None = Field(
+        None,
+        description='A places file beside the profile (TOML: `"NoVA" = ["Arlington", "Alexandria"]`): names people '
+        "use, each to the catalog places (cities, counties, postal codes, regions, coverage areas) it stands for.",
+    )
 
     @classmethod
     def load(cls, catalog_dir: Path) -> CatalogProfile:
