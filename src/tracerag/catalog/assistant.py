@@ -65,7 +65,7 @@ from tracerag.trail.events import (
     RunEvent,
 )
 
-LOCATION = {ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP}
+LOCATION = {ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP, ConstraintKind.AREA}
 HOURS = {ConstraintKind.WEEKDAY, ConstraintKind.TIME}
 OTHER = {ConstraintKind.SERVICE_TYPE, ConstraintKind.LANGUAGE, ConstraintKind.ACCESSIBILITY}
 # Which constraint kinds the structured index pre-filters in each variant (as in the TRACE paper); the rest are
@@ -482,7 +482,8 @@ class CatalogAssistant:
 def describe(c: Constraints) -> str:
     """The constraints in words: places as the catalog spells them ("city: Hillcrest" for "Hillcerst"), the
     other kinds as the person said them."""
-    parts = [f"{s.kind}: {', '.join(s.values) if s.kind in LOCATION or not s.said else s.said}" for s in c.structural]
+    spelt = LOCATION - {ConstraintKind.AREA}  # an area as said: "LK", not every value it stands for
+    parts = [f"{s.kind}: {', '.join(s.values) if s.kind in spelt or not s.said else s.said}" for s in c.structural]
     if c.topic and c.of(ConstraintKind.SERVICE_TYPE) is None:
         parts.insert(0, f"'{c.topic}'")  # no service type says what is asked for: the words do
     parts += [constraint_label(s) for s in c.semantic]  # "no ID required", as the evidence lines say it

@@ -1,7 +1,7 @@
 """A conversation's constraints from one turn to the next ("what about Sunday?" keeps the city and the topic).
 
-The answer to the clarifying question keeps the topic: "food", "Which city …?", "Hialeah" is food in Hialeah
-(the turn states a place and no topic); "food", "Which city …?", "anacostia" (a name the catalog lacks) is no
+The answer to the clarifying question keeps the topic: "food", "Which city …?", "Hillcrest" is food in Hillcrest
+(the turn states a place and no topic); "food", "Which city …?", "eastgate" (a name the catalog lacks) is no
 new topic either (`place_answer`): the name is an unknown place, said and asked about, and food is kept.
 """
 

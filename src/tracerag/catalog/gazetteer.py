@@ -6,10 +6,11 @@ the words that are never a misspelt name. Whoever holds a gazetteer holds its in
 conversation); nothing is cached behind the caller's back.
 
 Places as people name them, besides the cities and counties: the records' regions (their state column, by code,
-by the country's subdivision name, and by the profile's region aliases: "DC", "D.C.", "Florida"), the areas
-their coverage columns name ("Anacostia", "Marin County"; `filters.record_areas`), the initials of a multi-word
-place name when no other place or word of the catalog has them ("SF"), and the profile's optional places file
-(`load_places`: "NoVA" → catalog cities). These become AREA constraints, matched on the records' areas.
+by the country's subdivision name, and by the profile's region aliases: "LK", "L.K.", "Lakeshire"), the areas
+their coverage columns name ("Eastgate", "Ridge County"; `filters.record_areas`), the initials of a multi-word
+place name when no other place or word of the catalog has them ("NR" for North Ridge), and the profile's
+optional places file (`load_places`: "the valley" → catalog cities). These become AREA constraints, matched on
+the records' areas.
 
 Every lookup returns a catalog value or None: a value the catalog does not hold never becomes a filter.
 Misspelt place names are matched by edit distance with transpositions (optimal string alignment: "Hillcrset" is
@@ -44,7 +45,7 @@ PLACE_EDIT_MIN_LETTERS = 5
 SERVICE_FUZZY_CUTOFF = 85  # a misspelt topic word against the taxonomy's words ("utilites" → "utility": 86)
 FUZZY_MIN_LETTERS = 4  # shorter words are never matched fuzzily (one letter off in 3 is another word)
 MAX_SERVICE_TERMS = 5  # directly matched taxonomy terms kept as alternatives
-INITIALS = (2, 4)  # letters of a place name's initials that may stand for it ("SF"); shorter or longer: never
+INITIALS = (2, 4)  # letters of a place name's initials that may stand for it ("NR"); shorter or longer: never
 
 
 @dataclass
@@ -68,10 +69,10 @@ class GazetteerIndex:
     names: dict[str, list[str]] = field(default_factory=dict)  # term name key → ids
     accessibility: dict[str, str] = field(default_factory=dict)
     postal_code: re.Pattern[str] | None = None  # how a postal code is written in a request
-    regions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "dc", "d c", "florida" → state values
+    regions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "lk", "l k", "lakeshire" → state values
     areas: dict[str, tuple[str, ...]] = field(default_factory=dict)  # place key → the record areas it names
     area_max: int = 1
-    initials: dict[str, str] = field(default_factory=dict)  # "sf" → "san francisco" (a key of cities/areas)
+    initials: dict[str, str] = field(default_factory=dict)  # "nr" → "north ridge" (a key of cities/areas)
     places: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the places file: key → record areas
     places_max: int = 1
 
@@ -163,8 +164,8 @@ class GazetteerIndex:
         self.vocab = frozenset(vocab)
 
     def _index_regions(self) -> None:
-        """The records' regions by what people call them: the code as written ("DC", also "d c" for "D.C."),
-        the country's subdivision of that code by name ("District of Columbia"), and the profile's region with
+        """The records' regions by what people call them: the code as written ("LK", also "l k" for "L.K."),
+        the country's subdivision of that code by name ("Lakeshire"), and the profile's region with
         its aliases when they name one of the records' regions."""
         country = (self.profile.country or "").upper()
         for value in self.gazetteer.regions:
@@ -187,7 +188,7 @@ class GazetteerIndex:
 
     def _index_areas(self) -> None:
         """Coverage names and the records' other place values by key, with a county word or without it
-        ("Marin County" and "Marin" are one place); postal codes and regions are matched elsewhere."""
+        ("Ridge County" and "Ridge" are one place); postal codes and regions are matched elsewhere."""
         county = self.words.county_words
         for value in self.gazetteer.areas:
             key = fold_key(value)
@@ -203,7 +204,7 @@ class GazetteerIndex:
         self.area_max = max((len(k.split()) for k in self.areas), default=1)
 
     def _index_initials(self) -> None:
-        """Initials of multi-word place names ("san francisco" → "sf"), kept only when certain: one place has
+        """Initials of multi-word place names ("north ridge" → "nr"), kept only when certain: one place has
         them (a county word and filler words are not counted), and they are no region, place, language or word
         of the word list or taxonomy."""
         w = self.words
@@ -254,11 +255,11 @@ class GazetteerIndex:
     def lookup_area(self, phrase: str) -> tuple[str, ...] | None:
         """The record areas a place name (or its initials) names, exactly by key; None when no record has it."""
         norm = fold_key(phrase)
-        norm = self.initials.get(norm, norm)
         parts = norm.split()
         keys = [norm]
         if len(parts) > 1 and parts[-1] in self.words.county_words:
-            keys.append(" ".join(parts[:-1]))  # "Marin County": the coverage entry and the county "Marin"
+            keys.append(" ".join(parts[:-1]))  # "Ridge County": the coverage entry and the county "Ridge"
+        keys = [self.initials.get(k, k) for k in keys]  # "NR", "NR County"
         values = tuple(dict.fromkeys(v for k in keys for v in self.areas.get(k, ())))
         return values or None
 

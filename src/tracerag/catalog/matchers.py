@@ -467,7 +467,7 @@ def cities_and_counties(words: RequestWords, idx: GazetteerIndex, out: Constrain
             parts = [t.norm for t in tokens[i : i + size]]
             phrase = " ".join(parts)
             if size == 1 and phrase in idx.initials and _said_as_place(words, i, idx):
-                phrase = idx.initials[phrase]  # "SF": the one place of the catalog with these initials
+                phrase = idx.initials[phrase]  # "NR": the one place of the catalog with these initials
             exact = (
                 (ConstraintKind.CITY, idx.cities[phrase])
                 if phrase in idx.cities
@@ -508,8 +508,8 @@ def cities_and_counties(words: RequestWords, idx: GazetteerIndex, out: Constrain
 
 
 def add_area(out: Constraints, values: tuple[str, ...] | list[str], said: str) -> None:
-    """One AREA constraint per request: a second place named adds its values as alternatives ("Anacostia or
-    NE")."""
+    """One AREA constraint per request: a second place named adds its values as alternatives ("Eastgate or
+    Northside")."""
     earlier = out.of(ConstraintKind.AREA)
     if earlier is not None:
         out.structural.remove(earlier)
@@ -520,13 +520,13 @@ def add_area(out: Constraints, values: tuple[str, ...] | list[str], said: str) -
 
 def _said_as_place(words: RequestWords, i: int, idx: GazetteerIndex) -> bool:
     """Whether a short word that may be a place's initials or a region code is written as one: in capitals
-    ("SF", "DC"), or after a place word ("in sf")."""
+    ("NR", "LK"), or after a place word ("in nr")."""
     raw = words.tokens[i].raw
     return (raw.isupper() and len(raw) > 1) or words.prev_norm(i) in idx.words.place_context
 
 
 def gazetteer_places(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
-    """The names of the profile's places file ("NoVA", "PG county"), longest first: the catalog places they
+    """The names of the profile's places file ("the valley", "NR county"), longest first: the catalog places they
     stand for, as one AREA constraint."""
     for i, size in _phrases(words, idx.places_max, lambda phrase: phrase in idx.places):
         phrase = " ".join(t.norm for t in words.tokens[i : i + size])
@@ -534,8 +534,8 @@ def gazetteer_places(words: RequestWords, idx: GazetteerIndex, out: Constraints)
 
 
 def areas(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
-    """Places the records' coverage columns name ("Anacostia", "Alameda County"), longest first, and the
-    initials of one ("SF" in capitals or after "in"), as an AREA constraint: the records in it or covering it. A
+    """Places the records' coverage columns name ("Eastgate", "Ridge County"), longest first, and the
+    initials of one ("NR" in capitals or after "in"), as an AREA constraint: the records in it or covering it. A
     one-word name that is also an ordinary word counts only capitalised inside the request or after a place
     word, as for cities."""
     wl = idx.words
@@ -557,9 +557,9 @@ def areas(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
 
 
 def regions(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
-    """The records' regions ("DC", "D.C.", "Florida"). After a city, county, postal code or area ("Miami FL",
-    "Washington, D.C.", "hialeah fl 33012") the region only says where that place is: its words are taken and
-    nothing is added. Named alone ("in DC"), it is the place: the records of that region. A code that is also a
+    """The records' regions ("LK", "L.K.", "Lakeshire"). After a city, county, postal code or area ("Hillcrest LK",
+    "Hillcrest, L.K.", "hillcrest lk 12345") the region only says where that place is: its words are taken and
+    nothing is added. Named alone ("in LK"), it is the place: the records of that region. A code that is also a
     word ("in", "me") counts only in capitals."""
     wl = idx.words
     words_of_list = wl.ordinary | wl.filler | idx.vocab | idx.service_words
@@ -575,7 +575,7 @@ def regions(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
             continue
         words.take_tokens(i, i + size)
         if out.has_location():
-            continue  # "Miami FL": the city says where; the region is taken so it is no topic word
+            continue  # "Hillcrest LK": the city says where; the region is taken so it is no topic word
         found.extend(v for v in idx.regions[phrase] if v not in found)
         spans.append((words.tokens[i].start, words.tokens[i + size - 1].end))
     if found:

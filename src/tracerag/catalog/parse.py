@@ -30,7 +30,8 @@ def parse_request(text: str, index: GazetteerIndex, *, today: int | None = None)
     `today` is the current weekday (0 = Monday), for "today" and "tomorrow"; without it they go to `unknown`.
     The order lets the specific phrase win: ages and residence before places and times ("over 60", "residents
     of X"), the profile's places file and counties before cities ("X County"), postal codes and times before the
-    words around them, cities before coverage areas, and regions last ("Miami FL": FL only says where Miami is)."""
+    words around them, cities before coverage areas, and regions last ("Hillcrest LK": LK only says where
+    Hillcrest is)."""
     words = RequestWords(text)
     out = Constraints()
     matchers.eligibility_with_places(words, index, out)

@@ -3,9 +3,9 @@
 The cells come from the coverage columns of a 211 export, HSDS `service_area` rows or a mapped column
 (`service_areas`). With the record's own region, city, county and postal code they are the record's areas
 (`filters.record_areas`), on which an AREA constraint is matched: a request naming a place that only a coverage
-column holds ("Marin County") finds the records covering it and those located in it.
+column holds ("Ridge County") finds the records covering it and those located in it.
 
-Coverage cells are lists ("CA - Marin County; CA - Napa County;", "Alameda County, Contra Costa County"): split
+Coverage cells are lists ("LK - Ridge County; LK - Vale County;", "Ridge County, Vale County"): split
 at semicolons, commas and line breaks; an entry "XX - Name" (a region code, a dash, a name: the 211 export's
 form) is the place Name within region XX, so Name is the area (a service covering one county of a region does
 not cover the region). Entries longer than a place name (a sentence of free text) are left out.
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 __all__ = ["MAX_AREA_WORDS", "coverage_entries"]
 
-MAX_AREA_WORDS = 5  # "Presidio of San Francisco County": longer entries are sentences, not place names
+MAX_AREA_WORDS = 5  # "Fort of North Ridge County": longer entries are sentences, not place names
 _ENTRY_SEPARATOR = re.compile(r"[;,\n]+")
 _REGION_PREFIX = re.compile(r"^[A-Z]{2,3}\s+-\s+(?P<name>.+)$")
 

@@ -57,7 +57,7 @@ class CatalogProfile(BaseModel):
     )
     places: Path | None = Field(
         None,
-        description='A places file beside the profile (TOML: `"NoVA" = ["Arlington", "Alexandria"]`): names people '
+        description='A places file beside the profile (TOML: `"the valley" = ["Hillcrest", "Lakeside"]`): names people '
         "use, each to the catalog places (cities, counties, postal codes, regions, coverage areas) it stands for.",
     )
 
