@@ -46,6 +46,7 @@ SERVICE_FUZZY_CUTOFF = 85  # a misspelt topic word against the taxonomy's words 
 FUZZY_MIN_LETTERS = 4  # shorter words are never matched fuzzily (one letter off in 3 is another word)
 MAX_SERVICE_TERMS = 5  # directly matched taxonomy terms kept as alternatives
 INITIALS = (2, 4)  # letters of a place name's initials that may stand for it ("NR"); shorter or longer: never
+MAIN_PLACE_SHARE = 0.1  # a place of this share of the records may be named by its initials alone ("NR food")
 
 
 @dataclass
@@ -73,6 +74,8 @@ class GazetteerIndex:
     areas: dict[str, tuple[str, ...]] = field(default_factory=dict)  # place key → the record areas it names
     area_max: int = 1
     initials: dict[str, str] = field(default_factory=dict)  # "nr" → "north ridge" (a key of cities/areas)
+    main_initials: frozenset[str] = frozenset()  # those of the directory's main places (`MAIN_PLACE_SHARE`)
+    own_regions: frozenset[str] = frozenset()  # region keys of the profile's own region ("lk", "l k")
     places: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the places file: key → record areas
     places_max: int = 1
 
@@ -185,6 +188,7 @@ class GazetteerIndex:
         for name in own:
             if hits:
                 self.regions.setdefault(name, hits)
+        self.own_regions = frozenset(k for k, v in self.regions.items() if set(v) & set(hits))
 
     def _index_areas(self) -> None:
         """Coverage names and the records' other place values by key, with a county word or without it
@@ -227,6 +231,13 @@ class GazetteerIndex:
             name = next(iter(places))
             if name in self.cities or name in self.counties or name in self.areas:
                 self.initials[initials] = name
+        areas = self.gazetteer.areas
+        located = sum(areas.get(v, 0) for v in set(self.gazetteer.cities.values())) or 1
+        self.main_initials = frozenset(
+            i
+            for i, name in self.initials.items()
+            if max((areas.get(v, 0) for v in self.areas.get(name, ())), default=0) >= MAIN_PLACE_SHARE * located
+        )
 
     def _index_places(self, places: Mapping[str, Sequence[str]]) -> None:
         for name, values in places.items():

@@ -519,10 +519,18 @@ def add_area(out: Constraints, values: tuple[str, ...] | list[str], said: str) -
 
 
 def _said_as_place(words: RequestWords, i: int, idx: GazetteerIndex) -> bool:
-    """Whether a short word that may be a place's initials or a region code is written as one: in capitals
-    ("NR", "LK"), or after a place word ("in nr")."""
+    """Whether a short word that may be a place's initials is said as one: after a place word ("in nr"), or in
+    capitals ("NR") when it stands for one of the directory's main places and the request is not all capitals
+    (in a shouted request capitals say nothing; "ER" is other things' initials too)."""
+    if words.prev_norm(i) in idx.words.place_context:
+        return True
     raw = words.tokens[i].raw
-    return (raw.isupper() and len(raw) > 1) or words.prev_norm(i) in idx.words.place_context
+    return raw.isupper() and len(raw) > 1 and not _shouted(words) and words.tokens[i].norm in idx.main_initials
+
+
+def _shouted(words: RequestWords) -> bool:
+    letters = [c for c in words.text if c.isalpha()]
+    return bool(letters) and all(c.isupper() for c in letters)
 
 
 def gazetteer_places(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
@@ -559,20 +567,21 @@ def areas(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
 def regions(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
     """The records' regions ("LK", "L.K.", "Lakeshire"). After a city, county, postal code or area ("Hillcrest LK",
     "Hillcrest, L.K.", "hillcrest lk 12345") the region only says where that place is: its words are taken and
-    nothing is added. Named alone ("in LK"), it is the place: the records of that region. A code that is also a
-    word ("in", "me") counts only in capitals."""
+    nothing is added. Named alone ("in LK"), it is the place: the records of that region. A region's name counts
+    anywhere; its code (a word of 2 or 3 letters: "OK" or "ER" may be other things) only right after a
+    place, after a place word ("in md"), or, for the directory's own region, anywhere but as a word of the word
+    list ("dc" but not "in")."""
     wl = idx.words
     words_of_list = wl.ordinary | wl.filler | idx.vocab | idx.service_words
     found: list[str] = []
     spans: list[tuple[int, int]] = []
-
-    def named(phrase: str) -> bool:
-        return phrase in idx.regions
-
-    for i, size in _phrases(words, 3, named):
+    for i, size in _phrases(words, 3, lambda phrase: phrase in idx.regions):
         phrase = " ".join(t.norm for t in words.tokens[i : i + size])
-        if size == 1 and phrase in words_of_list and not words.tokens[i].raw.isupper():
-            continue
+        after_place = out.has_location() and i > 0 and words.used[i - 1]
+        if len(phrase.replace(" ", "")) <= 3:  # a code
+            own = phrase in idx.own_regions and phrase not in words_of_list
+            if not (after_place or own or words.prev_norm(i) in wl.place_context):
+                continue
         words.take_tokens(i, i + size)
         if out.has_location():
             continue  # "Hillcrest LK": the city says where; the region is taken so it is no topic word
