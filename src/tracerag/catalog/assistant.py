@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from tracerag.catalog import filters
 from tracerag.catalog.condition_rules import RuleChecker
-from tracerag.catalog.dialogue import merge, place_answer, unknown_places
+from tracerag.catalog.dialogue import merge, place_answer, unheld_place_words, unknown_places
 from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.facts import FactFinder
 from tracerag.catalog.gazetteer import GazetteerIndex, load_places
@@ -231,6 +231,10 @@ class CatalogAssistant:
         if answered is not parsed:
             notes.append(f"kept the topic '{self.state.topic}': '{parsed.topic}' answers where, and is no topic here")
             parsed = answered
+        placed = unheld_place_words(request, parsed, self.words, self._holds_topic)
+        if placed is not parsed:
+            notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
+            parsed = placed
         self.state = merge(self.state, parsed, self.words)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
         self._unknown_places = unknown_places(parsed, self.words)

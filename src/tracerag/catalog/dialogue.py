@@ -7,6 +7,7 @@ new topic either (`place_answer`): the name is an unknown place, said and asked 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -15,10 +16,11 @@ from tracerag.catalog.model import ConstraintKind, Constraints
 from tracerag.catalog.words import WordList
 from tracerag.text import fold_key
 
-__all__ = ["LOCATION", "PLACE_ANSWER_WORDS", "merge", "place_answer", "unknown_places"]
+__all__ = ["LOCATION", "PLACE_ANSWER_WORDS", "merge", "place_answer", "unheld_place_words", "unknown_places"]
 
 LOCATION = (ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP, ConstraintKind.AREA)
 PLACE_ANSWER_WORDS = 3  # a longer reply to "which city?" is a new request, not a place name
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*")
 
 
 def place_answer(previous: Constraints, new: Constraints, is_topic: Callable[[str], bool]) -> Constraints:
@@ -33,6 +35,33 @@ def place_answer(previous: Constraints, new: Constraints, is_topic: Callable[[st
     if is_topic(new.topic):
         return new
     return replace(new, topic="", unknown=[*new.unknown, new.topic], structural=list(new.structural))
+
+
+def unheld_place_words(
+    request: str, new: Constraints, words: WordList, is_topic: Callable[[str], bool]
+) -> Constraints:
+    """`new` with a word written after a place word ("food in eastgate") moved from the topic to `unknown` when
+    the turn states no place, the word could be a name (no word of the word list, not inflected: "paying" is
+    "pay" + "ing") and the catalog holds nothing about it (`is_topic`): a place the catalog lacks, written in
+    small letters, so `matchers.unknown_places` could not tell it from a word. Any other turn is returned as
+    it is."""
+    if new.has_location() or not new.topic:
+        return new
+    tokens = [fold_key(t) for t in _WORD.findall(request)]
+    topic = new.topic.split()
+    places = [
+        word
+        for before, word in zip(tokens, tokens[1:], strict=False)
+        if before in words.place_context and word in topic and _name_like(word, words) and not is_topic(word)
+    ]
+    if not places:
+        return new
+    kept = " ".join(w for w in topic if w not in places)
+    return replace(new, topic=kept, unknown=[*new.unknown, *places], structural=list(new.structural))
+
+
+def _name_like(word: str, words: WordList) -> bool:
+    return len(word) >= 4 and word not in words.ordinary and words.lemma(word) == word
 
 
 def unknown_places(c: Constraints, words: WordList) -> list[str]:
