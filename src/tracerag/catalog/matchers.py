@@ -564,19 +564,22 @@ def areas(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
             add_area(out, values, words.take_tokens(i, i + size))
 
 
-def regions(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
+def regions(words: RequestWords, idx: GazetteerIndex, out: Constraints, *, names_of_words: int = 1) -> None:
     """The records' regions ("LK", "L.K.", "Lakeshire"). After a city, county, postal code or area ("Hillcrest LK",
     "Hillcrest, L.K.", "hillcrest lk 12345") the region only says where that place is: its words are taken and
     nothing is added. Named alone ("in LK"), it is the place: the records of that region. A region's name counts
     anywhere; its code (a word of 2 or 3 letters: "OK" or "ER" may be other things) only right after a
     place, after a place word ("in md"), or, for the directory's own region, anywhere but as a word of the word
-    list ("dc" but not "in")."""
+    list ("dc" but not "in"). `names_of_words`: only names of that many words or more (the parser takes a
+    region of several words before the cities, so that a city named like its last word is not taken)."""
     wl = idx.words
     words_of_list = wl.ordinary | wl.filler | idx.vocab | idx.service_words
     found: list[str] = []
     spans: list[tuple[int, int]] = []
     for i, size in _phrases(words, 3, lambda phrase: phrase in idx.regions):
         phrase = " ".join(t.norm for t in words.tokens[i : i + size])
+        if names_of_words > 1 and (size < names_of_words or len(phrase.replace(" ", "")) <= 3):
+            continue  # the pass before the cities: names of several words only ("d c" is a code)
         after_place = out.has_location() and i > 0 and words.used[i - 1]
         if len(phrase.replace(" ", "")) <= 3:  # a code
             own = phrase in idx.own_regions and phrase not in words_of_list
