@@ -37,9 +37,7 @@ def place_answer(previous: Constraints, new: Constraints, is_topic: Callable[[st
     return replace(new, topic="", unknown=[*new.unknown, new.topic], structural=list(new.structural))
 
 
-def unheld_place_words(
-    request: str, new: Constraints, words: WordList, is_topic: Callable[[str], bool]
-) -> Constraints:
+def unheld_place_words(request: str, new: Constraints, words: WordList, is_topic: Callable[[str], bool]) -> Constraints:
     """`new` with a word written after a place word ("food in eastgate") moved from the topic to `unknown` when
     the turn states no place, the word could be a name (no word of the word list, not inflected: "paying" is
     "pay" + "ing") and the catalog holds nothing about it (`is_topic`): a place the catalog lacks, written in
