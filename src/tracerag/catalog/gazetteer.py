@@ -173,8 +173,8 @@ class GazetteerIndex:
         country = (self.profile.country or "").upper()
         for value in self.gazetteer.regions:
             key = fold_key(value)
-            if not key:
-                continue
+            if not key or value not in self.gazetteer.areas:
+                continue  # a store written before areas were: its records cannot be filtered by region
             names = {key}
             if key.isalpha() and len(key) <= 3:
                 names.add(" ".join(key))  # "D.C." is read as the words "d" and "c"
