@@ -25,10 +25,10 @@ from pydantic import BaseModel
 
 from tracerag.catalog import filters
 from tracerag.catalog.condition_rules import RuleChecker
-from tracerag.catalog.dialogue import merge
+from tracerag.catalog.dialogue import merge, place_answer, unheld_place_words, unknown_places
 from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.facts import FactFinder
-from tracerag.catalog.gazetteer import GazetteerIndex
+from tracerag.catalog.gazetteer import GazetteerIndex, load_places
 from tracerag.catalog.generated_reply import generated_reply
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
@@ -69,7 +69,7 @@ from tracerag.trail.events import (
     RunEvent,
 )
 
-LOCATION = {ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP}
+LOCATION = {ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP, ConstraintKind.AREA}
 HOURS = {ConstraintKind.WEEKDAY, ConstraintKind.TIME}
 OTHER = {ConstraintKind.SERVICE_TYPE, ConstraintKind.LANGUAGE, ConstraintKind.ACCESSIBILITY}
 # Which constraint kinds the structured index pre-filters in each variant (as in the TRACE paper); the rest are
@@ -183,7 +183,8 @@ class CatalogAssistant:
         self.gazetteer = self.store.gazetteer()
         self.profile = CatalogProfile.load(catalog_dir)
         self.words = WordList.load(self.profile.language, self.profile.words)
-        self.index = GazetteerIndex.build(self.gazetteer, self.words, self.profile)
+        places = load_places(catalog_dir / self.profile.places, self.gazetteer) if self.profile.places else {}
+        self.index = GazetteerIndex.build(self.gazetteer, self.words, self.profile, places)
         self.rules = RuleChecker(self.words, self.profile)
         self.facts = FactFinder(self.words, self.profile)
         self.languages = (
@@ -204,6 +205,7 @@ class CatalogAssistant:
         self._vocabulary: CatalogVocabulary | None = None
         self._term_records: dict[str, int] = {}
         self._matches: dict[tuple[str, tuple[str, ...]], TopicMatch] = {}
+        self._unknown_places: list[str] = []  # this turn's places the catalog lacks: said in the reply
         self.trail = Trail(listeners=listeners)
         # A catalog on read-only storage keeps its trails where its collection's runs go (a private cache).
         trails = trail_dir or (
@@ -263,8 +265,17 @@ class CatalogAssistant:
         else:
             parsed, notes = parse_request(heard.text, self.index, today=self.today), []
             method = CatalogParseMethod.RULES
+        answered = place_answer(self.state, parsed, self._holds_topic)
+        if answered is not parsed:
+            notes.append(f"kept the topic '{self.state.topic}': '{parsed.topic}' answers where, and is no topic here")
+            parsed = answered
+        placed = unheld_place_words(request, parsed, self.words, self._holds_topic)
+        if placed is not parsed:
+            notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
+            parsed = placed
         self.state = merge(self.state, parsed, self.words)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
+        self._unknown_places = unknown_places(parsed, self.words)
         match = self._topic_match()
         self.trail.emit(
             CatalogParseEvent(
@@ -291,6 +302,8 @@ class CatalogAssistant:
             turn = self._answer(request, n, notes)
         turn.topic_match = match
         turn.language = heard.language
+        if self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
+            turn.reply = f"{self._unknown_sentence()} {turn.reply}"
         self.trail.emit(
             CatalogReplyEvent(
                 turn=n,
@@ -352,7 +365,17 @@ class CatalogAssistant:
 
     def _clarifying_question(self) -> str:
         what = self.state.topic or "services"
+        if self._unknown_places:  # never dropped in silence: said, and asked about
+            return f"{self._unknown_sentence()[:-1]}: which city or postal code should I look in for {what}?"
         return f"Which city or postal code should I look in for {what}?"
+
+    def _unknown_sentence(self) -> str:
+        names = " or ".join(f"'{u}'" for u in self._unknown_places)
+        return f"I don't know {names} in this directory."
+
+    def _holds_topic(self, words: str) -> bool:
+        """Whether the catalog holds anything about `words` as a topic (the records' words; no service type)."""
+        return self.vocabulary.judge(words, []).held
 
     def _answer(self, request: str, n: int, notes: list[str]) -> Turn:
         structural = self.state.structural
@@ -540,7 +563,8 @@ class CatalogAssistant:
 def describe(c: Constraints) -> str:
     """The constraints in words: places as the catalog spells them ("city: Hillcrest" for "Hillcerst"), the
     other kinds as the person said them."""
-    parts = [f"{s.kind}: {', '.join(s.values) if s.kind in LOCATION or not s.said else s.said}" for s in c.structural]
+    spelt = LOCATION - {ConstraintKind.AREA}  # an area as said: "LK", not every value it stands for
+    parts = [f"{s.kind}: {', '.join(s.values) if s.kind in spelt or not s.said else s.said}" for s in c.structural]
     if c.topic and c.of(ConstraintKind.SERVICE_TYPE) is None:
         parts.insert(0, f"'{c.topic}'")  # no service type says what is asked for: the words do
     parts += [constraint_label(s) for s in c.semantic]  # "no ID required", as the evidence lines say it

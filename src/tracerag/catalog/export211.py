@@ -64,6 +64,7 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.places import coverage_entries
 from tracerag.catalog.record_details import iso
 from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, Row, RowOptions, cell_key
 from tracerag.catalog.schedule import parse_hours_text
@@ -352,6 +353,7 @@ class _Reader:
         )
         record.accessibility = next((a for a in (_access(r) for r in lineage) if a), [])
         record.taxonomy = next((t for t in (self.terms(r) for r in lineage) if t), [])
+        record.service_areas = next((a for a in (coverage_entries(r[c] for c in _COVERAGE) for r in lineage) if a), [])
         hours = clean_text(row["HoursOfOperation"] or row["Hours"] or place["HoursOfOperation"])
         record.hours_text = hours
         read = bare_hours_12h(unglue(hours, weekdays_only=True))
@@ -385,6 +387,9 @@ class _Reader:
             name = clean_text(row["Tax"])
             terms[self.code_of.get(fold_key(name)) or _SLUG.sub("_", fold_key(name)).strip("_")] = name
         return list(terms.items())
+
+
+_COVERAGE = ("Coverage", "CoverageArea", "CoverageAreaText")  # the places a resource serves (`catalog.places`)
 
 
 def _phones(row: _Row) -> list[str]:

@@ -9,6 +9,8 @@ Semantics (strict AND over constraints; OR over the values of one constraint):
 - ZIP (a postal code): the record's code equals a value, or its head does (`postal_head`: "33128" matches
   "33128-1966", "SW1A" matches "SW1A 1AA").
 - LANGUAGE, ACCESSIBILITY: one of the record's values equals one of the values.
+- AREA: one of the record's areas (`record_areas`: its region, city, county, postal code, coverage entries)
+  equals one of the values.
 - SERVICE_TYPE: one of the record's taxonomy terms is a value or lies under one (see `term_ancestors`).
 - WEEKDAY (values "0" = Monday … "6") and TIME (minutes after midnight): for every WEEKDAY constraint and every
   TIME constraint, the record has an opening on one of the weekdays that covers one of the minutes
@@ -59,6 +61,14 @@ def term_ancestors(term_id: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+def record_areas(record: ServiceRecord) -> tuple[str, ...]:
+    """Every place the record is in or covers, stripped, once each: its region, city, county, postal code and
+    the code's head, then its coverage entries (`ServiceRecord.service_areas`)."""
+    own = (record.state, record.city, record.county, record.zip, postal_head(record.zip) if record.zip else "")
+    values = (" ".join(v.split()) for v in (*own, *record.service_areas))
+    return tuple(dict.fromkeys(v for v in values if v))
+
+
 def int_values(values: Sequence[str]) -> set[int]:
     out = set()
     for v in values:
@@ -101,6 +111,8 @@ def _violations(record: ServiceRecord, constraints: list[Structural], day_names:
             yield f"county: {record.county or '(none)'} is not {_wanted(s)}"
         elif s.kind is ConstraintKind.ZIP and record.zip not in s.values and postal_head(record.zip) not in s.values:
             yield f"zip: {record.zip or '(none)'} is not {_wanted(s)}"
+        elif s.kind is ConstraintKind.AREA and not any(v in s.values for v in record_areas(record)):
+            yield f"area: {', '.join(record_areas(record)) or '(none)'} has none of {_wanted(s)}"
         elif s.kind is ConstraintKind.LANGUAGE and not any(v in s.values for v in record.languages):
             yield f"language: {', '.join(record.languages) or '(none stated)'} has no {_wanted(s)}"
         elif s.kind is ConstraintKind.ACCESSIBILITY and not any(v in s.values for v in record.accessibility):

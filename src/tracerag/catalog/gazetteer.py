@@ -5,6 +5,13 @@ counties and languages by key, the profile's place aliases, the taxonomy's terms
 the words that are never a misspelt name. Whoever holds a gazetteer holds its index (the assistant builds one per
 conversation); nothing is cached behind the caller's back.
 
+Places as people name them, besides the cities and counties: the records' regions (their state column, by code,
+by the country's subdivision name, and by the profile's region aliases: "LK", "L.K.", "Lakeshire"), the areas
+their coverage columns name ("Eastgate", "Ridge County"; `filters.record_areas`), the initials of a multi-word
+place name when no other place or word of the catalog has them ("NR" for North Ridge), and the profile's
+optional places file (`load_places`: "the valley" → catalog cities). These become AREA constraints, matched on
+the records' areas.
+
 Every lookup returns a catalog value or None: a value the catalog does not hold never becomes a filter.
 Misspelt place names are matched by edit distance with transpositions (optimal string alignment: "Hillcrset" is
 one edit from "Hillcrest") or by rapidfuzz's ratio (two letters dropped from a long name); service-type words by
@@ -14,9 +21,12 @@ ratio against the taxonomy's words.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+import tomllib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import pycountry
 from rapidfuzz import fuzz, process
 from rapidfuzz.distance import OSA
 
@@ -24,9 +34,10 @@ from tracerag.catalog.filters import postal_head
 from tracerag.catalog.model import Gazetteer
 from tracerag.catalog.profile import CatalogProfile
 from tracerag.catalog.words import WordList
+from tracerag.errors import ConfigError
 from tracerag.text import fold_key
 
-__all__ = ["FUZZY_CUTOFF", "FUZZY_MIN_LETTERS", "GazetteerIndex"]
+__all__ = ["FUZZY_CUTOFF", "FUZZY_MIN_LETTERS", "GazetteerIndex", "load_places"]
 
 FUZZY_CUTOFF = 88  # rapidfuzz ratio (0-100) for a typo to count as a catalog value: "Lakesde" → "Lakeside" (93)
 PLACE_EDITS = 1  # or one edit (insert, delete, substitute, swap two neighbours) from a place name of 5+ letters
@@ -34,6 +45,8 @@ PLACE_EDIT_MIN_LETTERS = 5
 SERVICE_FUZZY_CUTOFF = 85  # a misspelt topic word against the taxonomy's words ("utilites" → "utility": 86)
 FUZZY_MIN_LETTERS = 4  # shorter words are never matched fuzzily (one letter off in 3 is another word)
 MAX_SERVICE_TERMS = 5  # directly matched taxonomy terms kept as alternatives
+INITIALS = (2, 4)  # letters of a place name's initials that may stand for it ("NR"); shorter or longer: never
+MAIN_PLACE_SHARE = 0.1  # a place of this share of the records may be named by its initials alone ("NR food")
 
 
 @dataclass
@@ -57,9 +70,24 @@ class GazetteerIndex:
     names: dict[str, list[str]] = field(default_factory=dict)  # term name key → ids
     accessibility: dict[str, str] = field(default_factory=dict)
     postal_code: re.Pattern[str] | None = None  # how a postal code is written in a request
+    regions: dict[str, tuple[str, ...]] = field(default_factory=dict)  # "lk", "l k", "lakeshire" → state values
+    areas: dict[str, tuple[str, ...]] = field(default_factory=dict)  # place key → the record areas it names
+    area_max: int = 1
+    initials: dict[str, str] = field(default_factory=dict)  # "nr" → "north ridge" (a key of cities/areas)
+    main_initials: frozenset[str] = frozenset()  # those of the directory's main places (`MAIN_PLACE_SHARE`)
+    own_regions: frozenset[str] = frozenset()  # region keys of the profile's own region ("lk", "l k")
+    places: dict[str, tuple[str, ...]] = field(default_factory=dict)  # the places file: key → record areas
+    places_max: int = 1
 
     @classmethod
-    def build(cls, gazetteer: Gazetteer, words: WordList, profile: CatalogProfile | None = None) -> GazetteerIndex:
+    def build(
+        cls,
+        gazetteer: Gazetteer,
+        words: WordList,
+        profile: CatalogProfile | None = None,
+        places: Mapping[str, Sequence[str]] | None = None,
+    ) -> GazetteerIndex:
+        """`places`: the profile's places file (`load_places`), names → catalog place values."""
         profile = profile or CatalogProfile(language=words.language)
         idx = cls(gazetteer, words, profile)
         for key, value in gazetteer.cities.items():
@@ -81,6 +109,10 @@ class GazetteerIndex:
         idx.accessibility = {fold_key(k): v for k, v in gazetteer.accessibility.items() if fold_key(k)}
         idx._index_languages()
         idx._index_terms()
+        idx._index_regions()
+        idx._index_areas()
+        idx._index_initials()
+        idx._index_places(places or {})
         pattern = profile.postal_code_pattern
         if pattern:
             idx.postal_code = re.compile(rf"(?<![\w-])(?:{pattern})(?![\w-])", re.I)
@@ -134,6 +166,86 @@ class GazetteerIndex:
         )
         self.vocab = frozenset(vocab)
 
+    def _index_regions(self) -> None:
+        """The records' regions by what people call them: the code as written ("LK", also "l k" for "L.K."),
+        the country's subdivision of that code by name ("Lakeshire"), and the profile's region with
+        its aliases when they name one of the records' regions."""
+        country = (self.profile.country or "").upper()
+        for value in self.gazetteer.regions:
+            key = fold_key(value)
+            if not key or value not in self.gazetteer.areas:
+                continue  # a store written before areas were: its records cannot be filtered by region
+            names = {key}
+            if key.isalpha() and len(key) <= 3:
+                names.add(" ".join(key))  # "D.C." is read as the words "d" and "c"
+                sub = pycountry.subdivisions.get(code=f"{country}-{value.upper()}") if country else None
+                if sub is not None:
+                    names.add(fold_key(sub.name))
+            for name in names:
+                self.regions[name] = (*self.regions.get(name, ()), value)
+        own = {fold_key(a) for a in (self.profile.region or "", *self.profile.region_aliases) if fold_key(a)}
+        hits = tuple(dict.fromkeys(v for k in own for v in self.regions.get(k, ())))
+        for name in own:
+            if hits:
+                self.regions.setdefault(name, hits)
+        self.own_regions = frozenset(k for k, v in self.regions.items() if set(v) & set(hits))
+
+    def _index_areas(self) -> None:
+        """Coverage names and the records' other place values by key, with a county word or without it
+        ("Ridge County" and "Ridge" are one place); postal codes and regions are matched elsewhere."""
+        county = self.words.county_words
+        for value in self.gazetteer.areas:
+            key = fold_key(value)
+            if not key or not any(c.isalpha() for c in key) or value in self.gazetteer.regions:
+                continue
+            parts = key.split()
+            keys = {key}
+            if len(parts) > 1 and parts[-1] in county:
+                keys.add(" ".join(parts[:-1]))
+            for k in keys:
+                self.areas[k] = (*self.areas.get(k, ()), value)
+        self.areas = {k: tuple(dict.fromkeys(v)) for k, v in self.areas.items()}
+        self.area_max = max((len(k.split()) for k in self.areas), default=1)
+
+    def _index_initials(self) -> None:
+        """Initials of multi-word place names ("north ridge" → "nr"), kept only when certain: one place has
+        them (a county word and filler words are not counted), and they are no region, place, language or word
+        of the word list or taxonomy."""
+        w = self.words
+        owners: dict[str, set[str]] = {}
+        for key in [*self.cities, *self.counties, *self.areas]:
+            parts = [p for p in key.split() if p not in w.filler]
+            if parts and parts[-1] in w.county_words:
+                parts = parts[:-1]
+            if len(parts) < 2 or not all(p.isalpha() for p in parts):
+                continue
+            initials = "".join(p[0] for p in parts)
+            owners.setdefault(initials, set()).add(" ".join(parts))
+        taken = set(self.regions) | set(self.cities) | set(self.counties) | set(self.areas) | set(self.languages)
+        words = w.ordinary | w.filler | self.vocab | self.service_words | w.language_names
+        for initials, places in owners.items():
+            if len(places) != 1 or not INITIALS[0] <= len(initials) <= INITIALS[1]:
+                continue
+            if initials in taken or initials in words:
+                continue
+            name = next(iter(places))
+            if name in self.cities or name in self.counties or name in self.areas:
+                self.initials[initials] = name
+        areas = self.gazetteer.areas
+        located = sum(areas.get(v, 0) for v in set(self.gazetteer.cities.values())) or 1
+        self.main_initials = frozenset(
+            i
+            for i, name in self.initials.items()
+            if max((areas.get(v, 0) for v in self.areas.get(name, ())), default=0) >= MAIN_PLACE_SHARE * located
+        )
+
+    def _index_places(self, places: Mapping[str, Sequence[str]]) -> None:
+        for name, values in places.items():
+            key = fold_key(name)
+            if key:
+                self.places[key] = tuple(values)
+        self.places_max = max((len(k.split()) for k in self.places), default=1)
+
     # -- lookups ------------------------------------------------------------------------------------------
 
     def unknown_word(self, word: str) -> bool:
@@ -150,6 +262,20 @@ class GazetteerIndex:
             hit = _nearest_place(norm, self.cities_by_size.get(len(words), []))
             return self.cities[hit] if hit else None
         return None
+
+    def lookup_area(self, phrase: str) -> tuple[str, ...] | None:
+        """The record areas a place name (or its initials) names, exactly by key; None when no record has it."""
+        norm = fold_key(phrase)
+        parts = norm.split()
+        keys = [norm]
+        if len(parts) > 1 and parts[-1] in self.words.county_words:
+            keys.append(" ".join(parts[:-1]))  # "Ridge County": the coverage entry and the county "Ridge"
+        keys = [self.initials.get(k, k) for k in keys]  # "NR", "NR County"
+        values = tuple(dict.fromkeys(v for k in keys for v in self.areas.get(k, ())))
+        return values or None
+
+    def lookup_region(self, phrase: str) -> tuple[str, ...] | None:
+        return self.regions.get(fold_key(phrase))
 
     def lookup_county(self, phrase: str) -> str | None:
         norm = fold_key(phrase)
@@ -249,6 +375,34 @@ class GazetteerIndex:
         if not chosen and 0 < len(partial) <= 3:  # every asked word in a few terms: confident enough
             chosen = partial
         return chosen
+
+
+def load_places(path: Path, gazetteer: Gazetteer) -> dict[str, tuple[str, ...]]:
+    """A profile's places file: `name = "value"` or `name = ["value", ...]` lines (TOML), each value a place of
+    the catalog as its records write it (a city, county, region, postal code or coverage area; case and
+    punctuation are free). A value the catalog lacks, or a value that is not text, is a ConfigError naming the
+    file, line and name."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the places file: {exc}") from exc
+    known: dict[str, str] = {}
+    for value in sorted(gazetteer.areas, key=lambda v: -gazetteer.areas[v]):
+        known.setdefault(fold_key(value), value)
+    lines = text.splitlines()
+    out: dict[str, tuple[str, ...]] = {}
+    for name, given in data.items():
+        line = next((n for n, ln in enumerate(lines, 1) if ln.lstrip().lstrip('"').startswith(name)), 0)
+        where = f"{path}:{line}: {name!r}"
+        values = [given] if isinstance(given, str) else given
+        if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+            raise ConfigError(f"{where}: expected a place name or a list of them, got {given!r}")
+        missing = [v for v in values if fold_key(v) not in known]
+        if missing:
+            raise ConfigError(f"{where}: not a place of this catalog: {', '.join(map(repr, missing))}")
+        out[name] = tuple(dict.fromkeys(known[fold_key(v)] for v in values))
+    return out
 
 
 def _contains(words: Sequence[str], part: Sequence[str]) -> bool:

@@ -1,7 +1,8 @@
 """Read an Open Referral HSDS CSV datapackage into `ServiceRecord`s: one per service at a location.
 
 Tables joined (all optional but services.csv): organizations, services_at_location, locations, physical_addresses,
-phones, regular_schedules, languages, accessibility_for_disabilities, services_taxonomy, taxonomy, eligibility.
+phones, regular_schedules, languages, accessibility_for_disabilities, services_taxonomy, taxonomy, eligibility,
+service_areas.
 A service with one location (or none) keeps the service id; one with several gets "{service_id}@{location_id}".
 
 What the exports get wrong, and what is done about it:
@@ -45,6 +46,7 @@ from pathlib import Path
 
 from tracerag.catalog.clean import canonical, canonical_forms, clean_languages, clean_text, term_parts
 from tracerag.catalog.model import Opening, ServiceRecord
+from tracerag.catalog.places import coverage_entries
 from tracerag.catalog.record_details import iso
 from tracerag.catalog.rows import Row, cell_key
 from tracerag.catalog.schedule import openings_from_rows, parse_hours_text
@@ -159,6 +161,10 @@ def read_hsds(
     for r in table("accessibility_for_disabilities.csv"):
         if r["location_id"] and r["accessibility"]:
             accessibility[r["location_id"]].append(clean_text(r["accessibility"]))
+    covered: dict[str, list[str]] = defaultdict(list)  # HSDS service_area: the places a service serves
+    for r in table("service_areas.csv"):
+        if r["service_id"] and r["service_area"]:
+            covered[r["service_id"]].append(clean_text(r["service_area"]))
     term_names = read_taxonomy(folder)
     terms: dict[str, list[str]] = defaultdict(list)
     for r in table("services_taxonomy.csv"):
@@ -213,6 +219,7 @@ def read_hsds(
                 url=row["url"],
                 email=row["email"],
                 taxonomy=[(t, term_names.get(t, "")) for t in dict.fromkeys(terms.get(sid, []))],
+                service_areas=coverage_entries(covered.get(sid, [])),
             )
             if address is not None:
                 street = [clean_text(address["address_1"]), clean_text(address["address_2"])]

@@ -58,6 +58,7 @@ from tracerag.catalog.clean import (
     unglue,
 )
 from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.places import coverage_entries
 from tracerag.catalog.record_details import DATE_ORDERS, iso
 from tracerag.catalog.rows import ROW_OPTIONS, ReadStats, RowOptions, cell_key
 from tracerag.catalog.schedule import parse_hours_text
@@ -89,7 +90,7 @@ TEXT_FIELDS = (
     *("last_verified", "last_updated", "temporary_message_from", "temporary_message_until"),
 )
 DATE_FIELDS = ("last_verified", "last_updated", "temporary_message_from", "temporary_message_until")
-LIST_FIELDS = ("phones", "languages", "accessibility", "taxonomy")
+LIST_FIELDS = ("phones", "languages", "accessibility", "taxonomy", "service_areas")
 FLOAT_FIELDS = ("latitude", "longitude")
 PROFILE_FIELDS = ("country",)
 TABLE_OPTIONS = ("x_marked", "constants", "aliases")
@@ -367,6 +368,7 @@ def _record(
     languages = [unglue(v) for v in listed("languages")]
     record.languages = clean_languages(languages, words) if spec.get("clean_languages", True) else languages
     record.accessibility = listed("accessibility")
+    record.service_areas = coverage_entries(listed("service_areas"))
     record.taxonomy = _taxonomy(values, spec, sep("taxonomy"), constants, marked.get("taxonomy", []))
     hours = record.hours_text
     if hours and spec.get("hours_12h"):

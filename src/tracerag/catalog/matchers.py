@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterator
 from itertools import chain
 
 from tracerag.catalog.gazetteer import GazetteerIndex
@@ -27,12 +28,15 @@ __all__ = [
     "NOW",
     "accessibility",
     "add_semantic",
+    "areas",
     "cities_and_counties",
     "clauses",
     "counties",
     "eligibility_with_places",
+    "gazetteer_places",
     "languages",
     "postal_codes",
+    "regions",
     "semantic_phrases",
     "times",
     "unknown_places",
@@ -155,7 +159,10 @@ def counties(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None
         phrase = words.text[start:end]
         words.take(start, end)
         value = idx.lookup_county(phrase)
-        if value:
+        covered = idx.lookup_area(phrase)
+        if covered and (value is None or set(covered) - {value}):  # coverage columns name it: in it or covering it
+            add_area(out, covered, phrase)
+        elif value:
             if value not in values:
                 values.append(value)
             spans.append((start, end))
@@ -459,6 +466,8 @@ def cities_and_counties(words: RequestWords, idx: GazetteerIndex, out: Constrain
                 continue
             parts = [t.norm for t in tokens[i : i + size]]
             phrase = " ".join(parts)
+            if size == 1 and phrase in idx.initials and _said_as_place(words, i, idx):
+                phrase = idx.initials[phrase]  # "NR": the one place of the catalog with these initials
             exact = (
                 (ConstraintKind.CITY, idx.cities[phrase])
                 if phrase in idx.cities
@@ -498,6 +507,113 @@ def cities_and_counties(words: RequestWords, idx: GazetteerIndex, out: Constrain
         out.structural.append(Structural(kind, tuple(values), said))
 
 
+def add_area(out: Constraints, values: tuple[str, ...] | list[str], said: str) -> None:
+    """One AREA constraint per request: a second place named adds its values as alternatives ("Eastgate or
+    Northside")."""
+    earlier = out.of(ConstraintKind.AREA)
+    if earlier is not None:
+        out.structural.remove(earlier)
+        values = [*earlier.values, *(v for v in values if v not in earlier.values)]
+        said = f"{earlier.said}; {said}"
+    out.structural.append(Structural(ConstraintKind.AREA, tuple(values), said))
+
+
+def _said_as_place(words: RequestWords, i: int, idx: GazetteerIndex) -> bool:
+    """Whether a short word that may be a place's initials is said as one: after a place word ("in nr"), or in
+    capitals ("NR") when it stands for one of the directory's main places and the request is not all capitals
+    (in a shouted request capitals say nothing; "ER" is other things' initials too)."""
+    if words.prev_norm(i) in idx.words.place_context:
+        return True
+    raw = words.tokens[i].raw
+    return raw.isupper() and len(raw) > 1 and not _shouted(words) and words.tokens[i].norm in idx.main_initials
+
+
+def _shouted(words: RequestWords) -> bool:
+    letters = [c for c in words.text if c.isalpha()]
+    return bool(letters) and all(c.isupper() for c in letters)
+
+
+def gazetteer_places(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
+    """The names of the profile's places file ("the valley", "NR county"), longest first: the catalog places they
+    stand for, as one AREA constraint."""
+    for i, size in _phrases(words, idx.places_max, lambda phrase: phrase in idx.places):
+        phrase = " ".join(t.norm for t in words.tokens[i : i + size])
+        add_area(out, idx.places[phrase], words.take_tokens(i, i + size))
+
+
+def areas(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
+    """Places the records' coverage columns name ("Eastgate", "Ridge County"), longest first, and the
+    initials of one ("NR" in capitals or after "in"), as an AREA constraint: the records in it or covering it. A
+    one-word name that is also an ordinary word counts only capitalised inside the request or after a place
+    word, as for cities."""
+    wl = idx.words
+
+    def named(phrase: str) -> bool:
+        return phrase in idx.areas or phrase in idx.initials and idx.initials[phrase] in idx.areas
+
+    for i, size in _phrases(words, idx.area_max, named):
+        phrase = " ".join(t.norm for t in words.tokens[i : i + size])
+        raw = words.tokens[i].raw
+        if phrase in idx.initials and phrase not in idx.areas and not _said_as_place(words, i, idx):
+            continue
+        word = size == 1 and (phrase in wl.ordinary or phrase in idx.vocab)
+        if word and not (raw[:1].isupper() and i > 0) and words.prev_norm(i) not in wl.place_context:
+            continue
+        values = idx.lookup_area(phrase)
+        if values:
+            add_area(out, values, words.take_tokens(i, i + size))
+
+
+def regions(words: RequestWords, idx: GazetteerIndex, out: Constraints, *, names_of_words: int = 1) -> None:
+    """The records' regions ("LK", "L.K.", "Lakeshire"). After a city, county, postal code or area ("Hillcrest LK",
+    "Hillcrest, L.K.", "hillcrest lk 12345") the region only says where that place is: its words are taken and
+    nothing is added. Named alone ("in LK"), it is the place: the records of that region. A region's name counts
+    anywhere; its code (a word of 2 or 3 letters: "OK" or "ER" may be other things) only right after a
+    place, after a place word ("in md"), or, for the directory's own region, anywhere but as a word of the word
+    list ("dc" but not "in"). `names_of_words`: only names of that many words or more (the parser takes a
+    region of several words before the cities, so that a city named like its last word is not taken)."""
+    wl = idx.words
+    words_of_list = wl.ordinary | wl.filler | idx.vocab | idx.service_words
+    found: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for i, size in _phrases(words, 3, lambda phrase: phrase in idx.regions):
+        phrase = " ".join(t.norm for t in words.tokens[i : i + size])
+        if names_of_words > 1 and (size < names_of_words or len(phrase.replace(" ", "")) <= 3):
+            continue  # the pass before the cities: names of several words only ("d c" is a code)
+        after_place = out.has_location() and i > 0 and words.used[i - 1]
+        if len(phrase.replace(" ", "")) <= 3:  # a code
+            own = phrase in idx.own_regions and phrase not in words_of_list
+            if not (after_place or own or words.prev_norm(i) in wl.place_context):
+                continue
+        words.take_tokens(i, i + size)
+        if out.has_location():
+            continue  # "Hillcrest LK": the city says where; the region is taken so it is no topic word
+        found.extend(v for v in idx.regions[phrase] if v not in found)
+        spans.append((words.tokens[i].start, words.tokens[i + size - 1].end))
+    if found:
+        add_area(out, found, said_together(words, spans))
+
+
+def _phrases(words: RequestWords, longest: int, named: Callable[[str], bool]) -> Iterator[tuple[int, int]]:
+    """(start, size) of each free run of alphabetic words that `named` accepts, longest first, left to right;
+    the caller takes the words it keeps."""
+    tokens = words.tokens
+    i = 0
+    while i < len(tokens):
+        hit = 0
+        for size in range(min(longest, len(tokens) - i), 0, -1):
+            if any(words.used[k] or not tokens[k].norm.isalpha() for k in range(i, i + size)):
+                continue
+            if named(" ".join(t.norm for t in tokens[i : i + size])):
+                hit = size
+                break
+        if hit:
+            yield i, hit
+            i += hit if words.used[i] else 1
+        else:
+            i += 1
+
+
 _UNKNOWN_PLACE = re.compile(r"\b(?:in|near|around)\s+(?P<place>[A-Z][a-z]+(?:[\s-]+[A-Z][a-z]+){0,2})\b")
 
 
@@ -509,7 +625,7 @@ def unknown_places(words: RequestWords, idx: GazetteerIndex, out: Constraints) -
     for m in words.matches(_UNKNOWN_PLACE):
         place = m.group("place")
         first = fold_key(place).split()[0]
-        if first in idx.vocab or wl.weekday(first) is not None or first in wl.language_names:
+        if first in idx.vocab or wl.weekday(first) is not None or first in wl.language_names or first in idx.regions:
             continue
         words.take(m.start("place"), m.end("place"))
         out.unknown.append(place)

@@ -63,6 +63,7 @@ class ServiceRecord:
     temporary_message_from: str = ""  # when the notice starts to apply ("" = already)
     temporary_message_until: str = ""  # when it expires ("" = until removed)
     availability: str = ""  # when the service is offered, beyond weekly hours ("November to March", holidays)
+    service_areas: list[str] = field(default_factory=list)  # places it serves, as its coverage cells name them
 
     def text(self) -> str:
         """The free text checked for semantic constraints (and indexed for semantic search)."""
@@ -101,7 +102,8 @@ class Constraints:
         return next((s for s in self.structural if s.kind is kind), None)
 
     def has_location(self) -> bool:
-        return any(s.kind in (ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP) for s in self.structural)
+        places = (ConstraintKind.CITY, ConstraintKind.COUNTY, ConstraintKind.ZIP, ConstraintKind.AREA)
+        return any(s.kind in places for s in self.structural)
 
 
 @dataclass(slots=True)
@@ -117,3 +119,5 @@ class Gazetteer:
     languages: dict[str, str] = field(default_factory=dict)
     taxonomy: dict[str, str] = field(default_factory=dict)  # term id -> term name
     accessibility: dict[str, str] = field(default_factory=dict)
+    areas: dict[str, int] = field(default_factory=dict)  # every record area (`filters.record_areas`) → records
+    regions: dict[str, int] = field(default_factory=dict)  # the records' regions (state column) → records

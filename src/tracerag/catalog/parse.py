@@ -29,10 +29,13 @@ def parse_request(text: str, index: GazetteerIndex, *, today: int | None = None)
 
     `today` is the current weekday (0 = Monday), for "today" and "tomorrow"; without it they go to `unknown`.
     The order lets the specific phrase win: ages and residence before places and times ("over 60", "residents
-    of X"), counties before cities ("X County"), postal codes and times before the words around them."""
+    of X"), the profile's places file and counties before cities ("X County"), postal codes and times before the
+    words around them, cities before coverage areas, and regions last ("Hillcrest LK": LK only says where
+    Hillcrest is)."""
     words = RequestWords(text)
     out = Constraints()
     matchers.eligibility_with_places(words, index, out)
+    matchers.gazetteer_places(words, index, out)
     matchers.counties(words, index, out)
     matchers.postal_codes(words, index, out)
     tonight = matchers.times(words, index, out, today)
@@ -40,7 +43,10 @@ def parse_request(text: str, index: GazetteerIndex, *, today: int | None = None)
     matchers.accessibility(words, index, out)
     matchers.languages(words, index, out)
     matchers.semantic_phrases(words, index, out)
+    matchers.regions(words, index, out, names_of_words=2)
     matchers.cities_and_counties(words, index, out)
+    matchers.areas(words, index, out)
+    matchers.regions(words, index, out)
     matchers.unknown_places(words, index, out)
     matchers.clauses(words, index, out)
     topic = _topic_tokens(words, index.words)

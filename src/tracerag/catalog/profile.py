@@ -68,6 +68,11 @@ class CatalogProfile(BaseModel):
     verified_max_age_days: int = Field(
         365, ge=1, description="A record last verified longer ago than this is shown flagged: call to check."
     )
+    places: Path | None = Field(
+        None,
+        description='A places file beside the profile (TOML: `"the valley" = ["Hillcrest", "Lakeside"]`): names people '
+        "use, each to the catalog places (cities, counties, postal codes, regions, coverage areas) it stands for.",
+    )
 
     @classmethod
     def load(cls, catalog_dir: Path) -> CatalogProfile:

@@ -192,6 +192,8 @@ def place_phrase(constraints: Constraints) -> str:
             places.append(" or ".join(s.values))
         elif s.kind is ConstraintKind.ZIP:
             places.append("postal code " + " or ".join(s.values))
+        elif s.kind is ConstraintKind.AREA:
+            places.append(s.said or " or ".join(s.values))
     return f"in {' or '.join(places)}" if places else ""
 
 

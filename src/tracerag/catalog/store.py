@@ -4,8 +4,9 @@
 (see `tracerag.catalog.filters`); the tests check that both select the same records on the real catalog.
 
 Tables: `records` (id, the record as JSON, city, county, zip, zip_head: `filters.postal_head`), `record_values`
-(language, accessibility and taxonomy-term rows, each term with every term above it), `openings` (weekday,
-opens, closes) and `terms` (the taxonomy's id → name). One file, rollback journal: nothing beside it.
+(language, accessibility, area (`filters.record_areas`) and taxonomy-term rows, each term with every term above
+it), `openings` (weekday, opens, closes) and `terms` (the taxonomy's id → name). One file, rollback journal:
+nothing beside it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracerag.catalog.filters import hour_pairs, int_values, postal_head, selected, term_ancestors
+from tracerag.catalog.filters import hour_pairs, int_values, postal_head, record_areas, selected, term_ancestors
 from tracerag.catalog.model import ConstraintKind, Gazetteer, Opening, ServiceRecord, Structural
 from tracerag.errors import CollectionError, ConfigError
 from tracerag.store import connect_read_only
@@ -58,6 +59,7 @@ _VALUE_KINDS = {
     ConstraintKind.LANGUAGE: "language",
     ConstraintKind.ACCESSIBILITY: "accessibility",
     ConstraintKind.SERVICE_TYPE: "term",
+    ConstraintKind.AREA: "area",
 }
 _COLUMNS = {ConstraintKind.CITY: "city", ConstraintKind.COUNTY: "county"}
 # Opening.covers in SQL, for one minute: within [opens, closes), or after opens when it closes past midnight.
@@ -98,6 +100,7 @@ def record_to_dict(record: ServiceRecord) -> dict[str, Any]:
         "temporary_message_from": record.temporary_message_from,
         "temporary_message_until": record.temporary_message_until,
         "availability": record.availability,
+        "service_areas": list(record.service_areas),
     }
 
 
@@ -182,6 +185,7 @@ class CatalogStore:
                 )
                 values = [("language", v) for v in dict.fromkeys(r.languages)]
                 values += [("accessibility", v) for v in dict.fromkeys(r.accessibility)]
+                values += [("area", a) for a in record_areas(r)]
                 values += [("term", a) for a in dict.fromkeys(a for t, _ in r.taxonomy for a in term_ancestors(t))]
                 self._db.executemany("INSERT INTO record_values VALUES (?, ?, ?)", [(r.id, k, v) for k, v in values])
                 self._db.executemany(
@@ -245,6 +249,13 @@ class CatalogStore:
                 target.setdefault(fold_key(value), value)
         for code, head in self._db.execute("SELECT DISTINCT zip, zip_head FROM records WHERE zip != ''"):
             gaz.zips.update({code, head})
+        gaz.areas = dict(
+            self._db.execute("SELECT value, count(*) FROM record_values WHERE kind = 'area' GROUP BY value").fetchall()
+        )
+        for data in self._db.execute("SELECT json_extract(data, '$.state') FROM records"):
+            state = " ".join((data[0] or "").split())
+            if state:
+                gaz.regions[state] = gaz.regions.get(state, 0) + 1
         for kind, target in (("language", gaz.languages), ("accessibility", gaz.accessibility)):
             counts = Counter(
                 dict(

@@ -155,6 +155,7 @@ class ConstraintKind(StrEnum):
     LANGUAGE = "language"
     SERVICE_TYPE = "service_type"
     ACCESSIBILITY = "accessibility"
+    AREA = "area"  # a region, coverage area or named place: the records in it or covering it (`filters`)
 
 
 class CatalogOutcome(StrEnum):
