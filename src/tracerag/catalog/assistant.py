@@ -324,6 +324,7 @@ class CatalogAssistant:
         )
         selected: list[Recommendation] = []
         unstated: list[Recommendation] = []
+        restricted: set[str] = set()  # restricted to a group the request does not claim: ranked after the others
         checked = 0
         for start in range(0, len(ranked), self.batch):
             ids = ranked[start : start + self.batch]
@@ -331,12 +332,16 @@ class CatalogAssistant:
             for rid in ids:
                 record = records[rid]
                 checked += 1
-                rec, definite = self._check(record, n)
+                rec, definite = self._check(record, n, restricted)
                 if rec is not None:
                     (selected if definite else unstated).append(rec)
-            if len(selected) >= self.k:
+            if sum(r.record.id not in restricted for r in selected) >= self.k:
                 break  # enough candidates passed every check; otherwise the next batch, until exhausted
-        chosen = (selected + unstated)[: self.k]
+
+        def open_first(recs: list[Recommendation]) -> list[Recommendation]:
+            return sorted(recs, key=lambda r: r.record.id in restricted)  # stable: rank order within each part
+
+        chosen = (open_first(selected) + open_first(unstated))[: self.k]
         summary = describe(self.state)
         if not chosen:
             reason = self._relaxations(checked)
@@ -428,7 +433,9 @@ class CatalogAssistant:
         rest = sorted(set(allowed) - set(found))
         return found + rest  # every pre-filtered record stays a candidate, text-matching ones first
 
-    def _check(self, record: ServiceRecord, n: int) -> tuple[Recommendation | None, bool]:
+    def _check(
+        self, record: ServiceRecord, n: int, restricted: set[str] | None = None
+    ) -> tuple[Recommendation | None, bool]:
         violations = filters.violations(record, self.state.structural, day_names=self.words.weekday_names)
         evidence: list[Evidence] = []
         if not violations:
@@ -442,6 +449,9 @@ class CatalogAssistant:
         failed = bool(violations) or any(e.passed is False for e in evidence)
         definite = all(e.passed is True for e in evidence)
         checked = [{"passed": e.passed, "reason": e.reason, "span": e.span, "method": e.method} for e in evidence]
+        unclaimed = [] if failed else self.rules.unclaimed(record, self.state)
+        if unclaimed and restricted is not None:
+            restricted.add(record.id)
         self.trail.emit(
             CatalogCheckEvent(
                 turn=n,
@@ -450,6 +460,7 @@ class CatalogAssistant:
                 violations=violations,
                 semantic=checked,
                 selected=not failed,
+                restricted=[{"group": r.group, "quote": r.said, "span": r.span} for r in unclaimed] or None,
             )
         )
         return (None if failed else Recommendation(record, evidence)), definite

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tracerag.catalog.fact_words import FactFile, FactWords
 from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key, stem
@@ -140,6 +141,7 @@ class _WordFile(_Strict):
     residency: _Residency = _Residency()
     texts: _Texts = _Texts()
     addresses: _Addresses = _Addresses()
+    facts: FactFile = FactFile()
     replies: _Replies = _Replies()
 
 
@@ -187,6 +189,7 @@ class WordList:
     directions: Mapping[str, str]
     name_small_words: frozenset[str]
     reply_labels: frozenset[str]
+    facts: FactWords = FactWords()  # stated facts, restriction groups, word senses (`catalog.fact_words`)
 
     @classmethod
     def load(cls, language: str = "en", path: Path | None = None) -> WordList:
@@ -307,6 +310,7 @@ def _build(data: _WordFile, where: str) -> WordList:
         directions={fold_key(k): v for k, v in data.addresses.directions.items()},
         name_small_words=_split(data.replies.name_small_words) | day_words,
         reply_labels=_split(data.replies.labels),
+        facts=FactWords.build(data.facts),
     )
 
 
@@ -342,6 +346,7 @@ class _CountryFile(_Strict):
     veterans: _Veterans = _Veterans()
     immigration: _Immigration = _Immigration()
     low_income: _LowIncome = _LowIncome()
+    facts: FactFile = FactFile()
 
     @field_validator("country")
     @classmethod
@@ -369,6 +374,7 @@ class CountryWords:
     low_income_request: str = ""
     veterans_affirm: str = ""  # the country's words for veterans' offices and papers
     veterans_affirm_exact: str = ""  # the same, compared with case (an acronym)
+    facts: FactWords = FactWords()  # the country's own stated facts (its benefit programmes), added to the language's
 
     @classmethod
     def load(cls, country: str | None) -> CountryWords:
@@ -417,6 +423,7 @@ def _load_country(country: str | None) -> CountryWords:
         data.country,
         where,
         status_number_name=imm.number_name,
+        facts=FactWords.build(data.facts),
         **{key: "|".join(f"(?:{p})" for p in patterns) for key, patterns in alternation.items()},
     )
 
