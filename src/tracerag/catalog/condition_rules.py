@@ -327,8 +327,13 @@ def _span(m: re.Match[str] | None) -> tuple[int, int] | None:
     return m.span() if m else None
 
 
+# "free transportation", "free of health problems": something else is free, not the service.
+_FREE_EXTRA = (
+    r"(?!\s+of\s+(?!charge|cost)\w)(?!\s+(?:prescription\s+)?(?:transportation|delivery|parking|wi-?fi|shuttle|"
+    r"refreshments|snacks|coffee|local\s+phone|phone\s+calls?|mail|pick-?up|confidential\s+assessment|consultation)\b)"
+)
 _FREE_SAID = re.compile(
-    r"(?<![-\w])(?<!feel )(?<!toll )free\b(?![- ](?:standing|from)\b)|\bno\s+(?:fees?|costs?|charges?)\b"
+    r"(?<![-\w])(?<!feel )(?<!toll )free\b(?![- ](?:standing|from)\b)" + _FREE_EXTRA + r"|\bno\s+(?:fees?|costs?|charges?)\b"
     r"|\bat\s+no\s+(?:cost|charge)\b|\bwithout\s+(?:cost|charge)\b|\bno-cost\b|\bcost-free\b|\bgratis\b",
     re.I,
 )
@@ -664,11 +669,12 @@ class RuleChecker:
         provision for children" for a 17-year-old)."""
         fact = self.facts.fact(semantic.text)
         groups = set(fact.outside) if fact is not None else set()
+        ages = rule.ages or (fact.ages if fact is not None else None)
         for restriction in self.restrictions.find(record):
             if restriction.group in groups:
                 return restriction
-            if rule.ages is not None and restriction.ages is not None:
-                (lo, hi), (a, b) = rule.ages, restriction.ages
+            if ages is not None and restriction.ages is not None:
+                (lo, hi), (a, b) = ages, restriction.ages
                 if not (a <= hi and lo <= b):
                     return restriction
         return None
@@ -684,8 +690,30 @@ class RuleChecker:
         return out
 
     def unclaimed(self, record: ServiceRecord, constraints: Constraints) -> list[Restriction]:
-        """The record's restrictions to groups the request does not claim (`RestrictionFinder.unclaimed`)."""
-        return self.restrictions.unclaimed(record, constraints, self.ages(constraints))
+        """The record's restrictions to groups the request does not claim (`RestrictionFinder.unclaimed`), and an
+        age group its stated ages confine it to ("residents over the age of 60") when the request states no age
+        in it."""
+        ages = self.ages(constraints)
+        found = self.restrictions.unclaimed(record, constraints, ages)
+        text = record.text()
+        stated = age_ranges(text)
+        if stated and not found:
+            lo, hi = min(a for a, _, _ in stated), max(b for _, b, _ in stated)
+            for group in self.facts.restrictions:
+                if group.ages is None or not group.rank_after or group.said is None:
+                    continue
+                g_lo, g_hi = group.ages
+                inside = g_lo <= lo and hi <= g_hi and (g_lo > 0 or g_hi < 18)  # "over 60", "ages 5-12"
+                said = " ".join([constraints.topic, *(s.text for s in constraints.semantic if not s.negated)])
+                if inside and not group.said.search(said) and not any(a <= hi and lo <= b for a, b in ages):
+                    span = stated[0][2]
+                    sentence = next(((a, b) for a, b in self.sentences(text) if a <= span[0] < b), span)
+                    quoted = quote_span(text, sentence, span)
+                    said_words = text[span[0] : span[1]]
+                    quote = text[quoted[0] : quoted[1]]
+                    found.append(Restriction(group.group, span, quote, quoted, said_words, group.ages))
+                    break
+        return found
 
     # -- the generic fallback: every content word of the condition, in one sentence -------------------------
 

@@ -37,6 +37,7 @@ class _Fact(_Strict):
     said: list[str] = []  # request words stating it ("i'm a man"); a group `(?P<fact>...)` is the part taken
     keep_in_topic: bool = False  # the words also say what is asked for ("homeless" of "homeless shelter")
     outside: list[str] = []  # restriction groups (by `group`) a record restricted to contradicts the fact
+    ages: tuple[int, int] | None = None  # the ages the fact implies ("a man": 18 and over)
     affirm: list[str] = []  # a record's text that supports it; without affirm, the condition has a rule in code
     deny: list[str] = []  # a record's text that contradicts it
     affirm_says: str = ""  # "is open to men", in reasons
@@ -102,6 +103,7 @@ class StatedFact:
     said: tuple[re.Pattern[str], ...]  # each alone: each may name its group `fact`
     keep_in_topic: bool
     outside: tuple[str, ...]
+    ages: tuple[int, int] | None
     affirm: re.Pattern[str] | None
     deny: re.Pattern[str] | None
     affirm_says: str
@@ -143,6 +145,7 @@ class FactWords:
                     tuple(re.compile(p, re.I) for p in f.said),
                     f.keep_in_topic,
                     tuple(f.outside),
+                    f.ages,
                     compile_any(f.affirm),
                     compile_any(f.deny),
                     f.affirm_says or f"is {f.condition}",
