@@ -333,7 +333,9 @@ _FREE_EXTRA = (
     r"refreshments|snacks|coffee|local\s+phone|phone\s+calls?|mail|pick-?up|confidential\s+assessment|consultation)\b)"
 )
 _FREE_SAID = re.compile(
-    r"(?<![-\w])(?<!feel )(?<!toll )free\b(?![- ](?:standing|from)\b)" + _FREE_EXTRA + r"|\bno\s+(?:fees?|costs?|charges?)\b"
+    r"(?<![-\w])(?<!feel )(?<!toll )free\b(?![- ](?:standing|from)\b)"
+    + _FREE_EXTRA
+    + r"|\bno\s+(?:fees?|costs?|charges?)\b"
     r"|\bat\s+no\s+(?:cost|charge)\b|\bwithout\s+(?:cost|charge)\b|\bno-cost\b|\bcost-free\b|\bgratis\b",
     re.I,
 )
@@ -467,14 +469,21 @@ def _residency_rule(semantic_text: str, words: WordList, region: re.Pattern[str]
     )
 
 
+def _found(compiled: re.Pattern[str]) -> Step:
+    def step(sentence: str, field: str) -> tuple[int, int] | None:
+        return _span(compiled.search(sentence))
+
+    return step
+
+
 def _fact_rule(fact: StatedFact) -> _Rule:
     """A stated fact's rule from its word list entry: a sentence contradicting it, else one supporting it; a text
     that does both is unclear."""
     steps: list[tuple[Kind, Step]] = []
     if fact.deny is not None:
-        steps.append(("deny", lambda sentence, field, rx=fact.deny: _span(rx.search(sentence))))
+        steps.append(("deny", _found(fact.deny)))
     if fact.affirm is not None:
-        steps.append(("affirm", lambda sentence, field, rx=fact.affirm: _span(rx.search(sentence))))
+        steps.append(("affirm", _found(fact.affirm)))
     topic = fact.condition.removeprefix("for ")
     return _Rule(topic, tuple(steps), union=False, affirm_says=fact.affirm_says, deny_says=fact.deny_says)
 

@@ -154,8 +154,14 @@ class FactWords:
                 for f in data.stated
             ),
             restrictions=tuple(
-                Group(g.group, re.compile("|".join(f"(?:{p})" for p in g.only), re.I | re.M), compile_any(g.unless),
-                      compile_any(g.said), g.ages, g.rank_after)
+                Group(
+                    g.group,
+                    re.compile("|".join(f"(?:{p})" for p in g.only), re.I | re.M),
+                    compile_any(g.unless),
+                    compile_any(g.said),
+                    g.ages,
+                    g.rank_after,
+                )
                 for g in data.restrictions
             ),
             senses=tuple(

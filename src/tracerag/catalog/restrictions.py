@@ -58,6 +58,9 @@ class RestrictionFinder:
                     return True
         return False
 
+    def _own_sense(self, words: str) -> bool:
+        return any(sense.word.search(words) and sense.other.search(words) for sense in self.facts.senses)
+
     # -- a record's restrictions ----------------------------------------------------------------------------
 
     def find(self, record: ServiceRecord) -> list[Restriction]:
@@ -95,7 +98,12 @@ class RestrictionFinder:
     def _restricts(self, group: Group, text: str, name_end: int) -> tuple[int, int] | None:
         if group.unless is not None and group.unless.search(text):
             return None
-        hits = [m.span() for m in group.only.finditer(text) if not self.other_sense(text, m.span())]
+        # A match that holds the other sense's own words ("graduating high school seniors") is that sense's group.
+        hits = [
+            m.span()
+            for m in group.only.finditer(text)
+            if self._own_sense(m.group()) or not self.other_sense(text, m.span())
+        ]
         if not hits:
             return None
         return next((h for h in hits if h[0] >= name_end), hits[0])

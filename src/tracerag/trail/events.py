@@ -552,7 +552,7 @@ class CatalogCheckEvent(TrailEvent):
     selected: bool
     restricted: list[dict[str, Any]] | None = Field(
         default=None,
-        description="Groups the record is restricted to that the request did not claim: group, quote, span (None: none).",
+        description="Groups the record is restricted to that the request did not claim: group, quote, span.",
     )
 
 
