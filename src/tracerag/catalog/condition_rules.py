@@ -13,6 +13,7 @@ hold only what any country's directory may write in English ("undocumented", "ci
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -208,6 +209,11 @@ _MAX_AGE = 150
 
 def age_ranges(text: str) -> list[tuple[int, int, tuple[int, int]]]:
     """(youngest, oldest, span) for each age or age range stated in `text` ("5-17 years old", "60 and over")."""
+    return list(_age_ranges(text))
+
+
+@functools.lru_cache(maxsize=8192)  # each record's sentences are read once per condition and once for ranking
+def _age_ranges(text: str) -> tuple[tuple[int, int, tuple[int, int]], ...]:
     found: list[tuple[int, int, tuple[int, int]]] = []
     taken: list[tuple[int, int]] = []
     for pattern, how in _AGE_PATTERNS:
@@ -233,7 +239,7 @@ def age_ranges(text: str) -> list[tuple[int, int, tuple[int, int]]]:
             found.append((lo, hi, m.span()))
             taken.append(m.span())
     found.sort(key=lambda r: r[2])
-    return found
+    return tuple(found)
 
 
 def _age_rule(topic: str, lo: int, hi: int, words: str | None, *, numeric: bool = False) -> _Rule:
