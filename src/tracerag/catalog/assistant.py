@@ -393,6 +393,7 @@ class CatalogAssistant:
         )
         selected: list[Recommendation] = []
         unstated: list[Recommendation] = []
+        restricted: set[str] = set()  # restricted to a group the request does not claim: ranked after the others
         checked = 0
         shown = self.shown.of(self.state)
         for start in range(0, len(ranked), self.batch):
@@ -403,12 +404,16 @@ class CatalogAssistant:
                 if self._skipped(record, shown, n):
                     continue
                 checked += 1
-                rec, definite = self._check(record, n)
+                rec, definite = self._check(record, n, restricted)
                 if rec is not None:
                     (selected if definite else unstated).append(rec)
-            if len(selected) >= self.k:
+            if sum(r.record.id not in restricted for r in selected) >= self.k:
                 break  # enough candidates passed every check; otherwise the next batch, until exhausted
-        chosen = (selected + unstated)[: self.k]
+
+        def open_first(recs: list[Recommendation]) -> list[Recommendation]:
+            return sorted(recs, key=lambda r: r.record.id in restricted)  # stable: rank order within each part
+
+        chosen = (open_first(selected) + open_first(unstated))[: self.k]
         summary = describe(self.state)
         for rec in chosen:
             rec.details = details_of(
@@ -528,7 +533,9 @@ class CatalogAssistant:
             )
         return bool(why)
 
-    def _check(self, record: ServiceRecord, n: int) -> tuple[Recommendation | None, bool]:
+    def _check(
+        self, record: ServiceRecord, n: int, restricted: set[str] | None = None
+    ) -> tuple[Recommendation | None, bool]:
         violations = filters.violations(record, self.state.structural, day_names=self.words.weekday_names)
         evidence: list[Evidence] = []
         if not violations:
@@ -542,6 +549,9 @@ class CatalogAssistant:
         failed = bool(violations) or any(e.passed is False for e in evidence)
         definite = all(e.passed is True for e in evidence)
         checked = [{"passed": e.passed, "reason": e.reason, "span": e.span, "method": e.method} for e in evidence]
+        unclaimed = [] if failed else self.rules.unclaimed(record, self.state)
+        if unclaimed and restricted is not None:
+            restricted.add(record.id)
         self.trail.emit(
             CatalogCheckEvent(
                 turn=n,
@@ -550,6 +560,7 @@ class CatalogAssistant:
                 violations=violations,
                 semantic=checked,
                 selected=not failed,
+                restricted=[{"group": r.group, "quote": r.said, "span": r.span} for r in unclaimed] or None,
             )
         )
         return (None if failed else Recommendation(record, evidence)), definite

@@ -13,14 +13,17 @@ hold only what any country's directory may write in English ("undocumented", "ci
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from tracerag.catalog.evidence import Evidence, field_spans, quote_span
-from tracerag.catalog.model import Semantic, ServiceRecord
+from tracerag.catalog.fact_words import StatedFact
+from tracerag.catalog.model import Constraints, Semantic, ServiceRecord
 from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.restrictions import Restriction, RestrictionFinder
 from tracerag.catalog.words import CountryWords, WordList, fill_region
 from tracerag.text import fold_key, sentence_spans, stem
 
@@ -29,7 +32,9 @@ __all__ = ["RULE_LANGUAGES", "RuleChecker", "age_ranges"]
 RULE_LANGUAGES = frozenset({"en"})  # languages the patterns below are written in
 
 
-Kind = Literal["affirm", "deny", "weak", "unclear"]  # weak: affirms only when no sentence affirms or denies
+# weak: affirms only when no sentence affirms or denies; both: a sentence that affirms and denies at once
+# ("Flat fee; free consultation"), counted as both so the verdict is left open.
+Kind = Literal["affirm", "deny", "weak", "unclear", "both"]
 # A step looks at one sentence (text, field name) and returns the (start, end) of what it found, or None.
 Step = Callable[[str, str], "tuple[int, int] | None"]
 
@@ -54,6 +59,7 @@ class _Rule:
     union: bool
     affirm_says: str  # "requires ID"
     deny_says: str  # "says ID is not required"
+    ages: tuple[int, int] | None = None  # an age condition's ages: a record restricted to a group outside them fails
 
 
 # -- ID -----------------------------------------------------------------------------------------------------------
@@ -152,6 +158,20 @@ _CHILD_WORDS = (
     r"|\badolescents?\b|\binfants?\b|\btoddlers?\b|\bbab(?:y|ies)\b|\bboys\b|\bgirls\b|\bpediatrics?\b"
     r"|\bpre-?school(?:ers)?\b|\bK-12\b"
 )
+# Words for children of one age, for a request that states the age as a number ("im 15"): a text about babies does
+# not state that it serves a 15-year-old, though both are children.
+_CHILD_STAGES: tuple[tuple[int, int, str], ...] = (
+    (0, 5, r"\binfants?\b|\btoddlers?\b|\bbab(?:y|ies)\b|\bnewborns?\b|\bpre-?school(?:ers)?\b|\bchild(?:ren)?\b"),
+    (6, 12, r"\bchild(?:ren)?\b|\bkids?\b|\bboys\b|\bgirls\b|\bminors?\b|\byouths?\b|\bK-12\b|\bschool-?age\b"),
+    (13, 17, r"\bteens?\b|\bteenagers?\b|\badolescents?\b|\byouths?\b|\bminors?\b|\bjuveniles?\b|\bK-12\b"),
+)
+
+
+def _child_stage_words(lo: int, hi: int) -> str | None:
+    stages = [words for a, b, words in _CHILD_STAGES if a <= hi and lo <= b]
+    return "|".join(stages) or None
+
+
 _ALL_AGES = r"\ball\s+ages\b|\bany\s+age\b|\bregardless\s+of\s+age\b|\bno\s+age\s+(?:limit|restriction|requirement)s?\b"
 _PERSON = (
     r"(?:children|kids|youths?|adults?|persons?|people|individuals|students|seniors|members|girls|boys|men|women|"
@@ -189,6 +209,11 @@ _MAX_AGE = 150
 
 def age_ranges(text: str) -> list[tuple[int, int, tuple[int, int]]]:
     """(youngest, oldest, span) for each age or age range stated in `text` ("5-17 years old", "60 and over")."""
+    return list(_age_ranges(text))
+
+
+@functools.lru_cache(maxsize=8192)  # each record's sentences are read once per condition and once for ranking
+def _age_ranges(text: str) -> tuple[tuple[int, int, tuple[int, int]], ...]:
     found: list[tuple[int, int, tuple[int, int]]] = []
     taken: list[tuple[int, int]] = []
     for pattern, how in _AGE_PATTERNS:
@@ -214,7 +239,7 @@ def age_ranges(text: str) -> list[tuple[int, int, tuple[int, int]]]:
             found.append((lo, hi, m.span()))
             taken.append(m.span())
     found.sort(key=lambda r: r[2])
-    return found
+    return tuple(found)
 
 
 def _age_rule(topic: str, lo: int, hi: int, words: str | None, *, numeric: bool = False) -> _Rule:
@@ -227,9 +252,12 @@ def _age_rule(topic: str, lo: int, hi: int, words: str | None, *, numeric: bool 
         m = all_ages.search(sentence)
         if m:
             return m.span()
-        for a, b, span in age_ranges(sentence):
+        ranges = age_ranges(sentence)
+        for a, b, span in ranges:
             if a <= hi and lo <= b:
                 return span
+        if ranges:
+            return None  # "21 or older ... no provision for children": the ages decide, not the word
         m = words_rx.search(sentence) if words_rx and not numeric else None
         return m.span() if m else None
 
@@ -247,6 +275,7 @@ def _age_rule(topic: str, lo: int, hi: int, words: str | None, *, numeric: bool 
         union=True,
         affirm_says=f"is for {topic}",
         deny_says=f"states ages that leave out {topic}",
+        ages=(lo, hi),
     )
 
 
@@ -304,30 +333,57 @@ def _span(m: re.Match[str] | None) -> tuple[int, int] | None:
     return m.span() if m else None
 
 
+# "free transportation", "free of health problems": something else is free, not the service.
+_FREE_EXTRA = (
+    r"(?!\s+of\s+(?!charge|cost)\w)(?!\s+(?:prescription\s+)?(?:transportation|delivery|parking|wi-?fi|shuttle|"
+    r"refreshments|snacks|coffee|local\s+phone|phone\s+calls?|mail|pick-?up|confidential\s+assessment|consultation)\b)"
+)
+_FREE_SAID = re.compile(
+    r"(?<![-\w])(?<!feel )(?<!toll )free\b(?![- ](?:standing|from)\b)"
+    + _FREE_EXTRA
+    + r"|\bno\s+(?:fees?|costs?|charges?)\b"
+    r"|\bat\s+no\s+(?:cost|charge)\b|\bwithout\s+(?:cost|charge)\b|\bno-cost\b|\bcost-free\b|\bgratis\b",
+    re.I,
+)
+_PRICE = re.compile(
+    r"\$\s?\d[\d,.]*\s*(?:per|a|an|/|each)\s*(?:visit|session|class|month|week|year|person|child|"
+    r"test|night|day|semester|course)\b",
+    re.I,
+)
+_FEE_SAID = re.compile(
+    r"\bfees?\b|\bco-?pays?\b|\bsliding[- ]scale\b|\bcosts?\s+(?:is|are|of|\$)|\bcharges?\s+"
+    r"(?:is|are|of|apply)\b|\btuition\b|\bdues\b|\bpaid\s+by\s+the\s+client\b",
+    re.I,
+)
+_AMOUNT = re.compile(r"\$\s?\d", re.I)
+
+
+def _free_and_fee(sentence: str, field: str) -> tuple[int, int] | None:
+    """A sentence that says free and states a fee the "free" does not cover ("Flat fee; free consultation"):
+    the fee's span. "No fees" is one free statement, not both."""
+    free = [m.span() for m in _FREE_SAID.finditer(sentence)]
+    if not free:
+        return None
+    for rx in (_PRICE, _FEE_SAID, _AMOUNT):
+        for m in rx.finditer(sentence):
+            if not any(a <= m.start() < b for a, b in free):
+                return m.span()
+    return None
+
+
+def _amount_in_fees(sentence: str, field: str) -> tuple[int, int] | None:
+    """An amount written in the fees field ("$25") is a fee, whatever words are around it."""
+    return _span(_AMOUNT.search(sentence)) if field == "fees" else None
+
+
 _FREE = _Rule(
     "free",
     (
-        (
-            "affirm",
-            _rx(
-                r"(?<![-\w])(?<!feel )(?<!toll )free\b(?![- ](?:standing|from)\b)|\bno\s+(?:fees?|costs?|charges?)\b"
-                r"|\bat\s+no\s+(?:cost|charge)\b|\bwithout\s+(?:cost|charge)\b|\bno-cost\b|\bcost-free\b|\bgratis\b"
-            ),
-        ),
-        (
-            "deny",
-            _rx(
-                r"\$\s?\d[\d,.]*\s*(?:per|a|an|/|each)\s*(?:visit|session|class|month|week|year|person|child|"
-                r"test|night|day|semester|course)\b"
-            ),
-        ),
-        (
-            "deny",
-            _rx(
-                r"\bfees?\b|\bco-?pays?\b|\bsliding[- ]scale\b|\bcosts?\s+(?:is|are|of|\$)|\bcharges?\s+"
-                r"(?:is|are|of|apply)\b|\btuition\b|\bdues\b|\bpaid\s+by\s+the\s+client\b"
-            ),
-        ),
+        ("both", _free_and_fee),
+        ("affirm", lambda sentence, field: _span(_FREE_SAID.search(sentence))),
+        ("deny", lambda sentence, field: _span(_PRICE.search(sentence))),
+        ("deny", lambda sentence, field: _span(_FEE_SAID.search(sentence))),
+        ("deny", _amount_in_fees),
     ),
     union=False,
     affirm_says="says it is free",
@@ -419,6 +475,25 @@ def _residency_rule(semantic_text: str, words: WordList, region: re.Pattern[str]
     )
 
 
+def _found(compiled: re.Pattern[str]) -> Step:
+    def step(sentence: str, field: str) -> tuple[int, int] | None:
+        return _span(compiled.search(sentence))
+
+    return step
+
+
+def _fact_rule(fact: StatedFact) -> _Rule:
+    """A stated fact's rule from its word list entry: a sentence contradicting it, else one supporting it; a text
+    that does both is unclear."""
+    steps: list[tuple[Kind, Step]] = []
+    if fact.deny is not None:
+        steps.append(("deny", _found(fact.deny)))
+    if fact.affirm is not None:
+        steps.append(("affirm", _found(fact.affirm)))
+    topic = fact.condition.removeprefix("for ")
+    return _Rule(topic, tuple(steps), union=False, affirm_says=fact.affirm_says, deny_says=fact.deny_says)
+
+
 _Maker = Callable[[str, "RuleChecker"], _Rule]
 
 
@@ -485,6 +560,8 @@ class RuleChecker:
         self.veterans = _veterans_rule(self.country)
         self._topics = _topics(self.country)
         self._rules: dict[str, _Rule | None] = {}
+        self.restrictions = RestrictionFinder(words, self.country)
+        self.facts = self.restrictions.facts  # the language's stated facts and the country's
 
     def sentences(self, text: str) -> list[tuple[int, int]]:
         return sentence_spans(text, self.words.abbreviations)
@@ -497,13 +574,16 @@ class RuleChecker:
     def _make(self, semantic_text: str) -> _Rule | None:
         if self.words.language not in RULE_LANGUAGES:
             return None
+        fact = self.facts.fact(semantic_text)
+        if fact is not None and fact.affirm is not None:
+            return _fact_rule(fact)
         for trigger, make in self._topics:
             if trigger.search(semantic_text):
                 return make(semantic_text, self)
         ages = age_ranges(semantic_text)
         if ages:
             lo, hi, _ = ages[0]
-            group = _SENIOR_WORDS if lo >= 60 else _CHILD_WORDS if hi < 18 else None
+            group = _SENIOR_WORDS if lo >= 60 else _child_stage_words(lo, hi) if hi < 18 else None
             topic = f"age {lo}" if lo == hi else f"ages {lo}-{hi}" if hi < _MAX_AGE else f"ages {lo}+"
             return _age_rule(topic, lo, hi, group, numeric=True)
         return None
@@ -517,22 +597,40 @@ class RuleChecker:
         text = record.text()
         rule = self.rule_for(semantic.text)
         if rule is None:
-            return self._generic(text, semantic)
+            return self._generic(record, text, semantic)
         negated = semantic.negated
         if rule is self.id_rule and _SELF_NEGATED.search(semantic.text):
             negated = not negated
+        if not negated:
+            outside = self.outside(record, rule, semantic)
+            if outside is not None:
+                reason = f'the text restricts it to {outside.group} ("{outside.said}"), which {rule.topic} is not'
+                return Evidence(False, reason, outside.quote_span, outside.quote, "rules", semantic)
         fields = field_spans(record, text)
         hits: dict[Kind, list[tuple[tuple[int, int], tuple[int, int]]]] = {
-            k: [] for k in ("affirm", "deny", "weak", "unclear")
+            k: [] for k in ("affirm", "deny", "weak", "unclear", "both")
         }
+        in_name: list[tuple[tuple[int, int], tuple[int, int]]] = []  # affirmed by the service's name alone
         for start, end in self.sentences(text):
             field = next((name for name, a, b in fields if a <= start < b), "")
             sentence = text[start:end]
             for kind, step in rule.steps:
                 found = step(sentence, field)
-                if found is not None:
-                    hits[kind].append(((start, end), (start + found[0], start + found[1])))
-                    break
+                if found is None:
+                    continue
+                at = (start + found[0], start + found[1])
+                if self.restrictions.other_sense(text, at):
+                    continue  # "graduating high school seniors": not the group the rule means
+                if kind == "both":
+                    hits["affirm"].append(((start, end), at))
+                    hits["deny"].append(((start, end), at))
+                elif kind in ("affirm", "weak") and field == "name":
+                    in_name.append(((start, end), at))
+                else:
+                    hits[kind].append(((start, end), at))
+                break
+        if in_name and not any(hits[k] for k in ("affirm", "deny", "weak")):
+            return self._named_only(record, text, rule, semantic, negated, in_name[0])
 
         def evidence(passed: bool | None, reason: str, hit: tuple[tuple[int, int], tuple[int, int]]) -> Evidence:
             span = quote_span(text, *hit)
@@ -558,6 +656,80 @@ class RuleChecker:
             )
         return Evidence(None, f"the text says nothing about {rule.topic}", None, "", "rules", semantic)
 
+    def _named_only(
+        self,
+        record: ServiceRecord,
+        text: str,
+        rule: _Rule,
+        semantic: Semantic,
+        negated: bool,
+        hit: tuple[tuple[int, int], tuple[int, int]],
+    ) -> Evidence:
+        """Only the service's name matches. A name is what a service is called, not what it states: it counts
+        only where it names the group the record is restricted to ("Women's Residence" for a women's condition,
+        with no other text opening it to others); otherwise the condition is not stated."""
+        said = text[hit[1][0] : hit[1][1]]
+        alone = Constraints(semantic=[semantic])
+        for restriction in self.restrictions.find(record):
+            if restriction.span[0] < hit[0][1] and self.restrictions.claimed(restriction, alone, self.ages(alone)):
+                reason = f'the service\'s name says it is for {restriction.group} ("{restriction.said}")'
+                span = quote_span(text, *hit)
+                return Evidence(not negated, reason, span, text[span[0] : span[1]], "rules", semantic)
+        reason = f'only the service\'s name mentions it ("{said}"): its text says nothing about {rule.topic}'
+        return Evidence(None, reason, None, "", "rules", semantic)
+
+    def outside(self, record: ServiceRecord, rule: _Rule, semantic: Semantic) -> Restriction | None:
+        """The restriction of the record that leaves out who the condition is about: a group the stated fact
+        rules out (a man and "for single women"), or an age group whose ages miss the condition's ("no
+        provision for children" for a 17-year-old)."""
+        fact = self.facts.fact(semantic.text)
+        groups = set(fact.outside) if fact is not None else set()
+        ages = rule.ages or (fact.ages if fact is not None else None)
+        for restriction in self.restrictions.find(record):
+            if restriction.group in groups:
+                return restriction
+            if ages is not None and restriction.ages is not None:
+                (lo, hi), (a, b) = ages, restriction.ages
+                if not (a <= hi and lo <= b):
+                    return restriction
+        return None
+
+    def ages(self, constraints: Constraints) -> list[tuple[int, int]]:
+        """The ages the request's conditions state, youngest and oldest of each ("for people aged 17": 17, 17;
+        "for seniors": 60 and over)."""
+        out = []
+        for semantic in constraints.semantic:
+            rule = None if semantic.negated else self.rule_for(semantic.text)
+            if rule is not None and rule.ages is not None:
+                out.append(rule.ages)
+        return out
+
+    def unclaimed(self, record: ServiceRecord, constraints: Constraints) -> list[Restriction]:
+        """The record's restrictions to groups the request does not claim (`RestrictionFinder.unclaimed`), and an
+        age group its stated ages confine it to ("residents over the age of 60") when the request states no age
+        in it."""
+        ages = self.ages(constraints)
+        found = self.restrictions.unclaimed(record, constraints, ages)
+        text = record.text()
+        stated = age_ranges(text)
+        if stated and not found:
+            lo, hi = min(a for a, _, _ in stated), max(b for _, b, _ in stated)
+            for group in self.facts.restrictions:
+                if group.ages is None or not group.rank_after or group.said is None:
+                    continue
+                g_lo, g_hi = group.ages
+                inside = g_lo <= lo and hi <= g_hi and (g_lo > 0 or g_hi < 18)  # "over 60", "ages 5-12"
+                said = " ".join([constraints.topic, *(s.text for s in constraints.semantic if not s.negated)])
+                if inside and not group.said.search(said) and not any(a <= hi and lo <= b for a, b in ages):
+                    span = stated[0][2]
+                    sentence = next(((a, b) for a, b in self.sentences(text) if a <= span[0] < b), span)
+                    quoted = quote_span(text, sentence, span)
+                    said_words = text[span[0] : span[1]]
+                    quote = text[quoted[0] : quoted[1]]
+                    found.append(Restriction(group.group, span, quote, quoted, said_words, group.ages))
+                    break
+        return found
+
     # -- the generic fallback: every content word of the condition, in one sentence -------------------------
 
     def _stems(self, text: str) -> list[str]:
@@ -572,14 +744,21 @@ class RuleChecker:
             out.setdefault(stem(word, self.words.language), word)
         return out
 
-    def _generic(self, text: str, semantic: Semantic) -> Evidence:
+    def _generic(self, record: ServiceRecord, text: str, semantic: Semantic) -> Evidence:
         wanted = self._content_stems(semantic.text)
         if not wanted:
             return Evidence(None, "the constraint has no content words to look for", None, "", "rules", semantic)
-        everywhere = set(self._stems(text))
+        # The service's name is what it is called, not what it states: the words must be in its other text.
+        name_end = next((b for name, a, b in field_spans(record, text) if name == "name"), 0)
+        everywhere = set(self._stems(text[name_end:]))
         missing = [w for w in wanted if w not in everywhere]
+        if missing and not [w for w in wanted if w not in set(self._stems(text))]:
+            reason = f"only the service's name mentions {', '.join(wanted[w] for w in missing)}"
+            return Evidence(None, reason, None, "", "rules", semantic)
         best, best_count = None, 0
         for start, end in self.sentences(text):
+            if start < name_end:
+                continue
             count = len(set(wanted) & set(self._stems(text[start:end])))
             if count > best_count:
                 best, best_count = (start, end), count

@@ -13,6 +13,7 @@ from tracerag.catalog import matchers
 from tracerag.catalog.gazetteer import GazetteerIndex
 from tracerag.catalog.model import ConstraintKind, Constraints, Structural
 from tracerag.catalog.request_words import RequestWords, Token
+from tracerag.catalog.stated_facts import stated_facts
 from tracerag.catalog.words import WordList
 from tracerag.text import fold_key
 
@@ -42,6 +43,7 @@ def parse_request(text: str, index: GazetteerIndex, *, today: int | None = None)
     matchers.weekdays(words, index, out, today, tonight)
     matchers.accessibility(words, index, out)
     matchers.languages(words, index, out)
+    stated_facts(words, index, out)  # "i'm 17", "a man", "me and my kids": facts about the person
     matchers.semantic_phrases(words, index, out)
     matchers.regions(words, index, out, names_of_words=2)
     matchers.cities_and_counties(words, index, out)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tracerag.catalog.fact_words import FactFile, FactWords
 from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key, stem
@@ -163,6 +164,7 @@ class _WordFile(_Strict):
     residency: _Residency = _Residency()
     texts: _Texts = _Texts()
     addresses: _Addresses = _Addresses()
+    facts: FactFile = FactFile()
     replies: _Replies = _Replies()
     records: _Records = _Records()
 
@@ -212,6 +214,7 @@ class WordList:
     name_small_words: frozenset[str]
     reply_labels: frozenset[str]
     records: RecordWords = RecordWords()
+    facts: FactWords = FactWords()  # stated facts, restriction groups, word senses (`catalog.fact_words`)
 
     @classmethod
     def load(cls, language: str = "en", path: Path | None = None) -> WordList:
@@ -341,6 +344,7 @@ def _build(data: _WordFile, where: str) -> WordList:
             months=tuple(data.records.months),
             date_format=data.records.date_format,
         ),
+        facts=FactWords.build(data.facts),
     )
 
 
@@ -376,6 +380,7 @@ class _CountryFile(_Strict):
     veterans: _Veterans = _Veterans()
     immigration: _Immigration = _Immigration()
     low_income: _LowIncome = _LowIncome()
+    facts: FactFile = FactFile()
 
     @field_validator("country")
     @classmethod
@@ -403,6 +408,7 @@ class CountryWords:
     low_income_request: str = ""
     veterans_affirm: str = ""  # the country's words for veterans' offices and papers
     veterans_affirm_exact: str = ""  # the same, compared with case (an acronym)
+    facts: FactWords = FactWords()  # the country's own stated facts (its benefit programmes), added to the language's
 
     @classmethod
     def load(cls, country: str | None) -> CountryWords:
@@ -451,6 +457,7 @@ def _load_country(country: str | None) -> CountryWords:
         data.country,
         where,
         status_number_name=imm.number_name,
+        facts=FactWords.build(data.facts),
         **{key: "|".join(f"(?:{p})" for p in patterns) for key, patterns in alternation.items()},
     )
 

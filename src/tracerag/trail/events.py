@@ -554,6 +554,10 @@ class CatalogCheckEvent(TrailEvent):
     violations: list[str] = []
     semantic: list[dict[str, Any]] = Field(default=[], description="Per semantic constraint: passed, reason, span.")
     selected: bool
+    restricted: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="Groups the record is restricted to that the request did not claim: group, quote, span.",
+    )
 
 
 class CatalogReplyEvent(TrailEvent):
