@@ -95,7 +95,7 @@ class TopicMatch:
     everyday: tuple[dict[str, Any], ...] = ()  # {"said", "as": record words} for each everyday phrase read
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "topic": self.topic,
             "held": self.held,
             "via": self.via,
@@ -104,8 +104,10 @@ class TopicMatch:
             "passage": self.passage,
             "unmatched": list(self.unmatched),
             "holders": len(self.holders),
-            "everyday": list(self.everyday),
         }
+        if self.everyday:  # only when an everyday phrase was read: the trails of other requests keep their form
+            out["everyday"] = list(self.everyday)
+        return out
 
     @property
     def by_records(self) -> bool:
@@ -237,7 +239,8 @@ class CatalogVocabulary:
         if len(unused) == 1 and len(stems) >= 3:  # one word no record uses, two or more left to hold together
             groups.append([t for t in stems if t != unused[0]])
         slots = self._slots(words, evidence)
-        everyday = any(s.everyday for s in slots)
+        people = tuple(w for w in words if w in self.words.everyday_people)  # "mom": never required
+        everyday = any(s.everyday for s in slots) or bool(people)
         for group in groups:
             found = self._passages(group)
             if found is not None:
@@ -255,6 +258,7 @@ class CatalogVocabulary:
         reading = self._everyday_reading(slots) if everyday else None
         if reading is not None:
             passage, holders, unmatched, read = reading
+            unmatched = people + unmatched
             return TopicMatch(
                 topic, True, "everyday", evidence, tuple(service_types), passage, unmatched, holders, read
             )
@@ -283,7 +287,7 @@ class CatalogVocabulary:
                 slots.append(_Slot(said, stems, True, tuple(wl.everyday_words[key])))
                 i += len(key)
                 continue
-            if words[i] not in common:
+            if words[i] not in common and words[i] not in wl.everyday_people:
                 slots.append(_Slot(words[i], (self.stem(words[i]),), lemmas[i] in synonym_keys))
             i += 1
         return slots
@@ -292,15 +296,16 @@ class CatalogVocabulary:
         self, slots: Sequence[_Slot]
     ) -> tuple[dict[str, Any], frozenset[str], tuple[str, ...], tuple[dict[str, Any], ...]] | None:
         """Where records state the slots together, each slot by any of its words: (passage, holders, the words
-        left out, the everyday phrases read). One slot that is not an everyday phrase may be left out when an
-        everyday phrase remains to say what is wanted ("immigration papers": immigration); a topic with no
-        everyday phrase is never read this way, so "piano tuning" still needs both its words together."""
+        left out, the everyday phrases read). Words of who the request is about ("mom") make no slot. One slot
+        that is not an everyday phrase may be left out when an everyday phrase remains to say what is wanted
+        ("immigration papers": immigration); a topic with neither is never read this way, so "piano tuning"
+        still needs both its words together."""
         groups = [list(slots)]
         others = sorted((s for s in slots if not s.everyday), key=lambda s: self._slot_records(s))
         if len(slots) >= 2:
             groups += [[s for s in slots if s is not left] for left in others]
-        for group in groups:
-            if not group or not any(s.everyday for s in group) or not all(s.stems for s in group):
+        for k, group in enumerate(groups):
+            if not group or not all(s.stems for s in group) or (k and not any(s.everyday for s in group)):
                 continue
             postings = [self._slot_postings(s) for s in group]
             found = self._passages_of(postings, ["|".join(s.stems) for s in group])

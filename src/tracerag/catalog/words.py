@@ -120,6 +120,7 @@ class _Everyday(_Strict):
     "husband"), and everyday words or phrases with the words the records use for the same need."""
 
     filler: Words = ""
+    people: Words = ""
     words: dict[str, list[str]] = {}
 
     @field_validator("words")
@@ -206,6 +207,7 @@ class WordList:
     reply_labels: frozenset[str]
     # lemmas of an everyday phrase -> the (folded) words records use for it ("sleep" -> shelter)
     everyday_words: Mapping[tuple[str, ...], tuple[str, ...]]
+    everyday_people: frozenset[str]  # who a request is about ("mom"): in the topic, never required of a record
 
     @classmethod
     def load(cls, language: str = "en", path: Path | None = None) -> WordList:
@@ -330,6 +332,7 @@ def _build(data: _WordFile, where: str) -> WordList:
             tuple(lemma(w) for w in fold_key(said).split()): tuple(fold_key(w) for w in record_words)
             for said, record_words in data.everyday.words.items()
         },
+        everyday_people=_split(data.everyday.people),
     )
 
 
