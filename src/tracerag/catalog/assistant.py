@@ -468,7 +468,7 @@ class CatalogAssistant:
         parts = [f"I checked {checked} candidate(s)."] if checked else []
         structural = self.state.structural
         match = self._topic_match()
-        holders = match.holders if match is not None and match.via == "passage" else None
+        holders = match.holders if match is not None and match.by_records else None
 
         def count(constraints: list[Structural]) -> int:
             if holders is None:
@@ -495,9 +495,11 @@ class CatalogAssistant:
         A topic held only because records state its words together (no service type) keeps those records alone:
         any other record would be an unrelated service, like the ones a request for "piano tuning" used to get."""
         match = self._topic_match()
-        if match is not None and match.via == "passage":
+        if match is not None and match.by_records:
             allowed = sorted(match.holders) if allowed is None else [i for i in allowed if i in match.holders]
-        words = " ".join([self.state.topic, *(s.text for s in self.state.semantic if not s.negated)]).strip()
+        everyday = match.search_words if match is not None else ()  # "shelter" for "somewhere to sleep"
+        words = " ".join([self.state.topic, *everyday, *(s.text for s in self.state.semantic if not s.negated)])
+        words = words.strip()
         service_types = self.state.of(ConstraintKind.SERVICE_TYPE)
         if service_types is not None:
             words = " ".join([words, *(self.gazetteer.taxonomy.get(t, "") for t in service_types.values)]).strip()

@@ -30,10 +30,20 @@ out a word the catalog does use changes what is asked ("sports car rental" is no
 are corrected against the taxonomy by the parser; words of the records' texts are not corrected here, because a
 word the catalog lacks is as often a real word it lacks as a typo ("auction" is one letter from "action").
 
-What this cannot do: read an everyday phrasing the texts do not use. "somewhere to sleep tonight" keeps "sleep",
-which the catalog's texts use for sleep clinics and infant sleep, not for shelters: it is held (the word is
-there), and its candidates are the records stating it, so no shelter is found by the rule-based path (a model,
-with `--llm`, can propose the service type).
+Everyday wording (issue 22). People tell their situation rather than name a service ("my husband hits me",
+"somewhere to sleep tonight"). The word list's `[everyday]` section makes three things of it: the story's words
+("got", "using", "talk") are filler; the people a request is about ("mom", "husband", "teenage") stay in the topic,
+since some services are named by them ("New Dad Parenting Programs"), but are never required of a record; and an
+everyday word or phrase stands for the words records use for the same need ("sleep" for "shelter", "shut off" for
+"utility" or "disconnection"). When the topic's own words are not found together, the *everyday reading* looks for
+its slots together, each slot found by any of its words: an everyday phrase by its record words (a single word also
+by itself), a one-word key of the synonym table by itself, every other specific word by itself. One slot that is
+not an everyday phrase may be left out when an everyday phrase remains ("immigration papers": immigration); a
+topic with neither an everyday phrase nor a person's word is never read this way, so "piano tuning" still needs both
+its words together, and the bench's not-in-catalog topics stay refused. When the plain passage holds and the topic
+has an everyday phrase, the everyday reading's records are candidates too (the shelters beside the records that
+say "sleep"). The reading goes to the trail (`everyday`: what was said, read as which record words), and the text
+search looks for those record words with the topic's (`TopicMatch.search_words`).
 """
 
 from __future__ import annotations
@@ -86,15 +96,16 @@ class TopicMatch:
 
     topic: str
     held: bool
-    via: str  # "service_type", "passage", "no_specific_words", "no_topic" (held) or "nothing" (not held)
+    via: str  # "service_type", "passage", "everyday", "no_specific_words", "no_topic" (held) or "nothing" (not held)
     words: tuple[WordEvidence, ...] = ()
     service_types: tuple[dict[str, Any], ...] = ()  # {"id", "name", "records"} for each parsed term
     passage: dict[str, Any] | None = None  # the tightest one found: {"record_id", "field", "quote", "stems"}
     unmatched: tuple[str, ...] = ()  # the specific words no passage holds together with the others
     holders: frozenset[str] = frozenset()  # held by passage: every record holding one (the only fitting candidates)
+    everyday: tuple[dict[str, Any], ...] = ()  # {"said", "as": record words} for each everyday phrase read
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "topic": self.topic,
             "held": self.held,
             "via": self.via,
@@ -104,6 +115,20 @@ class TopicMatch:
             "unmatched": list(self.unmatched),
             "holders": len(self.holders),
         }
+        if self.everyday:  # only when an everyday phrase was read: the trails of other requests keep their form
+            out["everyday"] = list(self.everyday)
+        return out
+
+    @property
+    def by_records(self) -> bool:
+        """Held only by the records stating it (a passage, or the everyday reading): those are the candidates."""
+        return self.held and self.via in ("passage", "everyday")
+
+    @property
+    def search_words(self) -> tuple[str, ...]:
+        """The records' words an everyday phrase was read as ("shelter" for "sleep"): the text search looks for
+        them with the topic's own words."""
+        return tuple(dict.fromkeys(w for e in self.everyday for w in e["as"]))
 
     def explanation(self) -> str:
         """Why nothing matches, in one sentence from the evidence (for the reply)."""
@@ -223,15 +248,92 @@ class CatalogVocabulary:
         unused = [w.stem for w in specific if w.records == 0]
         if len(unused) == 1 and len(stems) >= 3:  # one word no record uses, two or more left to hold together
             groups.append([t for t in stems if t != unused[0]])
+        slots = self._slots(words, evidence)
+        people = tuple(w for w in words if w in self.words.everyday_people)  # "mom": never required
+        everyday = any(s.everyday for s in slots) or bool(people)
         for group in groups:
             found = self._passages(group)
             if found is not None:
                 passage, holders = found
                 unmatched = tuple(w.word for w in specific if w.stem not in group)
-                return TopicMatch(topic, True, "passage", evidence, tuple(service_types), passage, unmatched, holders)
+                read: tuple[dict[str, Any], ...] = ()
+                if everyday:  # the everyday reading's records fit too ("sleep": also the shelters)
+                    reading = self._everyday_reading(slots)
+                    if reading is not None:
+                        holders = holders | reading[1]
+                        read = reading[3]
+                return TopicMatch(
+                    topic, True, "passage", evidence, tuple(service_types), passage, unmatched, holders, read
+                )
+        reading = self._everyday_reading(slots) if everyday else None
+        if reading is not None:
+            passage, holders, unmatched, read = reading
+            unmatched = people + unmatched
+            return TopicMatch(
+                topic, True, "everyday", evidence, tuple(service_types), passage, unmatched, holders, read
+            )
         return TopicMatch(
             topic, False, "nothing", evidence, tuple(service_types), None, tuple(w.word for w in specific)
         )
+
+    def _slots(self, words: Sequence[str], evidence: Sequence[WordEvidence]) -> list[_Slot]:
+        """The topic's words as the everyday reading takes them: each everyday phrase of the word list (longest
+        first, compared by lemma) one slot standing for its record words (and, a single word, for itself); a
+        one-word key of the synonym table a slot of its own word, marked everyday; every other specific word a
+        slot of its own. Common words make no slot: they say nothing of which service is wanted."""
+        wl = self.words
+        lemmas = [wl.lemma(w) for w in words]
+        common = {e.word for e in evidence if e.common}
+        synonym_keys = {k[0] for k in wl.service_synonyms if len(k) == 1}
+        slots: list[_Slot] = []
+        i = 0
+        keys = sorted(wl.everyday_words, key=len, reverse=True)
+        while i < len(words):
+            key = next((k for k in keys if tuple(lemmas[i : i + len(k)]) == k), None)
+            if key is not None:
+                said = " ".join(words[i : i + len(key)])
+                alternatives = [*wl.everyday_words[key], *([words[i]] if len(key) == 1 else [])]
+                stems = tuple(dict.fromkeys(s for s in map(self.stem, alternatives) if self.records_using(s)))
+                slots.append(_Slot(said, stems, True, tuple(wl.everyday_words[key])))
+                i += len(key)
+                continue
+            if words[i] not in common and words[i] not in wl.everyday_people:
+                slots.append(_Slot(words[i], (self.stem(words[i]),), lemmas[i] in synonym_keys))
+            i += 1
+        return slots
+
+    def _everyday_reading(
+        self, slots: Sequence[_Slot]
+    ) -> tuple[dict[str, Any], frozenset[str], tuple[str, ...], tuple[dict[str, Any], ...]] | None:
+        """Where records state the slots together, each slot by any of its words: (passage, holders, the words
+        left out, the everyday phrases read). Words of who the request is about ("mom") make no slot. One slot
+        that is not an everyday phrase may be left out when an everyday phrase remains to say what is wanted
+        ("immigration papers": immigration); a topic with neither is never read this way, so "piano tuning"
+        still needs both its words together."""
+        groups = [list(slots)]
+        others = sorted((s for s in slots if not s.everyday), key=lambda s: self._slot_records(s))
+        if len(slots) >= 2:
+            groups += [[s for s in slots if s is not left] for left in others]
+        for k, group in enumerate(groups):
+            if not group or not all(s.stems for s in group) or (k and not any(s.everyday for s in group)):
+                continue
+            postings = [self._slot_postings(s) for s in group]
+            found = self._passages_of(postings, ["|".join(s.stems) for s in group])
+            if found is not None:
+                left = tuple(s.said for s in slots if s not in group)
+                read = tuple({"said": s.said, "as": list(s.record_words)} for s in group if s.record_words)
+                return found[0], found[1], left, read
+        return None
+
+    def _slot_postings(self, slot: _Slot) -> dict[str, list[int]]:
+        merged: dict[str, list[int]] = defaultdict(list)
+        for s in slot.stems:
+            for rid, positions in self.family(s)[1].items():
+                merged[rid].extend(positions)
+        return merged
+
+    def _slot_records(self, slot: _Slot) -> int:
+        return len(self._slot_postings(slot))
 
     def _evidence(self, word: str) -> WordEvidence:
         stem = self.stem(word)
@@ -243,7 +345,12 @@ class CatalogVocabulary:
     def _passages(self, stems: Sequence[str]) -> tuple[dict[str, Any], frozenset[str]] | None:
         """Where records state all `stems` within PASSAGE_SPAN words, or anywhere in the record's name: (the
         tightest passage, every record holding one), or None."""
-        postings = [self.family(s)[1] for s in stems]
+        return self._passages_of([self.family(s)[1] for s in stems], list(stems))
+
+    def _passages_of(
+        self, postings: Sequence[dict[str, list[int]]], stems: list[str]
+    ) -> tuple[dict[str, Any], frozenset[str]] | None:
+        """`_passages` for one posting list per thing to find together (a stem, or a slot's several stems)."""
         if not all(postings):
             return None
         holders: set[str] = set()
@@ -264,8 +371,18 @@ class CatalogVocabulary:
         span, rid, first, last = best
         start, fld = max((f for f in self._fields[rid] if f[0] <= first), key=lambda f: f[0])
         a, b = fld.offsets[first - start][0], fld.offsets[last - start][1]
-        passage = {"record_id": rid, "field": fld.name, "quote": fld.text[a:b], "stems": list(stems)}
+        passage = {"record_id": rid, "field": fld.name, "quote": fld.text[a:b], "stems": stems}
         return passage, frozenset(holders)
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One thing the topic asks for, found by any of its stems (an everyday phrase: its record words)."""
+
+    said: str  # the word or phrase as in the topic
+    stems: tuple[str, ...]  # any one of them stands for it (only stems some record uses)
+    everyday: bool  # an everyday phrase of the word list, or a one-word key of its synonym table
+    record_words: tuple[str, ...] = ()  # what the word list reads an everyday phrase as
 
 
 def _tightest(positions: Sequence[tuple[int, int]], n: int) -> tuple[int, int] | None:

@@ -116,6 +116,23 @@ class _Addresses(_Strict):
     directions: dict[str, str] = {}
 
 
+class _Everyday(_Strict):
+    """How people tell what they need: words of their story that say nothing of the service ("my", "got",
+    "husband"), and everyday words or phrases with the words the records use for the same need."""
+
+    filler: Words = ""
+    people: Words = ""
+    words: dict[str, list[str]] = {}
+
+    @field_validator("words")
+    @classmethod
+    def _single_record_words(cls, words: dict[str, list[str]]) -> dict[str, list[str]]:
+        for said, record_words in words.items():
+            if not record_words or any(len(fold_key(w).split()) != 1 for w in record_words):
+                raise ValueError(f"{said!r}: give one or more record words, each a single word")
+        return words
+
+
 class _Replies(_Strict):
     name_small_words: Words = ""
     labels: Words = ""
@@ -167,6 +184,7 @@ class _WordFile(_Strict):
     facts: FactFile = FactFile()
     replies: _Replies = _Replies()
     records: _Records = _Records()
+    everyday: _Everyday = _Everyday()
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, so a compiled pattern can be cached per list
@@ -213,6 +231,9 @@ class WordList:
     directions: Mapping[str, str]
     name_small_words: frozenset[str]
     reply_labels: frozenset[str]
+    # lemmas of an everyday phrase -> the (folded) words records use for it ("sleep" -> shelter)
+    everyday_words: Mapping[tuple[str, ...], tuple[str, ...]]
+    everyday_people: frozenset[str]  # who a request is about ("mom"): in the topic, never required of a record
     records: RecordWords = RecordWords()
     facts: FactWords = FactWords()  # stated facts, restriction groups, word senses (`catalog.fact_words`)
 
@@ -277,7 +298,7 @@ def _build(data: _WordFile, where: str) -> WordList:
     def lemma(word: str) -> str:
         return _lemma(word, plurals, lang)
 
-    filler = _split(data.filler)
+    filler = _split(data.filler) | _split(data.everyday.filler)  # a person's story words carry no topic either
     written: dict[str, int] = {}
     for day, forms in enumerate(data.weekdays.written):
         for form in [data.weekdays.names[day], data.weekdays.short[day], *forms]:
@@ -345,6 +366,11 @@ def _build(data: _WordFile, where: str) -> WordList:
             date_format=data.records.date_format,
         ),
         facts=FactWords.build(data.facts),
+        everyday_words={
+            tuple(lemma(w) for w in fold_key(said).split()): tuple(fold_key(w) for w in record_words)
+            for said, record_words in data.everyday.words.items()
+        },
+        everyday_people=_split(data.everyday.people),
     )
 
 
