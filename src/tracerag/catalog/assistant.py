@@ -10,13 +10,15 @@ directory's place and language comes from the catalog's `profile.toml` and its l
 kept across turns ("what about Sunday?" keeps the city). A topic the catalog holds nothing like (`topic_match`:
 no service type of its records, no record stating its words together) gets "Nothing in this directory matches
 'piano tuning' in Lakeside" and no recommendation, before any location is asked for, and on every later turn
-until the topic changes. Every turn goes to the conversation's trail, the decision and its evidence included.
+until the topic changes. A request that signals danger or immediacy (`catalog.urgency`) is never refused: it
+gets the profile's emergency and crisis numbers and the services reachable now, before any question about the
+place. Every turn goes to the conversation's trail, the decision and its evidence included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +34,7 @@ from tracerag.catalog.gazetteer import GazetteerIndex
 from tracerag.catalog.generated_reply import generated_reply
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
-from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
+from tracerag.catalog.model import ConstraintKind, Constraints, Semantic, ServiceRecord, Structural
 from tracerag.catalog.parse import parse_request
 from tracerag.catalog.profile import CatalogProfile
 from tracerag.catalog.reply import (
@@ -44,6 +46,7 @@ from tracerag.catalog.reply import (
 )
 from tracerag.catalog.store import STORE_FILE, CatalogStore, check_catalog_dir
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
+from tracerag.catalog.urgency import CrisisIndex, Ranked, Urgency, detect, minute_now, rank, urgent_reply
 from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import Settings
@@ -83,6 +86,7 @@ _PURPOSES: dict[type[BaseModel] | None, LLMPurpose] = {
     CheckAnswer: LLMPurpose.CATALOG_CHECK,
 }
 _VOCABULARIES: dict[tuple[str, int, int, str], CatalogVocabulary] = {}
+_CRISIS: dict[tuple[str, int, int, str, str | None], CrisisIndex] = {}
 
 
 @dataclass
@@ -96,6 +100,7 @@ class Turn:
     removed: list[dict] = field(default_factory=list)
     checked: int = 0
     topic_match: TopicMatch | None = None
+    urgency: Urgency | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -106,6 +111,7 @@ class Turn:
             "notes": self.notes,
             "checked": self.checked,
             "topic_match": self.topic_match.to_dict() if self.topic_match else None,
+            "urgency": self.urgency.to_dict() if self.urgency else None,
             "removed_hallucinations": self.removed,
             "recommendations": [
                 {
@@ -147,6 +153,7 @@ class CatalogAssistant:
         today: int | None = None,
         trail_dir: Path | None = None,
         listeners: Sequence[EventListener] = (),
+        clock: Callable[[], int] | None = None,
     ):
         if variant not in set(CatalogVariant):
             raise ConfigError(f"structured-index variant {variant!r}: expected one of {', '.join(CatalogVariant)}")
@@ -165,6 +172,9 @@ class CatalogAssistant:
         self.k = k
         self.batch = batch
         self.today = date.today().weekday() if today is None else today
+        self.clock = clock or minute_now  # minutes after midnight now: what is open now, for urgent requests
+        self.urgency: Urgency | None = None
+        self._crisis: CrisisIndex | None = None
         self.state = Constraints()
         self.turns: list[Turn] = []
         self._names: set[str] | None = None
@@ -194,6 +204,7 @@ class CatalogAssistant:
     def reset(self) -> None:
         """Start a new conversation (the evaluation asks each request afresh); the trail goes on."""
         self.state = Constraints()
+        self.urgency = None
 
     @property
     def trail_path(self) -> Path:
@@ -227,7 +238,10 @@ class CatalogAssistant:
             method = CatalogParseMethod.RULES
         self.state = merge(self.state, parsed, self.words)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
-        match = self._topic_match()
+        self.urgency = self._urgency_of(request, parsed)
+        # an urgent turn judges its topic only when a service type names it (the words alone cannot refuse it)
+        urgent_words_only = self.urgency is not None and self.state.of(ConstraintKind.SERVICE_TYPE) is None
+        match = None if urgent_words_only else self._topic_match()
         self.trail.emit(
             CatalogParseEvent(
                 turn=n,
@@ -237,9 +251,12 @@ class CatalogAssistant:
                 state=constraints_dict(self.state),
                 notes=notes,
                 topic_match=match.to_dict() if match else None,
+                urgency=self.urgency.to_dict() if self.urgency else None,
             )
         )
-        if match is not None and not match.held:
+        if self.urgency is not None:
+            turn = self._urgent(request, n, notes)
+        elif match is not None and not match.held:
             reply = no_match_reply(
                 self.state.topic, place_phrase(self.state), match.explanation(), help_line=self.profile.help_line
             )
@@ -251,6 +268,7 @@ class CatalogAssistant:
         else:
             turn = self._answer(request, n, notes)
         turn.topic_match = match
+        turn.urgency = self.urgency
         self.trail.emit(
             CatalogReplyEvent(
                 turn=n,
@@ -258,7 +276,7 @@ class CatalogAssistant:
                 text=turn.reply,
                 recommended=[r.record.id for r in turn.recommendations],
                 removed=turn.removed,
-                generated=self.llm is not None and turn.outcome == CatalogOutcome.ANSWER,
+                generated=self.llm is not None and turn.outcome == CatalogOutcome.ANSWER and turn.urgency is None,
             )
         )
         self.turns.append(turn)
@@ -428,11 +446,18 @@ class CatalogAssistant:
         rest = sorted(set(allowed) - set(found))
         return found + rest  # every pre-filtered record stays a candidate, text-matching ones first
 
-    def _check(self, record: ServiceRecord, n: int) -> tuple[Recommendation | None, bool]:
-        violations = filters.violations(record, self.state.structural, day_names=self.words.weekday_names)
+    def _check(
+        self,
+        record: ServiceRecord,
+        n: int,
+        structural: Sequence[Structural] | None = None,
+        semantics: Sequence[Semantic] | None = None,
+    ) -> tuple[Recommendation | None, bool]:
+        structural = self.state.structural if structural is None else structural
+        violations = filters.violations(record, structural, day_names=self.words.weekday_names)
         evidence: list[Evidence] = []
         if not violations:
-            for semantic in self.state.semantic:
+            for semantic in self.state.semantic if semantics is None else semantics:
                 ev = (
                     check_llm(record, semantic, self.llm)
                     if self.llm is not None
@@ -453,6 +478,119 @@ class CatalogAssistant:
             )
         )
         return (None if failed else Recommendation(record, evidence)), definite
+
+    # -- urgent requests ------------------------------------------------------------------------------
+
+    def _urgency_of(self, request: str, parsed: Constraints) -> Urgency | None:
+        """The urgency this turn signals; else the conversation's, kept until a turn asks about another topic
+        (the place given in answer to the question keeps it)."""
+        found = detect(request, self.words)
+        if found is not None or parsed.topic or self.urgency is None:
+            return found
+        return replace(self.urgency, carried=True)
+
+    @property
+    def crisis(self) -> CrisisIndex:
+        """The records serving each urgency kind, built on the first urgent turn and shared like `vocabulary`."""
+        if self._crisis is None:
+            info = self.store.path.stat()
+            key = (
+                str(self.store.path.resolve()),
+                info.st_mtime_ns,
+                info.st_size,
+                self.words.source,
+                self.profile.country,
+            )
+            if key not in _CRISIS:
+                _CRISIS.clear()
+                records = self.store.get(self.store.all_ids()).values()
+                _CRISIS[key] = CrisisIndex.build(records, self.words, self.profile.country)
+            self._crisis = _CRISIS[key]
+        return self._crisis
+
+    def _urgent(self, request: str, n: int, notes: list[str]) -> Turn:
+        """Never a refusal: the profile's numbers, then the services reachable now (`urgency.rank`): lines
+        wherever they are, services to visit in the place asked; with no place, the lines, then the question.
+        The kind says what serves (the service type is not required) and reachable now replaces the hours asked
+        for; language and accessibility stay strict, and a service whose own text contradicts a condition is left
+        out. When nothing passes, the fallback kind's lines without those constraints."""
+        assert self.urgency is not None
+        place = [s for s in self.state.structural if s.kind in LOCATION]
+        hard = [s for s in self.state.structural if s.kind in OTHER - {ConstraintKind.SERVICE_TYPE}]
+        topical: list[ServiceRecord] = []
+        if self.state.of(ConstraintKind.SERVICE_TYPE) is not None and place:
+            ids = self._rank(self.store.filter([s for s in self.state.structural if s.kind not in HOURS]))
+            records = self.store.get(ids[: self.k * 4])
+            topical = [records[i] for i in ids[: self.k * 4] if i in records]
+        minute = self.clock()
+        fallback = [k for k in self.words.urgency_kinds if k.fallback]
+        ranked = rank(
+            self.urgency,
+            self.crisis,
+            in_place=(lambda r: filters.satisfies(r, place)) if place else None,
+            topical=topical,
+            today=self.today,
+            minute=minute,
+            fallback=fallback,
+            region=(self.profile.region or "", *self.profile.region_aliases),
+            centre=self.crisis.centre(place),
+        )
+        self.trail.emit(
+            CatalogFilterEvent(
+                turn=n,
+                variant=self.variant,
+                sql_kinds=[],
+                allowed=len(ranked),
+                ranked=[r.record_id for r in ranked[:200]],
+                reachable={r.record_id: r.reason() for r in ranked[:200]},
+            )
+        )
+        chosen = self._urgent_checks(ranked, hard, n)
+        if not chosen and (hard or self.state.semantic):
+            lines = rank(
+                replace(self.urgency, kinds=tuple(fallback)),
+                self.crisis,
+                in_place=None,
+                today=self.today,
+                minute=minute,
+                region=(self.profile.region or "", *self.profile.region_aliases),
+            )
+            chosen = self._urgent_checks(lines, [], n, conditions=False)
+            notes.append("urgent: nothing met every condition; the crisis lines are given without them")
+        reasons = {r.record_id: r.reachable for r in ranked}
+        question = "" if place else f"Which city or postal code should I look in for {self.urgency.label}?"
+        asked = describe(Constraints(place + hard, self.state.semantic)) if place or hard or self.state.semantic else ""
+        summary = "; ".join(p for p in (self.urgency.label, asked) if p)
+        reply = urgent_reply(chosen, summary, self.profile, self.words, reasons=reasons, question=question)
+        if not place:
+            outcome = CatalogOutcome.CLARIFY
+        elif chosen or self.profile.emergency_numbers or self.profile.crisis_numbers:
+            outcome = CatalogOutcome.ANSWER
+        else:
+            outcome = CatalogOutcome.NONE_FOUND
+        return Turn(request, outcome, reply, chosen, self.state, notes, checked=len(ranked))
+
+    def _urgent_checks(
+        self, ranked: Sequence[Ranked], hard: Sequence[Structural], n: int, *, conditions: bool = True
+    ) -> list[Recommendation]:
+        """The first `k` candidates, in their order, that meet `hard` and whose text contradicts no condition.
+        A condition their text leaves open is not shown: reachable now comes first, and a line rarely states
+        whom it serves (the check is in the trail)."""
+        chosen: list[Recommendation] = []
+        given: set[str] = set()  # numbers already listed: a second record of the same line adds nothing
+        for start in range(0, len(ranked), self.batch):
+            ids = [r.record_id for r in ranked[start : start + self.batch]]
+            records = self.store.get(ids)
+            for rid in ids:
+                rec, _ = self._check(records[rid], n, hard, None if conditions else [])
+                phones = {p.strip() for p in records[rid].phones if p.strip()}
+                if rec is not None and not (phones and phones <= given):
+                    rec.evidence = [e for e in rec.evidence if e.passed is not None]
+                    chosen.append(rec)
+                    given |= phones
+                if len(chosen) >= self.k:
+                    return chosen
+        return chosen
 
     def _record_call(
         self, completion: Completion[BaseModel], messages: Sequence[Message], schema: type[BaseModel] | None

@@ -29,7 +29,7 @@ from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key, stem
 
-__all__ = ["CountryWords", "WordList", "fill_region"]
+__all__ = ["CountryWords", "UrgencyKind", "WordList", "fill_region"]
 
 
 def _split(text: str | Iterable[str]) -> frozenset[str]:
@@ -120,6 +120,42 @@ class _Replies(_Strict):
     labels: Words = ""
 
 
+def _compiles_all(patterns: list[str]) -> list[str]:
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression ({exc}): {p[:60]!r}") from None
+    return patterns
+
+
+class _UrgencyKindFile(_Strict):
+    name: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+    fallback: bool = False
+    patterns: list[str] = Field(min_length=1)
+    unless: list[str] = []
+    terms: list[str] = []
+    services: list[str] = []
+
+    @field_validator("patterns", "unless", "services")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        return _compiles_all(patterns)
+
+
+class _Urgency(_Strict):
+    hotline: list[str] = []
+    always_open: list[str] = []
+    not_serving: list[str] = []
+    kinds: list[_UrgencyKindFile] = []
+
+    @field_validator("hotline", "always_open", "not_serving")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        return _compiles_all(patterns)
+
+
 class _WordFile(_Strict):
     """The file's format: every key is checked, an unknown one is refused (a typo would silently drop words)."""
 
@@ -141,6 +177,26 @@ class _WordFile(_Strict):
     texts: _Texts = _Texts()
     addresses: _Addresses = _Addresses()
     replies: _Replies = _Replies()
+    urgency: _Urgency = _Urgency()
+
+
+def _alternation(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One case-insensitive pattern of several, None when there are none (so nothing matches)."""
+    patterns = list(patterns)
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I) if patterns else None
+
+
+@dataclass(frozen=True)
+class UrgencyKind:
+    """One kind of danger or immediacy a request may signal (`[[urgency.kinds]]` of the word list)."""
+
+    name: str
+    label: str  # what is looked for, in words ("help after sexual assault")
+    fallback: bool  # answers an urgent request when nothing else can
+    patterns: re.Pattern[str]  # the request's words that signal it
+    unless: re.Pattern[str] | None  # the request's words that make those words about something else
+    terms: tuple[str, ...]  # taxonomy term names of the services that serve it, best first
+    services: re.Pattern[str] | None  # a service's name or description words that serve it
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, so a compiled pattern can be cached per list
@@ -187,6 +243,10 @@ class WordList:
     directions: Mapping[str, str]
     name_small_words: frozenset[str]
     reply_labels: frozenset[str]
+    urgency_kinds: tuple[UrgencyKind, ...]
+    hotline: re.Pattern[str] | None  # a service name or term name of a phone or text line
+    always_open: re.Pattern[str] | None  # an hours text, name or description saying it never closes
+    not_serving: re.Pattern[str] | None  # term or service names of no help to a person in danger
 
     @classmethod
     def load(cls, language: str = "en", path: Path | None = None) -> WordList:
@@ -307,6 +367,21 @@ def _build(data: _WordFile, where: str) -> WordList:
         directions={fold_key(k): v for k, v in data.addresses.directions.items()},
         name_small_words=_split(data.replies.name_small_words) | day_words,
         reply_labels=_split(data.replies.labels),
+        urgency_kinds=tuple(
+            UrgencyKind(
+                k.name,
+                k.label,
+                k.fallback,
+                re.compile("|".join(f"(?:{p})" for p in k.patterns), re.I),
+                _alternation(k.unless),
+                tuple(k.terms),
+                _alternation(k.services),
+            )
+            for k in data.urgency.kinds
+        ),
+        hotline=_alternation(data.urgency.hotline),
+        always_open=_alternation(data.urgency.always_open),
+        not_serving=_alternation(data.urgency.not_serving),
     )
 
 
@@ -336,8 +411,19 @@ class _Veterans(_Strict):
     affirm_exact: Patterns = []  # compared with case: acronyms that are words in lowercase
 
 
+class _Number(_Strict):
+    label: str = Field(min_length=1)
+    number: str = Field(min_length=1)
+
+
+class _Numbers(_Strict):
+    emergency: list[_Number] = []
+    crisis: list[_Number] = []
+
+
 class _CountryFile(_Strict):
     country: str
+    numbers: _Numbers = _Numbers()
     documents: _Documents = _Documents()
     veterans: _Veterans = _Veterans()
     immigration: _Immigration = _Immigration()
@@ -369,6 +455,8 @@ class CountryWords:
     low_income_request: str = ""
     veterans_affirm: str = ""  # the country's words for veterans' offices and papers
     veterans_affirm_exact: str = ""  # the same, compared with case (an acronym)
+    emergency_numbers: tuple[tuple[str, str], ...] = ()  # (label, number): police, fire, ambulance
+    crisis_numbers: tuple[tuple[str, str], ...] = ()  # (label, number): the country's crisis lines
 
     @classmethod
     def load(cls, country: str | None) -> CountryWords:
@@ -417,6 +505,8 @@ def _load_country(country: str | None) -> CountryWords:
         data.country,
         where,
         status_number_name=imm.number_name,
+        emergency_numbers=tuple((n.label, n.number) for n in data.numbers.emergency),
+        crisis_numbers=tuple((n.label, n.number) for n in data.numbers.crisis),
         **{key: "|".join(f"(?:{p})" for p in patterns) for key, patterns in alternation.items()},
     )
 
