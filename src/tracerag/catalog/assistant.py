@@ -101,6 +101,7 @@ class Turn:
     checked: int = 0
     topic_match: TopicMatch | None = None
     urgency: Urgency | None = None
+    crisis_lines: list[Recommendation] = field(default_factory=list)  # an urgent turn's lines, from anywhere
 
     def to_dict(self) -> dict:
         return {
@@ -112,6 +113,9 @@ class Turn:
             "checked": self.checked,
             "topic_match": self.topic_match.to_dict() if self.topic_match else None,
             "urgency": self.urgency.to_dict() if self.urgency else None,
+            "crisis_lines": [
+                {"id": r.record.id, "name": r.record.name, "phones": r.record.phones} for r in self.crisis_lines
+            ],
             "removed_hallucinations": self.removed,
             "recommendations": [
                 {
@@ -240,7 +244,9 @@ class CatalogAssistant:
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
         self.urgency = self._urgency_of(request, parsed)
         # an urgent turn judges its topic only when a service type names it (the words alone cannot refuse it)
-        urgent_words_only = self.urgency is not None and self.state.of(ConstraintKind.SERVICE_TYPE) is None
+        urgent_words_only = (
+            self.urgency is not None and self.urgency.danger and self.state.of(ConstraintKind.SERVICE_TYPE) is None
+        )
         match = None if urgent_words_only else self._topic_match()
         self.trail.emit(
             CatalogParseEvent(
@@ -254,7 +260,7 @@ class CatalogAssistant:
                 urgency=self.urgency.to_dict() if self.urgency else None,
             )
         )
-        if self.urgency is not None:
+        if self.urgency is not None and self.urgency.danger:
             turn = self._urgent(request, n, notes)
         elif match is not None and not match.held:
             reply = no_match_reply(
@@ -267,6 +273,8 @@ class CatalogAssistant:
             )
         else:
             turn = self._answer(request, n, notes)
+        if self.urgency is not None and not self.urgency.danger:
+            turn = self._urgent(request, n, notes, usual=turn)
         turn.topic_match = match
         turn.urgency = self.urgency
         self.trail.emit(
@@ -508,33 +516,61 @@ class CatalogAssistant:
             self._crisis = _CRISIS[key]
         return self._crisis
 
-    def _urgent(self, request: str, n: int, notes: list[str]) -> Turn:
-        """Never a refusal: the profile's numbers, then the services reachable now (`urgency.rank`): lines
-        wherever they are, services to visit in the place asked; with no place, the lines, then the question.
-        The kind says what serves (the service type is not required) and reachable now replaces the hours asked
-        for; language and accessibility stay strict, and a service whose own text contradicts a condition is left
-        out. When nothing passes, the fallback kind's lines without those constraints."""
+    def _urgent(self, request: str, n: int, notes: list[str], usual: Turn | None = None) -> Turn:
+        """Never a refusal (`catalog.urgency`): the profile's numbers; the phone and text lines serving the
+        request's kind, wherever they are (a line serves wherever one calls from); the services of the place
+        asked for, reachable now first, each meeting every constraint stated (the kind's services or the
+        topic's); with no place, the lines and then the question. Lines keep the language and accessibility
+        asked for and are left out when their own text contradicts a condition; when none is left, the fallback
+        kind's lines without them. `usual`: the turn the request got without its urgency (immediacy alone: its
+        services come first, reordered reachable now first)."""
         assert self.urgency is not None
         place = [s for s in self.state.structural if s.kind in LOCATION]
         hard = [s for s in self.state.structural if s.kind in OTHER - {ConstraintKind.SERVICE_TYPE}]
-        topical: list[ServiceRecord] = []
-        if self.state.of(ConstraintKind.SERVICE_TYPE) is not None and place:
-            ids = self._rank(self.store.filter([s for s in self.state.structural if s.kind not in HOURS]))
-            records = self.store.get(ids[: self.k * 4])
-            topical = [records[i] for i in ids[: self.k * 4] if i in records]
         minute = self.clock()
         fallback = [k for k in self.words.urgency_kinds if k.fallback]
-        ranked = rank(
-            self.urgency,
+        region = (self.profile.region or "", *self.profile.region_aliases)
+        centre = self.crisis.centre(place)
+        # hours said only by the urgency's own words ("he will hurt me tonight") ask for help now, not for a time:
+        # reachable now replaces them; any other constraint stated holds
+        structural = [
+            s for s in self.state.structural if not (s.kind in HOURS and detect(s.said, self.words) is not None)
+        ]
+        local: list[Recommendation] = []
+        ranked: list[Ranked] = []
+        if usual is not None:
+            local = sorted(
+                usual.recommendations, key=lambda r: self.crisis.reachable_record(r.record, minute, self.today) is None
+            )
+        elif place:
+            topical: list[ServiceRecord] = []
+            if self.state.of(ConstraintKind.SERVICE_TYPE) is not None:
+                ids = self._rank(self.store.filter(structural))[: self.k * 4]
+                records = self.store.get(ids)
+                topical = [records[i] for i in ids if i in records]
+            ranked = rank(
+                self.urgency,
+                self.crisis,
+                in_place=lambda r: filters.satisfies(r, place),
+                topical=topical,
+                today=self.today,
+                minute=minute,
+                region=region,
+                centre=centre,
+            )
+            local = self._urgent_checks(ranked, structural, n, self.k)
+        lines_ranked = rank(
+            self.urgency if self.urgency.danger else replace(self.urgency, kinds=tuple(fallback)),
             self.crisis,
-            in_place=(lambda r: filters.satisfies(r, place)) if place else None,
-            topical=topical,
+            in_place=None,
             today=self.today,
             minute=minute,
-            fallback=fallback,
-            region=(self.profile.region or "", *self.profile.region_aliases),
-            centre=self.crisis.centre(place),
+            region=region,
+            centre=centre,
         )
+        shown = {r.record.id for r in local}
+        lines_ranked = [r for r in lines_ranked if r.record_id not in shown]
+        ranked += lines_ranked
         self.trail.emit(
             CatalogFilterEvent(
                 turn=n,
@@ -545,33 +581,48 @@ class CatalogAssistant:
                 reachable={r.record_id: r.reason() for r in ranked[:200]},
             )
         )
-        chosen = self._urgent_checks(ranked, hard, n)
-        if not chosen and (hard or self.state.semantic):
-            lines = rank(
+        wanted = 0 if usual is not None and usual.recommendations else self.k - min(len(local), self.k - 3)
+        lines = self._urgent_checks(lines_ranked, hard, n, wanted) if wanted else []
+        if not lines and not local and wanted:
+            lines_ranked = rank(
                 replace(self.urgency, kinds=tuple(fallback)),
                 self.crisis,
                 in_place=None,
                 today=self.today,
                 minute=minute,
-                region=(self.profile.region or "", *self.profile.region_aliases),
+                region=region,
+                centre=centre,
             )
-            chosen = self._urgent_checks(lines, [], n, conditions=False)
-            notes.append("urgent: nothing met every condition; the crisis lines are given without them")
+            lines = self._urgent_checks(lines_ranked, [], n, wanted, conditions=False)
+            notes.append("urgent: no line met every condition; the crisis lines are given without them")
         reasons = {r.record_id: r.reachable for r in ranked}
-        question = "" if place else f"Which city or postal code should I look in for {self.urgency.label}?"
-        asked = describe(Constraints(place + hard, self.state.semantic)) if place or hard or self.state.semantic else ""
-        summary = "; ".join(p for p in (self.urgency.label, asked) if p)
-        reply = urgent_reply(chosen, summary, self.profile, self.words, reasons=reasons, question=question)
-        if not place:
+        reasons.update({r.record.id: self.crisis.reachable_record(r.record, minute, self.today) for r in local})
+        asked = describe(Constraints(structural, self.state.semantic)) if structural else ""
+        summary = "; ".join(p for p in (self.urgency.label if self.urgency.danger else "", asked) if p)
+        if usual is not None and usual.outcome == CatalogOutcome.CLARIFY:
+            question = usual.reply
+        else:
+            question = "" if place else f"Which city or postal code should I look in for {self.urgency.label}?"
+        before = (
+            usual.reply
+            if usual is not None and not usual.recommendations and usual.outcome != CatalogOutcome.CLARIFY
+            else ""
+        )
+        reply = urgent_reply(
+            lines, local, summary, self.profile, self.words, reasons=reasons, before=before, question=question
+        )
+        if usual is not None and not (lines or local):
+            outcome = usual.outcome
+        elif not place:
             outcome = CatalogOutcome.CLARIFY
-        elif chosen or self.profile.emergency_numbers or self.profile.crisis_numbers:
+        elif local or lines or self.profile.emergency_numbers or self.profile.crisis_numbers:
             outcome = CatalogOutcome.ANSWER
         else:
             outcome = CatalogOutcome.NONE_FOUND
-        return Turn(request, outcome, reply, chosen, self.state, notes, checked=len(ranked))
+        return Turn(request, outcome, reply, local, self.state, notes, checked=len(ranked), crisis_lines=lines)
 
     def _urgent_checks(
-        self, ranked: Sequence[Ranked], hard: Sequence[Structural], n: int, *, conditions: bool = True
+        self, ranked: Sequence[Ranked], hard: Sequence[Structural], n: int, k: int, *, conditions: bool = True
     ) -> list[Recommendation]:
         """The first `k` candidates, in their order, that meet `hard` and whose text contradicts no condition.
         A condition their text leaves open is not shown: reachable now comes first, and a line rarely states
@@ -588,7 +639,7 @@ class CatalogAssistant:
                     rec.evidence = [e for e in rec.evidence if e.passed is not None]
                     chosen.append(rec)
                     given |= phones
-                if len(chosen) >= self.k:
+                if len(chosen) >= k:
                     return chosen
         return chosen
 

@@ -28,7 +28,7 @@ import phonenumbers
 from tracerag.catalog.filters import postal_head
 from tracerag.catalog.model import ConstraintKind, ServiceRecord, Structural
 from tracerag.catalog.profile import CatalogProfile, PhoneNumber
-from tracerag.catalog.reply import Recommendation, templated_reply
+from tracerag.catalog.reply import NOT_STATED, Recommendation, format_address, format_hours, templated_reply
 from tracerag.catalog.words import UrgencyKind, WordList
 
 __all__ = [
@@ -72,7 +72,14 @@ class Urgency:
 
     @property
     def label(self) -> str:
-        return self.kinds[0].label
+        return next((k.label for k in self.kinds if k.terms or k.services), self.kinds[0].label)
+
+    @property
+    def danger(self) -> bool:
+        """A kind that names the services serving it (self-harm, violence ...), not immediacy alone ("right
+        now"): immediacy alone keeps the request's own topic and constraints, and only adds the numbers, orders
+        what is reachable now first, and gives the crisis lines when nothing else is found."""
+        return any(k.terms or k.services for k in self.kinds)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kinds": [k.name for k in self.kinds], "said": list(self.said), "carried": self.carried}
@@ -107,6 +114,7 @@ class CrisisIndex:
     always_open: dict[str, str]  # record id -> where it says so (a key of ALWAYS)
     toll_free: frozenset[str]  # a number callable from anywhere in the country
     centres: dict[tuple[str, str], tuple[float, float]]  # (city|county|zip, value) -> mean coordinates
+    words: WordList
 
     @classmethod
     def build(cls, records: Iterable[ServiceRecord], words: WordList, country: str | None) -> CrisisIndex:
@@ -130,7 +138,7 @@ class CrisisIndex:
         always = {i: where for i, r in kept.items() if (where := always_open_by(r, words))}
         free = {i for i, r in kept.items() if any(_toll_free(p, country) for p in r.phones)}
         centres = {k: (sum(p[0] for p in v) / len(v), sum(p[1] for p in v) / len(v)) for k, v in points.items()}
-        return cls(serving, kept, frozenset(lines), always, frozenset(free), centres)
+        return cls(serving, kept, frozenset(lines), always, frozenset(free), centres, words)
 
     def centre(self, place: Sequence[Structural]) -> tuple[float, float] | None:
         """The mean coordinates of the records of the place asked for (its first value), None when unknown."""
@@ -140,6 +148,13 @@ class CrisisIndex:
                 if found:
                     return found
         return None
+
+    def reachable_record(self, record: ServiceRecord, minute: int, today: int) -> str | None:
+        """`reachable` for any record, held by the index or not (a service of the request's own topic)."""
+        if record.id in self.records:
+            return self.reachable(record.id, today, minute)
+        by = always_open_by(record, self.words)
+        return ALWAYS[by] if by else reachable_now(record, today, minute)
 
     def reachable(self, record_id: str, today: int, minute: int) -> str | None:
         """Why the record can be reached now (a line, 24 hours, open now by its hours), or None."""
@@ -243,37 +258,26 @@ def rank(
     """Candidates of an urgent turn, reachable now first.
 
     Candidates: the records serving the request's kinds (or, when none of its kinds names services, the
-    `fallback` kinds) and `topical` (the request's own topic, best first). `in_place`: whether a record is in the
-    place asked for (None: no place given). A line is a candidate wherever it is; any other service only in the
-    place, or not at all when no place is given. Order: what surely serves (a term of the kind or its name)
-    before what only its description ties to it (and the topic's candidates); then reachable now; then the
-    kind's order of its term names; then in the place, within NEARBY_KM of the place's `centre`, toll-free
-    (callable from anywhere), in the region (`region`: the profile's names of it), the rest; nearest first."""
+    `fallback` kinds) and `topical` (the request's own topic, best first). With `in_place` (whether a record is in
+    the place asked for): the records of the place. Without: the phone and text lines, wherever they are (a line
+    serves wherever one calls from). Order: what surely serves (a term of the kind or its name) before what only
+    its description ties to it (and the topic's candidates); then reachable now; then the kind's order of its
+    term names; then within NEARBY_KM of the place's `centre`, toll-free (callable from anywhere), in the region
+    (`region`: the profile's names of it), the rest; nearest first."""
     kinds = [k for k in urgency.kinds if k.terms or k.services] or list(fallback)
     regions = {r.casefold() for r in region if r.strip()}
     best: dict[str, tuple[tuple[Any, ...], Ranked]] = {}
 
     def offer(record: ServiceRecord, kind: str | None, how: int, term_rank: int, order: int) -> None:
-        line = record.id in index.lines
-        local = in_place(record) if in_place is not None else False
-        if not (line or local):
-            return  # a service to visit, outside the place asked (or with no place given)
-        reach = index.reachable(record.id, today, minute) if kind is not None else _reach(record, index, today, minute)
+        local = in_place is not None and in_place(record)
+        if not local if in_place is not None else record.id not in index.lines:
+            return
+        reach = index.reachable_record(record, minute, today)
         near = record.state.strip().casefold() in regions
         km = _km(centre, record)
         far = km if km is not None else float("inf")
         free = record.id in index.toll_free
-        key = (
-            how == DESCRIPTION,
-            reach is None,
-            term_rank,
-            not local,
-            far > NEARBY_KM,
-            not free,
-            not near,
-            far,
-            order,
-        )
+        key = (how == DESCRIPTION, reach is None, term_rank, far > NEARBY_KM, not free, not near, far, order)
         if record.id not in best or key < best[record.id][0]:
             best[record.id] = (key, Ranked(record.id, reach, kind, how, local, near, km))
 
@@ -294,13 +298,6 @@ def _km(centre: tuple[float, float] | None, record: ServiceRecord) -> float | No
     return 2 * 6371.0 * math.asin(min(1.0, math.sqrt(a)))
 
 
-def _reach(record: ServiceRecord, index: CrisisIndex, today: int, minute: int) -> str | None:
-    """Reachable now for a record the index may not hold (a topic candidate)."""
-    if record.id in index.records:
-        return index.reachable(record.id, today, minute)
-    return reachable_now(record, today, minute)
-
-
 # ------------------------------------------------------------------------------------------------ reply
 
 
@@ -311,22 +308,44 @@ def numbers_lines(profile: CatalogProfile) -> list[str]:
 
 
 def urgent_reply(
-    chosen: Sequence[Recommendation],
+    lines: Sequence[Recommendation],
+    local: Sequence[Recommendation],
     summary: str,
     profile: CatalogProfile,
     words: WordList,
     *,
     reasons: Mapping[str, str | None],
+    before: str = "",
     question: str = "",
 ) -> str:
-    """The profile's numbers first; then the services (phone number first, with why each is reachable now);
-    then the question (where?), when the place is not known yet. Nothing found and no numbers: the help line."""
-    lines = numbers_lines(profile)
-    if chosen:
-        text = templated_reply(chosen, summary, words=words, phone_first=True, notes=reasons)
-        lines += ["", text] if lines else [text]
-    elif not lines:
-        lines.append(templated_reply([], summary, help_line=profile.help_line))
+    """The profile's numbers first; then the lines one can call now from anywhere; then the services of the place
+    (each with its phone number first and why it can be reached now); then the question (where?) when the place
+    is not known yet. `before`: a sentence of the usual reply kept (what the directory lacks)."""
+    out = numbers_lines(profile)
+    if before.strip():
+        out += ["", before.strip()]
+    if lines:
+        out += ["", "Lines you can call now, wherever you are:"]
+        for i, rec in enumerate(lines, 1):
+            out += _line_item(i, rec.record, reasons.get(rec.record.id), words)
+    if local:
+        out += ["", templated_reply(local, summary, words=words, phone_first=True, notes=reasons)]
+    elif not lines and not out:
+        out.append(templated_reply([], summary, help_line=profile.help_line))
     if question:
-        lines += ["", question]
-    return "\n".join(lines).strip()
+        out += ["", question]
+    return "\n".join(out).strip()
+
+
+def _line_item(i: int, r: ServiceRecord, reason: str | None, words: WordList) -> list[str]:
+    org = r.organization.strip()
+    name = r.name.strip() or NOT_STATED
+    lines = ["", f"{i}. {name}" + (f" ({org})" if org and org.casefold() != name.casefold() else "")]
+    lines.append(f"   Phone: {', '.join(p.strip() for p in r.phones if p.strip()) or NOT_STATED}")
+    if reason:
+        lines.append(f"   Now: {reason}")
+    hours = format_hours(r.openings, r.hours_text, words=words)
+    if hours != NOT_STATED:
+        lines.append(f"   Hours: {hours}")
+    lines.append(f"   Based in: {format_address(r)}")
+    return lines
