@@ -528,7 +528,6 @@ class CatalogAssistant:
         place = [s for s in self.state.structural if s.kind in LOCATION]
         hard = [s for s in self.state.structural if s.kind in OTHER - {ConstraintKind.SERVICE_TYPE}]
         minute = self.clock()
-        fallback = [k for k in self.words.urgency_kinds if k.fallback]
         region = (self.profile.region or "", *self.profile.region_aliases)
         centre = self.crisis.centre(place)
         # hours said only by the urgency's own words ("he will hurt me tonight") ask for help now, not for a time:
@@ -559,17 +558,9 @@ class CatalogAssistant:
                 centre=centre,
             )
             local = self._urgent_checks(ranked, structural, n, self.k)
-        lines_ranked = rank(
-            self.urgency if self.urgency.danger else replace(self.urgency, kinds=tuple(fallback)),
-            self.crisis,
-            in_place=None,
-            today=self.today,
-            minute=minute,
-            region=region,
-            centre=centre,
-        )
         shown = {r.record.id for r in local}
-        lines_ranked = [r for r in lines_ranked if r.record_id not in shown]
+        wanted = 0 if usual is not None and usual.recommendations else self.k - min(len(local), self.k - 3)
+        lines_ranked = self._lines_ranked(minute, region, centre, shown, only_reachable=bool(local))
         ranked += lines_ranked
         self.trail.emit(
             CatalogFilterEvent(
@@ -581,18 +572,8 @@ class CatalogAssistant:
                 reachable={r.record_id: r.reason() for r in ranked[:200]},
             )
         )
-        wanted = 0 if usual is not None and usual.recommendations else self.k - min(len(local), self.k - 3)
         lines = self._urgent_checks(lines_ranked, hard, n, wanted) if wanted else []
         if not lines and not local and wanted:
-            lines_ranked = rank(
-                replace(self.urgency, kinds=tuple(fallback)),
-                self.crisis,
-                in_place=None,
-                today=self.today,
-                minute=minute,
-                region=region,
-                centre=centre,
-            )
             lines = self._urgent_checks(lines_ranked, [], n, wanted, conditions=False)
             notes.append("urgent: no line met every condition; the crisis lines are given without them")
         reasons = {r.record_id: r.reachable for r in ranked}
@@ -620,6 +601,33 @@ class CatalogAssistant:
         else:
             outcome = CatalogOutcome.NONE_FOUND
         return Turn(request, outcome, reply, local, self.state, notes, checked=len(ranked), crisis_lines=lines)
+
+    def _lines_ranked(
+        self,
+        minute: int,
+        region: Sequence[str],
+        centre: tuple[float, float] | None,
+        shown: set[str],
+        *,
+        only_reachable: bool,
+    ) -> list[Ranked]:
+        """The lines of an urgent turn, reachable now first: the request's kinds' own, and the fallback kind's
+        when none of those is reachable now (or when the request signals immediacy alone). `only_reachable`
+        (the place's services are listed too): a line closed now is left to them."""
+        assert self.urgency is not None
+        fallback = tuple(k for k in self.words.urgency_kinds if k.fallback)
+        tries = [self.urgency] if self.urgency.danger else []
+        tries.append(replace(self.urgency, kinds=fallback))
+        found: list[Ranked] = []
+        for urgency in tries:
+            found += rank(
+                urgency, self.crisis, in_place=None, today=self.today, minute=minute, region=region, centre=centre
+            )
+            if any(r.reachable for r in found):
+                break
+        found = list({r.record_id: r for r in found if r.record_id not in shown}.values())
+        found.sort(key=lambda r: r.reachable is None)  # stable: each kind's order kept within
+        return [r for r in found if r.reachable] if only_reachable else found
 
     def _urgent_checks(
         self, ranked: Sequence[Ranked], hard: Sequence[Structural], n: int, k: int, *, conditions: bool = True

@@ -157,13 +157,17 @@ class CrisisIndex:
         return ALWAYS[by] if by else reachable_now(record, today, minute)
 
     def reachable(self, record_id: str, today: int, minute: int) -> str | None:
-        """Why the record can be reached now (a line, 24 hours, open now by its hours), or None."""
-        if record_id in self.lines:
-            return LINE
+        """Why the record can be reached now (24 hours, open now by its hours, a line), or None. A line whose
+        parsed hours say it is closed now is not reachable now (a crisis line open Monday to Thursday, 10 to 3)."""
         if record_id in self.always_open:
             return ALWAYS[self.always_open[record_id]]
         record = self.records.get(record_id)
-        return reachable_now(record, today, minute) if record is not None else None
+        if record is None:
+            return None
+        now = reachable_now(record, today, minute)
+        if now is None and record_id in self.lines and not record.openings:
+            return LINE
+        return now
 
 
 def _matches(pattern: Any, text: str) -> bool:
@@ -176,15 +180,16 @@ def _serves(kind: UrgencyKind, record: ServiceRecord, terms: Sequence[str]) -> t
     if ranks:
         return TERM, min(ranks)
     if _matches(kind.services, record.name):
-        return NAME, len(kind.terms)
+        return NAME, 0  # a name that says it ("... SUICIDE PREVENTION") is as sure as the kind's first term
     if _matches(kind.services, record.description):
         return DESCRIPTION, len(kind.terms)
     return None
 
 
 def is_line(record: ServiceRecord, words: WordList) -> bool:
-    """A phone or text line: its name or one of its term names says so, and it has a number to call."""
-    named = [record.name, *(n for _, n in record.taxonomy if not _matches(words.not_serving, n))]
+    """A phone or text line: its name, its hours text ("Crisis line, 24 hours daily") or one of its term names
+    says so, and it has a number to call."""
+    named = [record.name, record.hours_text, *(n for _, n in record.taxonomy if not _matches(words.not_serving, n))]
     return any(p.strip() for p in record.phones) and any(_matches(words.hotline, n) for n in named)
 
 
@@ -260,9 +265,9 @@ def rank(
     Candidates: the records serving the request's kinds (or, when none of its kinds names services, the
     `fallback` kinds) and `topical` (the request's own topic, best first). With `in_place` (whether a record is in
     the place asked for): the records of the place. Without: the phone and text lines, wherever they are (a line
-    serves wherever one calls from). Order: what surely serves (a term of the kind or its name) before what only
-    its description ties to it (and the topic's candidates); then reachable now; then the kind's order of its
-    term names; then within NEARBY_KM of the place's `centre`, toll-free (callable from anywhere), in the region
+    serves wherever one calls from). Order: reachable now first; then what surely serves (a term of the kind or
+    its name) before what only its description ties to it (and the topic's candidates); then the kind's order of
+    its term names; then within NEARBY_KM of the place's `centre`, toll-free (callable from anywhere), in the region
     (`region`: the profile's names of it), the rest; nearest first."""
     kinds = [k for k in urgency.kinds if k.terms or k.services] or list(fallback)
     regions = {r.casefold() for r in region if r.strip()}
@@ -277,7 +282,7 @@ def rank(
         km = _km(centre, record)
         far = km if km is not None else float("inf")
         free = record.id in index.toll_free
-        key = (how == DESCRIPTION, reach is None, term_rank, far > NEARBY_KM, not free, not near, far, order)
+        key = (reach is None, how == DESCRIPTION, term_rank, far > NEARBY_KM, not free, not near, far, order)
         if record.id not in best or key < best[record.id][0]:
             best[record.id] = (key, Ranked(record.id, reach, kind, how, local, near, km))
 
