@@ -102,6 +102,15 @@ class Turn:
     topic_match: TopicMatch | None = None
     urgency: Urgency | None = None
     crisis_lines: list[Recommendation] = field(default_factory=list)  # an urgent turn's lines, from anywhere
+    lines_first: bool = True  # an urgent reply lists its lines before the place's services
+
+    @property
+    def offered(self) -> list[Recommendation]:
+        """Every service the reply offers, in its order: an urgent turn's lines (wherever they are, so not held to
+        the place asked, unlike `recommendations`) and the recommendations."""
+        if self.lines_first:
+            return [*self.crisis_lines, *self.recommendations]
+        return [*self.recommendations, *self.crisis_lines]
 
     def to_dict(self) -> dict:
         return {
@@ -556,11 +565,14 @@ class CatalogAssistant:
                 minute=minute,
                 region=region,
                 centre=centre,
+                request=request,
             )
             local = self._urgent_checks(ranked, structural, n, self.k)
         shown = {r.record.id for r in local}
         wanted = 0 if usual is not None and usual.recommendations else self.k - min(len(local), self.k - 3)
-        lines_ranked = self._lines_ranked(minute, region, centre, shown, only_reachable=bool(local))
+        lines_ranked = self._lines_ranked(
+            request, minute, region, centre, shown, only_reachable=bool(local), always_open_too=not place
+        )
         ranked += lines_ranked
         self.trail.emit(
             CatalogFilterEvent(
@@ -589,8 +601,22 @@ class CatalogAssistant:
             if usual is not None and not usual.recommendations and usual.outcome != CatalogOutcome.CLARIFY
             else ""
         )
+        # the place's services first when the first of them can be reached now (a 24-hour crisis unit, the
+        # city's own helpline), else the lines: whatever comes first is reachable now when anything is
+        merit = {r.record_id: r.merit for r in ranked}
+        lines_first = not local or bool(
+            lines and merit.get(lines[0].record.id, ()) < merit.get(local[0].record.id, (True,))
+        )
         reply = urgent_reply(
-            lines, local, summary, self.profile, self.words, reasons=reasons, before=before, question=question
+            lines,
+            local,
+            summary,
+            self.profile,
+            self.words,
+            reasons=reasons,
+            before=before,
+            question=question,
+            lines_first=lines_first,
         )
         if usual is not None and not (lines or local):
             outcome = usual.outcome
@@ -600,20 +626,33 @@ class CatalogAssistant:
             outcome = CatalogOutcome.ANSWER
         else:
             outcome = CatalogOutcome.NONE_FOUND
-        return Turn(request, outcome, reply, local, self.state, notes, checked=len(ranked), crisis_lines=lines)
+        return Turn(
+            request,
+            outcome,
+            reply,
+            local,
+            self.state,
+            notes,
+            checked=len(ranked),
+            crisis_lines=lines,
+            lines_first=lines_first,
+        )
 
     def _lines_ranked(
         self,
+        request: str,
         minute: int,
         region: Sequence[str],
         centre: tuple[float, float] | None,
         shown: set[str],
         *,
         only_reachable: bool,
+        always_open_too: bool,
     ) -> list[Ranked]:
         """The lines of an urgent turn, reachable now first: the request's kinds' own, and the fallback kind's
         when none of those is reachable now (or when the request signals immediacy alone). `only_reachable`
-        (the place's services are listed too): a line closed now is left to them."""
+        (the place's services are listed too): a line closed now is left to them. `always_open_too` (no place
+        known): the services open 24 hours too, wherever they are, which one can call now."""
         assert self.urgency is not None
         fallback = tuple(k for k in self.words.urgency_kinds if k.fallback)
         tries = [self.urgency] if self.urgency.danger else []
@@ -621,7 +660,15 @@ class CatalogAssistant:
         found: list[Ranked] = []
         for urgency in tries:
             found += rank(
-                urgency, self.crisis, in_place=None, today=self.today, minute=minute, region=region, centre=centre
+                urgency,
+                self.crisis,
+                in_place=None,
+                today=self.today,
+                minute=minute,
+                region=region,
+                centre=centre,
+                request=request,
+                always_open_too=always_open_too,
             )
             if any(r.reachable for r in found):
                 break

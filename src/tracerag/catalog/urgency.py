@@ -30,6 +30,7 @@ from tracerag.catalog.model import ConstraintKind, ServiceRecord, Structural
 from tracerag.catalog.profile import CatalogProfile, PhoneNumber
 from tracerag.catalog.reply import NOT_STATED, Recommendation, format_address, format_hours, templated_reply
 from tracerag.catalog.words import UrgencyKind, WordList
+from tracerag.text import fold_key
 
 __all__ = [
     "CrisisIndex",
@@ -134,7 +135,12 @@ class CrisisIndex:
                 if how is not None:
                     serving[kind.name][r.id] = how
                     kept[r.id] = r
-        lines = {i for i, r in kept.items() if is_line(r, words)}
+        # a line by its name, hours or terms; or by its description, when it surely serves a kind ("our 24-hour
+        # multi-lingual crisis line", of a domestic-violence agency)
+        sure = {i for kind in serving.values() for i, (how, _) in kind.items() if how < DESCRIPTION}
+        lines = {
+            i for i, r in kept.items() if is_line(r, words) or (i in sure and _matches(words.hotline, r.description))
+        }
         always = {i: where for i, r in kept.items() if (where := always_open_by(r, words))}
         free = {i for i, r in kept.items() if any(_toll_free(p, country) for p in r.phones)}
         centres = {k: (sum(p[0] for p in v) / len(v), sum(p[1] for p in v) / len(v)) for k, v in points.items()}
@@ -240,6 +246,7 @@ class Ranked:
     in_place: bool
     in_region: bool
     km: float | None  # from the centre of the place asked, when both are known
+    merit: tuple[Any, ...] = ()  # its order but for where it is: what decides between lines and the place's own
 
     def reason(self) -> str:
         how = ("by its service type", "by its name", "by its description")[self.how]
@@ -259,38 +266,70 @@ def rank(
     fallback: Sequence[UrgencyKind] = (),
     region: Iterable[str] = (),
     centre: tuple[float, float] | None = None,
+    request: str = "",
+    always_open_too: bool = False,
 ) -> list[Ranked]:
     """Candidates of an urgent turn, reachable now first.
 
     Candidates: the records serving the request's kinds (or, when none of its kinds names services, the
     `fallback` kinds) and `topical` (the request's own topic, best first). With `in_place` (whether a record is in
     the place asked for): the records of the place. Without: the phone and text lines, wherever they are (a line
-    serves wherever one calls from). Order: reachable now first; then what surely serves (a term of the kind or
-    its name) before what only its description ties to it (and the topic's candidates); then the kind's order of
-    its term names; then within NEARBY_KM of the place's `centre`, toll-free (callable from anywhere), in the region
-    (`region`: the profile's names of it), the rest; nearest first."""
+    serves wherever one calls from), and with `always_open_too` (no place known) the services open 24 hours too.
+
+    Order: reachable now first; then what surely serves (a term of the kind, its name, the service type the
+    request names) before what only its description ties to it; then stated to be open now before a line whose
+    hours are not stated; then the request's own words in its name or term names; then the kinds' order, the
+    kind's order of its term names, the more of them it holds the better; then within NEARBY_KM of the place's
+    `centre`, toll-free (callable from anywhere), in the region (`region`: the profile's names of it), the rest;
+    nearest first."""
     kinds = [k for k in urgency.kinds if k.terms or k.services] or list(fallback)
+    words = index.words
+    order_of = {k.name: i for i, k in enumerate(kinds)}
     regions = {r.casefold() for r in region if r.strip()}
     best: dict[str, tuple[tuple[Any, ...], Ranked]] = {}
 
+    said = {words.lemma(w) for w in fold_key(request).split() if w.isalpha() and w not in words.filler}
+
     def offer(record: ServiceRecord, kind: str | None, how: int, term_rank: int, order: int) -> None:
         local = in_place is not None and in_place(record)
-        if not local if in_place is not None else record.id not in index.lines:
+        callable_now = record.id in index.lines or (always_open_too and record.id in index.always_open)
+        if not local if in_place is not None else not callable_now:
             return
         reach = index.reachable_record(record, minute, today)
         near = record.state.strip().casefold() in regions
         km = _km(centre, record)
         far = km if km is not None else float("inf")
         free = record.id in index.toll_free
-        key = (reach is None, how == DESCRIPTION, term_rank, far > NEARBY_KM, not free, not near, far, order)
+        held = [n for _, n in record.taxonomy]
+        wanted = [k for k in kinds if k.name == kind]
+        n_terms = sum(1 for n in held if wanted and n.casefold() in wanted[0].folded_terms)
+        # the request's own words in the record's name or term names ("gay": "Gay/Lesbian/... Advocacy Groups")
+        affinity = len(said & {words.lemma(w) for n in (record.name, *held) for w in fold_key(n).split()})
+        merit = (
+            reach is None,
+            how == DESCRIPTION,
+            reach == LINE,  # a line whose hours are not stated after one stated to be open now
+            -affinity,
+            order_of.get(kind, len(order_of)),  # the word list's order of the kinds the request signals
+            term_rank,
+        )
+        key = (
+            *merit,
+            -n_terms,  # more of the kind's services: the more specialised
+            far > NEARBY_KM,
+            not free,
+            not near and not free,  # a toll-free line serves the whole country, wherever it is based
+            far,
+            order,
+        )
         if record.id not in best or key < best[record.id][0]:
-            best[record.id] = (key, Ranked(record.id, reach, kind, how, local, near, km))
+            best[record.id] = (key, Ranked(record.id, reach, kind, how, local, near, km, merit))
 
     for kind in kinds:
         for rid, (how, term_rank) in index.serving.get(kind.name, {}).items():
             offer(index.records[rid], kind.name, how, term_rank, 0)
     for order, record in enumerate(topical):
-        offer(record, None, DESCRIPTION, 0, order + 1)
+        offer(record, None, TERM, -1, order + 1)  # the service type the person named: as sure as the kind's best
     return [r for _, r in sorted(best.values(), key=lambda kv: (kv[0], kv[1].record_id))]
 
 
@@ -322,20 +361,26 @@ def urgent_reply(
     reasons: Mapping[str, str | None],
     before: str = "",
     question: str = "",
+    lines_first: bool = True,
 ) -> str:
-    """The profile's numbers first; then the lines one can call now from anywhere; then the services of the place
-    (each with its phone number first and why it can be reached now); then the question (where?) when the place
-    is not known yet. `before`: a sentence of the usual reply kept (what the directory lacks)."""
+    """The profile's numbers first; then the lines one can call now from anywhere and the services of the place
+    (`lines_first`: in that order), each with its phone number first and why it can be reached now; then the
+    question (where?) when the place is not known yet. `before`: a sentence of the usual reply kept (what the
+    directory lacks)."""
     out = numbers_lines(profile)
     if before.strip():
         out += ["", before.strip()]
+    sections: list[list[str]] = []
     if lines:
-        out += ["", "Lines you can call now, wherever you are:"]
+        section = ["", "You can call these now:"]
         for i, rec in enumerate(lines, 1):
-            out += _line_item(i, rec.record, reasons.get(rec.record.id), words)
+            section += _line_item(i, rec.record, reasons.get(rec.record.id), words)
+        sections.append(section)
     if local:
-        out += ["", templated_reply(local, summary, words=words, phone_first=True, notes=reasons)]
-    elif not lines and not out:
+        sections.append(["", templated_reply(local, summary, words=words, phone_first=True, notes=reasons)])
+    for section in sections if lines_first else sections[::-1]:
+        out += section
+    if not lines and not local and not out:
         out.append(templated_reply([], summary, help_line=profile.help_line))
     if question:
         out += ["", question]

@@ -198,6 +198,10 @@ class UrgencyKind:
     terms: tuple[str, ...]  # taxonomy term names of the services that serve it, best first
     services: re.Pattern[str] | None  # a service's name or description words that serve it
 
+    @functools.cached_property
+    def folded_terms(self) -> frozenset[str]:
+        return frozenset(t.casefold() for t in self.terms)
+
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, so a compiled pattern can be cached per list
 class WordList:
