@@ -573,6 +573,9 @@ class CatalogAssistant:
         lines_ranked = self._lines_ranked(
             request, minute, region, centre, shown, only_reachable=bool(local), always_open_too=not place
         )
+        if place and all(k.place_bound for k in self.urgency.kinds if k.terms or k.services):
+            # a need served in the place only (a bed tonight): a line of another town is no help
+            lines_ranked = [r for r in lines_ranked if filters.satisfies(self.crisis.records[r.record_id], place)]
         ranked += lines_ranked
         self.trail.emit(
             CatalogFilterEvent(

@@ -133,6 +133,7 @@ class _UrgencyKindFile(_Strict):
     name: str = Field(min_length=1)
     label: str = Field(min_length=1)
     fallback: bool = False
+    place_bound: bool = False
     patterns: list[str] = Field(min_length=1)
     unless: list[str] = []
     terms: list[str] = []
@@ -193,6 +194,7 @@ class UrgencyKind:
     name: str
     label: str  # what is looked for, in words ("help after sexual assault")
     fallback: bool  # answers an urgent request when nothing else can
+    place_bound: bool  # served in the place only: its lines too come from the place asked for
     patterns: re.Pattern[str]  # the request's words that signal it
     unless: re.Pattern[str] | None  # the request's words that make those words about something else
     terms: tuple[str, ...]  # taxonomy term names of the services that serve it, best first
@@ -376,6 +378,7 @@ def _build(data: _WordFile, where: str) -> WordList:
                 k.name,
                 k.label,
                 k.fallback,
+                k.place_bound,
                 re.compile("|".join(f"(?:{p})" for p in k.patterns), re.I),
                 _alternation(k.unless),
                 tuple(k.terms),
