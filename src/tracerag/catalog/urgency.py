@@ -87,14 +87,16 @@ class Urgency:
 
 
 def detect(text: str, words: WordList) -> Urgency | None:
-    """The kinds of danger or immediacy `text` signals (None: none). A kind's `unless` phrases in the text
-    cancel that kind only ("volunteer at a crisis line" is no crisis; "I volunteer and I want to kill myself"
-    still is: the first-person phrase is another kind with no such exception)."""
+    """The kinds of danger or immediacy `text` signals (None: none). A kind's `patterns` signal it whatever else
+    is said ("I volunteer at church and I want to kill myself"); its `mentions` only when none of its `unless`
+    phrases is there too ("suicide prevention volunteer opportunities" is no crisis)."""
     kinds: list[UrgencyKind] = []
     said: list[str] = []
     for kind in words.urgency_kinds:
-        found = [m.group().strip() for m in kind.patterns.finditer(text)]
-        if not found or (kind.unless is not None and kind.unless.search(text)):
+        found = [m.group().strip() for m in kind.patterns.finditer(text)] if kind.patterns else []
+        if kind.mentions is not None and not (kind.unless is not None and kind.unless.search(text)):
+            found += [m.group().strip() for m in kind.mentions.finditer(text)]
+        if not found:
             continue
         kinds.append(kind)
         said.extend(w for w in found if w not in said)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
@@ -134,15 +134,22 @@ class _UrgencyKindFile(_Strict):
     label: str = Field(min_length=1)
     fallback: bool = False
     place_bound: bool = False
-    patterns: list[str] = Field(min_length=1)
+    patterns: list[str] = []
+    mentions: list[str] = []
     unless: list[str] = []
     terms: list[str] = []
     services: list[str] = []
 
-    @field_validator("patterns", "unless", "services")
+    @field_validator("patterns", "mentions", "unless", "services")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         return _compiles_all(patterns)
+
+    @model_validator(mode="after")
+    def _signalled(self) -> _UrgencyKindFile:
+        if not self.patterns and not self.mentions:
+            raise ValueError(f"urgency kind {self.name!r}: no `patterns` or `mentions` signal it")
+        return self
 
 
 class _Urgency(_Strict):
@@ -195,8 +202,9 @@ class UrgencyKind:
     label: str  # what is looked for, in words ("help after sexual assault")
     fallback: bool  # answers an urgent request when nothing else can
     place_bound: bool  # served in the place only: its lines too come from the place asked for
-    patterns: re.Pattern[str]  # the request's words that signal it
-    unless: re.Pattern[str] | None  # the request's words that make those words about something else
+    patterns: re.Pattern[str] | None  # the request's words that signal it, whatever else it says ("kill myself")
+    mentions: re.Pattern[str] | None  # words that signal it unless `unless` words are there too ("suicide")
+    unless: re.Pattern[str] | None  # the request's words that make the mentions about something else
     terms: tuple[str, ...]  # taxonomy term names of the services that serve it, best first
     services: re.Pattern[str] | None  # a service's name or description words that serve it
 
@@ -379,7 +387,8 @@ def _build(data: _WordFile, where: str) -> WordList:
                 k.label,
                 k.fallback,
                 k.place_bound,
-                re.compile("|".join(f"(?:{p})" for p in k.patterns), re.I),
+                _alternation(k.patterns),
+                _alternation(k.mentions),
                 _alternation(k.unless),
                 tuple(k.terms),
                 _alternation(k.services),
