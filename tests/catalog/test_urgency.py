@@ -138,7 +138,8 @@ ROWS = [
      "Pest Control"],
     ["5", "Paws Shelter", "A shelter for lost dogs and cats.", "Lakeside", "555-0104", "9:00am-5:00pm, Mon-Fri",
      "Animal Shelters"],
-    ["6", "Lakeside Food Pantry", "Free groceries.", "Lakeside", "555-0105", "9:00am-5:00pm, Mon-Fri", "Emergency Food"],
+    ["6", "Lakeside Food Pantry", "Free groceries.", "Lakeside", "555-0105", "9:00am-5:00pm, Mon-Fri",
+     "Emergency Food"],
 ]  # fmt: skip
 MAPPING = {
     "id": "ID",

@@ -312,7 +312,7 @@ def rank(
             how == DESCRIPTION,
             reach == LINE,  # a line whose hours are not stated after one stated to be open now
             -affinity,
-            order_of.get(kind, len(order_of)),  # the word list's order of the kinds the request signals
+            order_of.get(kind or "", len(order_of)),  # the word list's order of the kinds the request signals
             term_rank,
         )
         key = (
