@@ -38,6 +38,9 @@ def test_the_miami_profile_comes_from_its_phones_states_and_zips() -> None:
         "region_aliases": ("FL",),
         "postal_code_pattern": r"\d{5}(?:-\d{4})?",
         "postal_code_prefix": 5,
+        # the country's numbers, from its word file (words/country-us.toml)
+        "emergency_numbers": [{"label": "Emergency (police, fire, ambulance)", "number": "911"}],
+        "crisis_numbers": [{"label": "988 Suicide & Crisis Lifeline (call or text)", "number": "988"}],
     }
     assert inference.how["country"].startswith("phone numbers")
 

@@ -10,13 +10,15 @@ directory's place and language comes from the catalog's `profile.toml` and its l
 kept across turns ("what about Sunday?" keeps the city). A topic the catalog holds nothing like (`topic_match`:
 no service type of its records, no record stating its words together) gets "Nothing in this directory matches
 'piano tuning' in Lakeside" and no recommendation, before any location is asked for, and on every later turn
-until the topic changes. Every turn goes to the conversation's trail, the decision and its evidence included.
+until the topic changes. A request that signals danger or immediacy (`catalog.urgency`) is never refused: it
+gets the profile's emergency and crisis numbers and the services reachable now, before any question about the
+place. Every turn goes to the conversation's trail, the decision and its evidence included.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from types import TracebackType
@@ -32,7 +34,7 @@ from tracerag.catalog.gazetteer import GazetteerIndex, load_places
 from tracerag.catalog.generated_reply import generated_reply
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
-from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
+from tracerag.catalog.model import ConstraintKind, Constraints, Semantic, ServiceRecord, Structural
 from tracerag.catalog.paging import ALREADY_SHOWN, ShownLog, is_more_request, that_is_all
 from tracerag.catalog.parse import parse_request
 from tracerag.catalog.profile import CatalogProfile
@@ -48,6 +50,7 @@ from tracerag.catalog.reply import (
 from tracerag.catalog.request_language import RequestLanguage, available_glosses, understand
 from tracerag.catalog.store import STORE_FILE, CatalogStore, check_catalog_dir
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
+from tracerag.catalog.urgency import CrisisIndex, Ranked, Urgency, detect, minute_now, rank, urgent_reply
 from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import Settings
@@ -87,6 +90,7 @@ _PURPOSES: dict[type[BaseModel] | None, LLMPurpose] = {
     CheckAnswer: LLMPurpose.CATALOG_CHECK,
 }
 _VOCABULARIES: dict[tuple[str, int, int, str], CatalogVocabulary] = {}
+_CRISIS: dict[tuple[str, int, int, str, str | None], CrisisIndex] = {}
 
 
 @dataclass
@@ -101,6 +105,17 @@ class Turn:
     checked: int = 0
     topic_match: TopicMatch | None = None
     language: str = ""  # the request's language (its reply's fixed sentences are in it where a translation exists)
+    urgency: Urgency | None = None
+    crisis_lines: list[Recommendation] = field(default_factory=list)  # an urgent turn's lines, from anywhere
+    lines_first: bool = True  # an urgent reply lists its lines before the place's services
+
+    @property
+    def offered(self) -> list[Recommendation]:
+        """Every service the reply offers, in its order: an urgent turn's lines (wherever they are, so not held to
+        the place asked, unlike `recommendations`) and the recommendations."""
+        if self.lines_first:
+            return [*self.crisis_lines, *self.recommendations]
+        return [*self.recommendations, *self.crisis_lines]
 
     def to_dict(self) -> dict:
         return {
@@ -112,6 +127,10 @@ class Turn:
             "notes": self.notes,
             "checked": self.checked,
             "topic_match": self.topic_match.to_dict() if self.topic_match else None,
+            "urgency": self.urgency.to_dict() if self.urgency else None,
+            "crisis_lines": [
+                {"id": r.record.id, "name": r.record.name, "phones": r.record.phones} for r in self.crisis_lines
+            ],
             "removed_hallucinations": self.removed,
             "recommendations": [
                 {
@@ -173,6 +192,7 @@ class CatalogAssistant:
         today: int | None = None,
         trail_dir: Path | None = None,
         listeners: Sequence[EventListener] = (),
+        clock: Callable[[], int] | None = None,
     ):
         if variant not in set(CatalogVariant):
             raise ConfigError(f"structured-index variant {variant!r}: expected one of {', '.join(CatalogVariant)}")
@@ -197,6 +217,9 @@ class CatalogAssistant:
         self.k = k
         self.batch = batch
         self.today = date.today().weekday() if today is None else today
+        self.clock = clock or minute_now  # minutes after midnight now: what is open now, for urgent requests
+        self.urgency: Urgency | None = None
+        self._crisis: CrisisIndex | None = None
         self.state = Constraints()
         self.turns: list[Turn] = []
         self.shown = ShownLog()  # what each request has been shown (`catalog.paging`): never the same service twice
@@ -230,6 +253,7 @@ class CatalogAssistant:
         """Start a new conversation (the evaluation asks each request afresh); the trail goes on."""
         self.state = Constraints()
         self.shown.clear()
+        self.urgency = None
 
     @property
     def trail_path(self) -> Path:
@@ -269,14 +293,19 @@ class CatalogAssistant:
         if answered is not parsed:
             notes.append(f"kept the topic '{self.state.topic}': '{parsed.topic}' answers where, and is no topic here")
             parsed = answered
-        placed = unheld_place_words(request, parsed, self.words, self._holds_topic)
+        placed = unheld_place_words(heard.text, parsed, self.words, self._holds_topic)
         if placed is not parsed:
             notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
             parsed = placed
         self.state = merge(self.state, parsed, self.words)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
         self._unknown_places = unknown_places(parsed, self.words)
-        match = self._topic_match()
+        self.urgency = self._urgency_of(heard.text, parsed)
+        # an urgent turn judges its topic only when a service type names it (the words alone cannot refuse it)
+        urgent_words_only = (
+            self.urgency is not None and self.urgency.danger and self.state.of(ConstraintKind.SERVICE_TYPE) is None
+        )
+        match = None if urgent_words_only else self._topic_match()
         self.trail.emit(
             CatalogParseEvent(
                 turn=n,
@@ -287,9 +316,12 @@ class CatalogAssistant:
                 notes=notes,
                 topic_match=match.to_dict() if match else None,
                 language=heard.to_dict(),
+                urgency=self.urgency.to_dict() if self.urgency else None,
             )
         )
-        if match is not None and not match.held:
+        if self.urgency is not None and self.urgency.danger:
+            turn = self._urgent(request, n, notes)
+        elif match is not None and not match.held:
             reply = no_match_reply(
                 self.state.topic, place_phrase(self.state), match.explanation(), help_line=self.profile.help_line
             )
@@ -300,10 +332,13 @@ class CatalogAssistant:
             )
         else:
             turn = self._answer(request, n, notes)
+        if self.urgency is not None and not self.urgency.danger:
+            turn = self._urgent(request, n, notes, usual=turn)
         turn.topic_match = match
         turn.language = heard.language
         if self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
             turn.reply = f"{self._unknown_sentence()} {turn.reply}"
+        turn.urgency = self.urgency
         self.trail.emit(
             CatalogReplyEvent(
                 turn=n,
@@ -311,7 +346,7 @@ class CatalogAssistant:
                 text=turn.reply,
                 recommended=[r.record.id for r in turn.recommendations],
                 removed=turn.removed,
-                generated=self.llm is not None and turn.outcome == CatalogOutcome.ANSWER,
+                generated=self.llm is not None and turn.outcome == CatalogOutcome.ANSWER and turn.urgency is None,
             )
         )
         self.turns.append(turn)
@@ -536,12 +571,18 @@ class CatalogAssistant:
         return bool(why)
 
     def _check(
-        self, record: ServiceRecord, n: int, restricted: set[str] | None = None
+        self,
+        record: ServiceRecord,
+        n: int,
+        restricted: set[str] | None = None,
+        structural: Sequence[Structural] | None = None,
+        semantics: Sequence[Semantic] | None = None,
     ) -> tuple[Recommendation | None, bool]:
-        violations = filters.violations(record, self.state.structural, day_names=self.words.weekday_names)
+        structural = self.state.structural if structural is None else structural
+        violations = filters.violations(record, structural, day_names=self.words.weekday_names)
         evidence: list[Evidence] = []
         if not violations:
-            for semantic in self.state.semantic:
+            for semantic in self.state.semantic if semantics is None else semantics:
                 ev = (
                     check_llm(record, semantic, self.llm)
                     if self.llm is not None
@@ -566,6 +607,211 @@ class CatalogAssistant:
             )
         )
         return (None if failed else Recommendation(record, evidence)), definite
+
+    # -- urgent requests ------------------------------------------------------------------------------
+
+    def _urgency_of(self, request: str, parsed: Constraints) -> Urgency | None:
+        """The urgency this turn signals; else the conversation's, kept until a turn asks about another topic
+        (the place given in answer to the question keeps it)."""
+        found = detect(request, self.words)
+        if found is not None or parsed.topic or self.urgency is None:
+            return found
+        return replace(self.urgency, carried=True)
+
+    @property
+    def crisis(self) -> CrisisIndex:
+        """The records serving each urgency kind, built on the first urgent turn and shared like `vocabulary`."""
+        if self._crisis is None:
+            info = self.store.path.stat()
+            key = (
+                str(self.store.path.resolve()),
+                info.st_mtime_ns,
+                info.st_size,
+                self.words.source,
+                self.profile.country,
+            )
+            if key not in _CRISIS:
+                _CRISIS.clear()
+                records = self.store.get(self.store.all_ids()).values()
+                _CRISIS[key] = CrisisIndex.build(records, self.words, self.profile.country)
+            self._crisis = _CRISIS[key]
+        return self._crisis
+
+    def _urgent(self, request: str, n: int, notes: list[str], usual: Turn | None = None) -> Turn:
+        """Never a refusal (`catalog.urgency`): the profile's numbers; the phone and text lines serving the
+        request's kind, wherever they are (a line serves wherever one calls from); the services of the place
+        asked for, reachable now first, each meeting every constraint stated (the kind's services or the
+        topic's); with no place, the lines and then the question. Lines keep the language and accessibility
+        asked for and are left out when their own text contradicts a condition; when none is left, the fallback
+        kind's lines without them. `usual`: the turn the request got without its urgency (immediacy alone: its
+        services come first, reordered reachable now first)."""
+        assert self.urgency is not None
+        place = [s for s in self.state.structural if s.kind in LOCATION]
+        hard = [s for s in self.state.structural if s.kind in OTHER - {ConstraintKind.SERVICE_TYPE}]
+        minute = self.clock()
+        region = (self.profile.region or "", *self.profile.region_aliases)
+        centre = self.crisis.centre(place)
+        # hours said only by the urgency's own words ("he will hurt me tonight") ask for help now, not for a time:
+        # reachable now replaces them; any other constraint stated holds
+        structural = [
+            s for s in self.state.structural if not (s.kind in HOURS and detect(s.said, self.words) is not None)
+        ]
+        local: list[Recommendation] = []
+        ranked: list[Ranked] = []
+        if usual is not None:
+            local = sorted(
+                usual.recommendations, key=lambda r: self.crisis.reachable_record(r.record, minute, self.today) is None
+            )
+        elif place:
+            topical: list[ServiceRecord] = []
+            if self.state.of(ConstraintKind.SERVICE_TYPE) is not None:
+                ids = self._rank(self.store.filter(structural))[: self.k * 4]
+                records = self.store.get(ids)
+                topical = [records[i] for i in ids if i in records]
+            ranked = rank(
+                self.urgency,
+                self.crisis,
+                in_place=lambda r: filters.satisfies(r, place),
+                topical=topical,
+                today=self.today,
+                minute=minute,
+                region=region,
+                centre=centre,
+                request=request,
+            )
+            local = self._urgent_checks(ranked, structural, n, self.k)
+        shown = {r.record.id for r in local}
+        wanted = 0 if usual is not None and usual.recommendations else self.k - min(len(local), self.k - 3)
+        lines_ranked = self._lines_ranked(
+            request, minute, region, centre, shown, only_reachable=bool(local), always_open_too=not place
+        )
+        if place and all(k.place_bound for k in self.urgency.kinds if k.terms or k.services):
+            # a need served in the place only (a bed tonight): a line of another town is no help
+            lines_ranked = [r for r in lines_ranked if filters.satisfies(self.crisis.records[r.record_id], place)]
+        ranked += lines_ranked
+        self.trail.emit(
+            CatalogFilterEvent(
+                turn=n,
+                variant=self.variant,
+                sql_kinds=[],
+                allowed=len(ranked),
+                ranked=[r.record_id for r in ranked[:200]],
+                reachable={r.record_id: r.reason() for r in ranked[:200]},
+            )
+        )
+        lines = self._urgent_checks(lines_ranked, hard, n, wanted) if wanted else []
+        if not lines and not local and wanted:
+            lines = self._urgent_checks(lines_ranked, [], n, wanted, conditions=False)
+            notes.append("urgent: no line met every condition; the crisis lines are given without them")
+        reasons = {r.record_id: r.reachable for r in ranked}
+        reasons.update({r.record.id: self.crisis.reachable_record(r.record, minute, self.today) for r in local})
+        asked = describe(Constraints(structural, self.state.semantic)) if structural else ""
+        summary = "; ".join(p for p in (self.urgency.label if self.urgency.danger else "", asked) if p)
+        if usual is not None and usual.outcome == CatalogOutcome.CLARIFY:
+            question = usual.reply
+        else:
+            question = "" if place else f"Which city or postal code should I look in for {self.urgency.label}?"
+        before = (
+            usual.reply
+            if usual is not None and not usual.recommendations and usual.outcome != CatalogOutcome.CLARIFY
+            else ""
+        )
+        # the place's services first when the first of them can be reached now (a 24-hour crisis unit, the
+        # city's own helpline), else the lines: whatever comes first is reachable now when anything is
+        merit = {r.record_id: r.merit for r in ranked}
+        lines_first = not local or bool(
+            lines and merit.get(lines[0].record.id, ()) < merit.get(local[0].record.id, (True,))
+        )
+        reply = urgent_reply(
+            lines,
+            local,
+            summary,
+            self.profile,
+            self.words,
+            reasons=reasons,
+            before=before,
+            question=question,
+            lines_first=lines_first,
+        )
+        if usual is not None and not (lines or local):
+            outcome = usual.outcome
+        elif not place:
+            outcome = CatalogOutcome.CLARIFY
+        elif local or lines or self.profile.emergency_numbers or self.profile.crisis_numbers:
+            outcome = CatalogOutcome.ANSWER
+        else:
+            outcome = CatalogOutcome.NONE_FOUND
+        return Turn(
+            request,
+            outcome,
+            reply,
+            local,
+            self.state,
+            notes,
+            checked=len(ranked),
+            crisis_lines=lines,
+            lines_first=lines_first,
+        )
+
+    def _lines_ranked(
+        self,
+        request: str,
+        minute: int,
+        region: Sequence[str],
+        centre: tuple[float, float] | None,
+        shown: set[str],
+        *,
+        only_reachable: bool,
+        always_open_too: bool,
+    ) -> list[Ranked]:
+        """The lines of an urgent turn, reachable now first: the request's kinds' own, and the fallback kind's
+        when none of those is reachable now (or when the request signals immediacy alone). `only_reachable`
+        (the place's services are listed too): a line closed now is left to them. `always_open_too` (no place
+        known): the services open 24 hours too, wherever they are, which one can call now."""
+        assert self.urgency is not None
+        fallback = tuple(k for k in self.words.urgency_kinds if k.fallback)
+        tries = [self.urgency] if self.urgency.danger else []
+        tries.append(replace(self.urgency, kinds=fallback))
+        found: list[Ranked] = []
+        for urgency in tries:
+            found += rank(
+                urgency,
+                self.crisis,
+                in_place=None,
+                today=self.today,
+                minute=minute,
+                region=region,
+                centre=centre,
+                request=request,
+                always_open_too=always_open_too,
+            )
+            if any(r.reachable for r in found):
+                break
+        found = list({r.record_id: r for r in found if r.record_id not in shown}.values())
+        found.sort(key=lambda r: r.reachable is None)  # stable: each kind's order kept within
+        return [r for r in found if r.reachable] if only_reachable else found
+
+    def _urgent_checks(
+        self, ranked: Sequence[Ranked], hard: Sequence[Structural], n: int, k: int, *, conditions: bool = True
+    ) -> list[Recommendation]:
+        """The first `k` candidates, in their order, that meet `hard` and whose text contradicts no condition.
+        A condition their text leaves open is not shown: reachable now comes first, and a line rarely states
+        whom it serves (the check is in the trail)."""
+        chosen: list[Recommendation] = []
+        given: set[str] = set()  # numbers already listed: a second record of the same line adds nothing
+        for start in range(0, len(ranked), self.batch):
+            ids = [r.record_id for r in ranked[start : start + self.batch]]
+            records = self.store.get(ids)
+            for rid in ids:
+                rec, _ = self._check(records[rid], n, structural=hard, semantics=None if conditions else [])
+                phones = {p.strip() for p in records[rid].phones if p.strip()}
+                if rec is not None and not (phones and phones <= given):
+                    rec.evidence = [e for e in rec.evidence if e.passed is not None]
+                    chosen.append(rec)
+                    given |= phones
+                if len(chosen) >= k:
+                    return chosen
+        return chosen
 
     def _record_call(
         self, completion: Completion[BaseModel], messages: Sequence[Message], schema: type[BaseModel] | None

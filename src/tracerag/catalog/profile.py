@@ -22,6 +22,15 @@ PROFILE_FILE = "profile.toml"
 PROFILE_VERSION = 1
 
 
+class PhoneNumber(BaseModel):
+    """A number to call, with what it is: the profile's emergency and crisis numbers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    label: str = Field(min_length=1, description='What the number is ("Emergency (police, fire, ambulance)").')
+    number: str = Field(min_length=1, description='The number as dialled ("911").')
+
+
 class CatalogProfile(BaseModel):
     """A directory's locale and regional conventions. Every field is data about the directory, none is a rule."""
 
@@ -56,6 +65,16 @@ class CatalogProfile(BaseModel):
         None,
         description="Languages requests may be written in besides `language`, each read through a packaged gloss "
         "(`catalog/words/gloss-{lang}-{language}.toml`); None: every language with such a gloss; () none.",
+    )
+    emergency_numbers: tuple[PhoneNumber, ...] = Field(
+        (),
+        description="The emergency numbers of the directory's country, at the top of every reply to an urgent "
+        "request; filled at ingest from the country's word file (`words/country-{cc}.toml`); empty: none said.",
+    )
+    crisis_numbers: tuple[PhoneNumber, ...] = Field(
+        (),
+        description="The crisis lines of the directory's country (a suicide and crisis line), beside the emergency "
+        "numbers; filled at ingest like them; empty: none said.",
     )
     words: Path | None = Field(
         None, description="A word-list file replacing the packaged one for `language` (same format)."

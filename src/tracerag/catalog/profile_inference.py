@@ -13,6 +13,8 @@ What is inferred, and from what (every rule reads the data; none knows a place):
 - `place_aliases`: a hyphenated place ("Lake-Riverton" as a county) one side of which is itself another place of
   the catalog ("Lake" a city) is also known by its other side ("Riverton"), when that side names no place and is
   part of no other name;
+- `emergency_numbers` / `crisis_numbers`: the numbers the country's word file (`words/country-{cc}.toml`,
+  `[numbers]`) gives for the inferred country; none when the country or its file is unknown;
 - `language`: `--language`, else "en" (the records' texts are not guessed at); `help_line` and `name` are only
   ever given (`--help-line`, `--name`), never guessed.
 
@@ -39,6 +41,7 @@ import tomli_w
 from tracerag.catalog.clean import place_key
 from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.profile import PROFILE_FILE, CatalogProfile
+from tracerag.catalog.words import CountryWords
 from tracerag.errors import ConfigError
 
 INFERRED_FILE = "profile.inferred.toml"
@@ -66,6 +69,12 @@ def infer(records: Sequence[ServiceRecord], countries: Mapping[str, int] | None 
     country, how = infer_country(countries or {}, len(records), (p for r in records for p in r.phones))
     if country:
         out.values["country"], out.how["country"] = country, how
+    if country:
+        words = CountryWords.load(country)
+        for key, numbers in (("emergency_numbers", words.emergency_numbers), ("crisis_numbers", words.crisis_numbers)):
+            if numbers:
+                out.values[key] = [{"label": label, "number": number} for label, number in numbers]
+                out.how[key] = f"{', '.join(n for _, n in numbers)}, from {words.source}"
     region = infer_region([r.state for r in records], country)
     if region:
         out.values["region"], out.values["region_aliases"] = region[0], region[1]

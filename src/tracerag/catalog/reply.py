@@ -11,7 +11,7 @@ sentences are English, in code, for now (the word lists hold words, not sentence
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date
 
@@ -123,13 +123,17 @@ def _evidence_line(ev: Evidence) -> str:
     return f'{label}: {verdict}, the directory says "{ev.quote}"'
 
 
-def _item(i: int, rec: Recommendation, words: WordList | None) -> list[str]:
+def _item(
+    i: int, rec: Recommendation, words: WordList | None, phone_first: bool = False, note: str | None = None
+) -> list[str]:
     r = rec.record
     name = r.name.strip() or NOT_STATED
     org = r.organization.strip()
     lines = ["", f"{i}. {name}" + (f" ({org})" if org and org.casefold() != name.casefold() else "")]
     details = rec.details_or_default(words)
     lines.append(f"   Phone: {phone_phrase(details) or NOT_STATED}")  # how to reach it: phones first
+    if note:  # an urgent request: whether it can be reached now (`catalog.urgency`)
+        lines.append(f"   Now: {note}")
     lines.append(f"   Address: {format_address(r)}")
     lines.append(f"   Hours: {format_hours(r.openings, r.hours_text, words=words)}")
     lines.extend(detail_lines(details, words_of(words)))
@@ -149,12 +153,15 @@ def templated_reply(
     none_found_reason: str | None = None,
     words: WordList | None = None,
     help_line: str | None = None,
+    phone_first: bool = False,
+    notes: Mapping[str, str | None] | None = None,
 ) -> str:
     """Every recommendation with its name, address, hours, phones and, per semantic constraint, the quote that
     decides it or NOT_STATED. Records that meet every condition come first; those whose text leaves one open
     follow under a line naming it ("... but the directory does not state: 'for veterans'"), and when none meets
     every condition the reply opens with that. With no recommendations: a "none found" message naming the
-    constraints, and the directory's help line when its profile has one."""
+    constraints, and the directory's help line when its profile has one. `phone_first` puts each phone number
+    right under the name; `notes` adds a line to a record by its id (why it can be reached now)."""
     summary = constraints_summary.strip() or "your request"
     if not recommendations:
         text = f"I found no services in the directory matching {summary}."
@@ -167,7 +174,7 @@ def templated_reply(
     if stated:
         lines.append(f"Services in the directory matching {summary}:")
         for i, rec in enumerate(stated, 1):
-            lines.extend(_item(i, rec, words))
+            lines.extend(_item(i, rec, words, phone_first, (notes or {}).get(rec.record.id)))
     if open_:
         conditions, n = _open_conditions(open_)
         them = "it" if n == 1 else "them"
@@ -180,7 +187,7 @@ def templated_reply(
                 f"request ({summary}), but the directory does not state whether they meet {them}:"
             )
         for i, rec in enumerate(open_, len(stated) + 1):
-            lines.extend(_item(i, rec, words))
+            lines.extend(_item(i, rec, words, phone_first, (notes or {}).get(rec.record.id)))
     return "\n".join(lines)
 
 

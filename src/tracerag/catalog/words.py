@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from tracerag.catalog.fact_words import FactFile, FactWords
 from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key, stem
 
-__all__ = ["CountryWords", "RecordWords", "WordList", "fill_region"]
+__all__ = ["CountryWords", "RecordWords", "UrgencyKind", "WordList", "fill_region"]
 
 
 def _split(text: str | Iterable[str]) -> frozenset[str]:
@@ -159,6 +159,48 @@ class RecordWords:
     season: frozenset[str] = frozenset()
     months: tuple[str, ...] = tuple(f"{m:02d}" for m in range(1, 13))
     date_format: str = "{year}-{month}-{day}"
+def _compiles_all(patterns: list[str]) -> list[str]:
+    for p in patterns:
+        try:
+            re.compile(p)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression ({exc}): {p[:60]!r}") from None
+    return patterns
+
+
+class _UrgencyKindFile(_Strict):
+    name: str = Field(min_length=1)
+    label: str = Field(min_length=1)
+    fallback: bool = False
+    place_bound: bool = False
+    patterns: list[str] = []
+    mentions: list[str] = []
+    unless: list[str] = []
+    terms: list[str] = []
+    services: list[str] = []
+
+    @field_validator("patterns", "mentions", "unless", "services")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        return _compiles_all(patterns)
+
+    @model_validator(mode="after")
+    def _signalled(self) -> _UrgencyKindFile:
+        if not self.patterns and not self.mentions:
+            raise ValueError(f"urgency kind {self.name!r}: no `patterns` or `mentions` signal it")
+        return self
+
+
+class _Urgency(_Strict):
+    hotline: list[str] = []
+    always_open: list[str] = []
+    not_serving: list[str] = []
+    kinds: list[_UrgencyKindFile] = []
+
+    @field_validator("hotline", "always_open", "not_serving")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        return _compiles_all(patterns)
 
 
 class _WordFile(_Strict):
@@ -185,6 +227,32 @@ class _WordFile(_Strict):
     replies: _Replies = _Replies()
     records: _Records = _Records()
     everyday: _Everyday = _Everyday()
+    urgency: _Urgency = _Urgency()
+
+
+def _alternation(patterns: Iterable[str]) -> re.Pattern[str] | None:
+    """One case-insensitive pattern of several, None when there are none (so nothing matches)."""
+    patterns = list(patterns)
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.I) if patterns else None
+
+
+@dataclass(frozen=True)
+class UrgencyKind:
+    """One kind of danger or immediacy a request may signal (`[[urgency.kinds]]` of the word list)."""
+
+    name: str
+    label: str  # what is looked for, in words ("help after sexual assault")
+    fallback: bool  # answers an urgent request when nothing else can
+    place_bound: bool  # served in the place only: its lines too come from the place asked for
+    patterns: re.Pattern[str] | None  # the request's words that signal it, whatever else it says ("kill myself")
+    mentions: re.Pattern[str] | None  # words that signal it unless `unless` words are there too ("suicide")
+    unless: re.Pattern[str] | None  # the request's words that make the mentions about something else
+    terms: tuple[str, ...]  # taxonomy term names of the services that serve it, best first
+    services: re.Pattern[str] | None  # a service's name or description words that serve it
+
+    @functools.cached_property
+    def folded_terms(self) -> frozenset[str]:
+        return frozenset(t.casefold() for t in self.terms)
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, so a compiled pattern can be cached per list
@@ -234,6 +302,10 @@ class WordList:
     # lemmas of an everyday phrase -> the (folded) words records use for it ("sleep" -> shelter)
     everyday_words: Mapping[tuple[str, ...], tuple[str, ...]]
     everyday_people: frozenset[str]  # who a request is about ("mom"): in the topic, never required of a record
+    urgency_kinds: tuple[UrgencyKind, ...]
+    hotline: re.Pattern[str] | None  # a service name or term name of a phone or text line
+    always_open: re.Pattern[str] | None  # an hours text, name or description saying it never closes
+    not_serving: re.Pattern[str] | None  # term or service names of no help to a person in danger
     records: RecordWords = RecordWords()
     facts: FactWords = FactWords()  # stated facts, restriction groups, word senses (`catalog.fact_words`)
 
@@ -371,6 +443,23 @@ def _build(data: _WordFile, where: str) -> WordList:
             for said, record_words in data.everyday.words.items()
         },
         everyday_people=_split(data.everyday.people),
+        urgency_kinds=tuple(
+            UrgencyKind(
+                k.name,
+                k.label,
+                k.fallback,
+                k.place_bound,
+                _alternation(k.patterns),
+                _alternation(k.mentions),
+                _alternation(k.unless),
+                tuple(k.terms),
+                _alternation(k.services),
+            )
+            for k in data.urgency.kinds
+        ),
+        hotline=_alternation(data.urgency.hotline),
+        always_open=_alternation(data.urgency.always_open),
+        not_serving=_alternation(data.urgency.not_serving),
     )
 
 
@@ -400,8 +489,19 @@ class _Veterans(_Strict):
     affirm_exact: Patterns = []  # compared with case: acronyms that are words in lowercase
 
 
+class _Number(_Strict):
+    label: str = Field(min_length=1)
+    number: str = Field(min_length=1)
+
+
+class _Numbers(_Strict):
+    emergency: list[_Number] = []
+    crisis: list[_Number] = []
+
+
 class _CountryFile(_Strict):
     country: str
+    numbers: _Numbers = _Numbers()
     documents: _Documents = _Documents()
     veterans: _Veterans = _Veterans()
     immigration: _Immigration = _Immigration()
@@ -435,6 +535,8 @@ class CountryWords:
     veterans_affirm: str = ""  # the country's words for veterans' offices and papers
     veterans_affirm_exact: str = ""  # the same, compared with case (an acronym)
     facts: FactWords = FactWords()  # the country's own stated facts (its benefit programmes), added to the language's
+    emergency_numbers: tuple[tuple[str, str], ...] = ()  # (label, number): police, fire, ambulance
+    crisis_numbers: tuple[tuple[str, str], ...] = ()  # (label, number): the country's crisis lines
 
     @classmethod
     def load(cls, country: str | None) -> CountryWords:
@@ -484,6 +586,8 @@ def _load_country(country: str | None) -> CountryWords:
         where,
         status_number_name=imm.number_name,
         facts=FactWords.build(data.facts),
+        emergency_numbers=tuple((n.label, n.number) for n in data.numbers.emergency),
+        crisis_numbers=tuple((n.label, n.number) for n in data.numbers.crisis),
         **{key: "|".join(f"(?:{p})" for p in patterns) for key, patterns in alternation.items()},
     )
 

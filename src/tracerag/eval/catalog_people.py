@@ -512,7 +512,8 @@ def run_conversations(
             started = time.perf_counter()
             got = assistant.ask(turn.say)
             ms = (time.perf_counter() - started) * 1000
-            said.append(Answered(str(got.outcome), [r.record.id for r in got.recommendations], got.reply, ms))
+            offered = getattr(got, "offered", got.recommendations)  # an urgent turn's lines too, in the reply's order
+            said.append(Answered(str(got.outcome), [r.record.id for r in offered], got.reply, ms))
         answers.append(said)
         if progress:
             progress()

@@ -535,6 +535,11 @@ class CatalogParseEvent(TrailEvent):
     language: dict[str, Any] | None = Field(
         default=None, description="The request's language, and the request in the directory's words when glossed."
     )
+    urgency: dict[str, Any] | None = Field(
+        default=None,
+        description="The danger or immediacy the request signals (catalog.urgency): kinds, the words, carried from "
+        "an earlier turn or not; None: not urgent.",
+    )
 
 
 class CatalogFilterEvent(TrailEvent):
@@ -544,6 +549,9 @@ class CatalogFilterEvent(TrailEvent):
     sql_kinds: list[ConstraintKind] = Field(description="The constraint kinds pre-filtered in SQL.")
     allowed: int = Field(description="Records left by the structured pre-filter (all records when none applied).")
     ranked: list[str] = Field(description="Candidate record ids in the order they are checked.")
+    reachable: dict[str, str] = Field(
+        default={}, description="An urgent turn: why each candidate comes where it does (reachable now, serves what)."
+    )
 
 
 class CatalogCheckEvent(TrailEvent):
