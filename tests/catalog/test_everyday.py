@@ -44,7 +44,8 @@ MIAMI_REQUESTS = [
     # Mental Health and Memory Center, adult day centres with Dementia Management.
     ("my mom has alzheimers, miami", {"6521", "1016", "8397"}),
     # Short-term counseling (7478) and community mental health centres with individual therapy.
-    ("depressed and need someone to talk to in miami", {"7478", "312", "8897"}),
+    # read as a crisis since urgency landed: the 24-hour crisis unit (860) and outpatient therapy (1311) are right too
+    ("depressed and need someone to talk to in miami", {"7478", "312", "8897", "860", "1311"}),
     # GED Success "free GED preparation and testing", General Education Development, Turner Tech adult education.
     ("i want to get my GED in miami", {"7783", "1245", "8229", "8219"}),
     # Discount Fare EASY Card for Medicare recipients, Patriot Passport and Golden Passport free transit passes.
@@ -148,7 +149,7 @@ def _top(assistant: CatalogAssistant, request: str) -> list[str]:
     assistant.reset()
     turn = assistant.ask(request)
     assert turn.outcome == CatalogOutcome.ANSWER, (request, turn.reply, turn.to_dict()["topic_match"])
-    return [r.record.id for r in turn.recommendations[:5]]
+    return [r.record.id for r in turn.offered[:5]]  # an urgent turn offers its lines too (catalog.urgency)
 
 
 @pytest.mark.parametrize(("request_text", "acceptable"), MIAMI_REQUESTS)
