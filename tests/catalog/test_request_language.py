@@ -53,3 +53,59 @@ def test_a_number_in_a_phrase_is_kept() -> None:
     gloss = Gloss.load("es", "en")
     assert gloss is not None
     assert apply_gloss("mi hija tiene 4 años", gloss) == "my daughter is 4 years old"
+
+
+# -- the reply's own sentences in the request's language, on the real Miami directory ------------------------------
+
+
+@pytest.fixture(scope="module")
+def miami(catalog, tmp_path_factory):
+    from tracerag.catalog.assistant import CatalogAssistant
+    from tracerag.config import load_settings
+
+    with CatalogAssistant(catalog, load_settings(), trail_dir=tmp_path_factory.mktemp("trails")) as a:
+        yield a
+
+
+def test_a_spanish_request_without_a_place_is_asked_where_in_spanish(miami) -> None:
+    miami.reset()
+    turn = miami.ask("necesito comida gratis")
+    assert turn.outcome == "clarify" and turn.language == "es"
+    assert turn.reply == "¿En qué ciudad o código postal busco comida?"
+    # the place alone says no language: the conversation stays in Spanish, and the topic is kept
+    turn = miami.ask("Hialeah")
+    assert turn.language == "es" and turn.outcome == "answer"
+    assert "Teléfono:" in turn.reply and "Hialeah" in turn.reply
+    assert all(r.record.city == "Hialeah" for r in turn.recommendations)
+
+
+def test_spanish_replies_quote_the_records_as_written(miami) -> None:
+    miami.reset()
+    turn = miami.ask("despensa de comida en Hialeah")
+    assert turn.outcome == "answer"
+    assert "Servicios del directorio" in turn.reply or "Ningún servicio" in turn.reply
+    for rec in turn.recommendations:
+        assert rec.record.name in turn.reply  # names as the directory writes them, never translated
+    miami.reset()
+    english = miami.ask("food pantry in Hialeah")
+    assert english.language == "en" and "Phone:" in english.reply and "Teléfono" not in english.reply
+
+
+def test_spanish_paging_words_page(miami) -> None:
+    miami.reset()
+    first = miami.ask("comida en Miami")
+    more = miami.ask("más")
+    assert first.outcome == "answer" and more.outcome in ("answer", "none_found")
+    assert not {r.record.id for r in first.recommendations} & {r.record.id for r in more.recommendations}
+
+
+def test_every_spanish_sentence_has_the_english_fields() -> None:
+    import string
+
+    from tracerag.catalog.sentences import Sentences
+
+    en, es = Sentences.load("en"), Sentences.load("es")
+    assert es.language == "es" and set(es.templates) <= set(en.templates)
+    for key, template in es.templates.items():
+        fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+        assert fields == {f for _, f, _, _ in string.Formatter().parse(en.templates[key]) if f}, key

@@ -47,7 +47,8 @@ from tracerag.catalog.reply import (
     place_phrase,
     templated_reply,
 )
-from tracerag.catalog.request_language import RequestLanguage, available_glosses, understand
+from tracerag.catalog.request_language import RequestLanguage, as_said, available_glosses, understand
+from tracerag.catalog.sentences import say, speaking
 from tracerag.catalog.store import STORE_FILE, CatalogStore, check_catalog_dir
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
 from tracerag.catalog.urgency import CrisisIndex, Ranked, Urgency, detect, minute_now, rank, urgent_reply
@@ -221,6 +222,8 @@ class CatalogAssistant:
         self.urgency: Urgency | None = None
         self._crisis: CrisisIndex | None = None
         self.state = Constraints()
+        self.speaking = self.profile.language  # the language of the replies' own sentences (`catalog.sentences`)
+        self._said: list[tuple[str, str]] = []  # glossed words and the request's words they stand for
         self.turns: list[Turn] = []
         self.shown = ShownLog()  # what each request has been shown (`catalog.paging`): never the same service twice
         self.on = date.today()  # the day replies are for: a record's temporary notice and verification age
@@ -252,6 +255,8 @@ class CatalogAssistant:
     def reset(self) -> None:
         """Start a new conversation (the evaluation asks each request afresh); the trail goes on."""
         self.state = Constraints()
+        self.speaking = self.profile.language
+        self._said = []
         self.shown.clear()
         self.urgency = None
 
@@ -278,8 +283,16 @@ class CatalogAssistant:
     # -- one turn -------------------------------------------------------------------------------------
 
     def ask(self, request: str) -> Turn:
-        n = len(self.turns)
+        """One turn: the reply's own sentences in the conversation's language (the last one its words showed)."""
         heard = self._understand(request)
+        if heard.evident:
+            self.speaking = heard.language
+        self._said += heard.said
+        with speaking(self.speaking):
+            return self._ask(request, heard)
+
+    def _ask(self, request: str, heard: RequestLanguage) -> Turn:
+        n = len(self.turns)
         if self.turns and is_more_request(heard.text, self.words.records):  # "show me more": the same constraints
             parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
             method = CatalogParseMethod.RULES
@@ -323,7 +336,10 @@ class CatalogAssistant:
             turn = self._urgent(request, n, notes)
         elif match is not None and not match.held:
             reply = no_match_reply(
-                self.state.topic, place_phrase(self.state), match.explanation(), help_line=self.profile.help_line
+                self._as_said(self.state.topic),
+                place_phrase(self.state),
+                match.explanation(),
+                help_line=self.profile.help_line,
             )
             turn = Turn(request, CatalogOutcome.NO_MATCH, reply, constraints=self.state, notes=notes)
         elif not self.state.has_location():
@@ -335,7 +351,7 @@ class CatalogAssistant:
         if self.urgency is not None and not self.urgency.danger:
             turn = self._urgent(request, n, notes, usual=turn)
         turn.topic_match = match
-        turn.language = heard.language
+        turn.language = self.speaking
         if self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
             turn.reply = f"{self._unknown_sentence()} {turn.reply}"
         turn.urgency = self.urgency
@@ -351,6 +367,10 @@ class CatalogAssistant:
         )
         self.turns.append(turn)
         return turn
+
+    def _as_said(self, topic: str) -> str:
+        """A topic as the person said it (their own words where a gloss gave the directory's)."""
+        return as_said(topic, self._said) if self._said else topic
 
     def _understand(self, request: str) -> RequestLanguage:
         """The request's language among those the profile understands, and the request in the directory's words
@@ -399,14 +419,15 @@ class CatalogAssistant:
         return self._term_records[term_id]
 
     def _clarifying_question(self) -> str:
-        what = self.state.topic or "services"
+        what = self._as_said(self.state.topic) or say("clarify_default_topic")
         if self._unknown_places:  # never dropped in silence: said, and asked about
-            return f"{self._unknown_sentence()[:-1]}: which city or postal code should I look in for {what}?"
-        return f"Which city or postal code should I look in for {what}?"
+            names = say("or").join(f"'{u}'" for u in self._unknown_places)
+            return say("unknown_place_clarify", names=names, what=what)
+        return say("clarify", what=what)
 
     def _unknown_sentence(self) -> str:
-        names = " or ".join(f"'{u}'" for u in self._unknown_places)
-        return f"I don't know {names} in this directory."
+        names = say("or").join(f"'{u}'" for u in self._unknown_places)
+        return say("unknown_place", names=names)
 
     def _holds_topic(self, words: str) -> bool:
         """Whether the catalog holds anything about `words` as a topic (the records' words; no service type)."""
@@ -500,7 +521,7 @@ class CatalogAssistant:
         services match without it (strict filter on the catalog, so the numbers are real). A topic held only by
         the records that state it counts those records only."""
         # With nothing checked, the reply's "I found no services ... matching" has said it: no second sentence.
-        parts = [f"I checked {checked} candidate(s)."] if checked else []
+        parts = [say("checked", n=checked)] if checked else []
         structural = self.state.structural
         match = self._topic_match()
         holders = match.holders if match is not None and match.by_records else None
@@ -515,13 +536,13 @@ class CatalogAssistant:
                 continue
             n = count([s for s in structural if s is not drop])
             if n:
-                parts.append(f"Without {drop.kind} '{drop.said or ', '.join(drop.values)}': {n} service(s).")
+                parts.append(say("without", kind=drop.kind, said=drop.said or ", ".join(drop.values), n=n))
         if holders is not None:  # the topic's own records, wherever they are
             others = [s for s in structural if s.kind not in LOCATION]
-            where = " meeting the other constraints" if others else ""
-            parts.append(f"In the whole directory: {count(others)} service(s) about '{self.state.topic}'{where}.")
+            where = say("meeting_others") if others else ""
+            parts.append(say("whole_directory", n=count(others), topic=self.state.topic, where=where))
         if self.state.semantic and checked:
-            parts.append("Candidates were found but their own text rules out a condition you gave.")
+            parts.append(say("ruled_out"))
         return " ".join(parts)
 
     def _rank(self, allowed: list[str] | None) -> list[str]:
@@ -710,7 +731,7 @@ class CatalogAssistant:
         if usual is not None and usual.outcome == CatalogOutcome.CLARIFY:
             question = usual.reply
         else:
-            question = "" if place else f"Which city or postal code should I look in for {self.urgency.label}?"
+            question = "" if place else say("clarify", what=self.urgency.label)
         before = (
             usual.reply
             if usual is not None and not usual.recommendations and usual.outcome != CatalogOutcome.CLARIFY

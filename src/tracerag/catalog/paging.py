@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tracerag.catalog.model import Constraints
+from tracerag.catalog.sentences import say
 from tracerag.catalog.words import RecordWords
 from tracerag.text import fold_key
 
@@ -58,8 +59,4 @@ class ShownLog:
 
 def that_is_all(shown: int, summary: str) -> str:
     """The reply when every service matching the request has been shown."""
-    summary = summary.strip() or "your request"
-    return (
-        f"That is all: the directory has no other services matching {summary}. "
-        f"I have shown {shown} service(s) for it in this conversation."
-    )
+    return say("that_is_all", summary=summary.strip() or say("your_request"), shown=shown)

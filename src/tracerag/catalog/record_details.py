@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date
 
 from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.sentences import say
 from tracerag.catalog.words import RecordWords, WordList
 from tracerag.text import fold_key
 
@@ -92,11 +93,11 @@ def details_of(record: ServiceRecord, words: RecordWords, *, today: date, max_ag
     phones = tuple((p.strip(), record.phone_labels.get(p, "").strip()) for p in record.phones if p.strip())
     notices: list[str] = []
     if record.temporary_message.strip() and _applies(record, today):
-        notices.append(f"Notice: {record.temporary_message.strip()}")
+        notices.append(f"{say('label_notice')}: {record.temporary_message.strip()}")
     if record.status.strip() and fold_key(record.status) not in words.listed_statuses:
-        notices.append(f"Status: {record.status.strip()}")
+        notices.append(f"{say('label_status')}: {record.status.strip()}")
     if record.availability.strip():
-        notices.append(f"Availability: {record.availability.strip()}")
+        notices.append(f"{say('label_availability')}: {record.availability.strip()}")
     season = ""
     if record.openings and _names_season(record.hours_text, words):
         season = record.hours_text.strip()
@@ -123,12 +124,12 @@ def detail_lines(details: RecordDetails, words: RecordWords, *, indent: str = " 
     is for, the web site, when it was last verified."""
     lines = []
     if details.season:
-        lines.append(f"{indent}Season (as written): {_one_line(details.season)}")
+        lines.append(f"{indent}{say('label_season')}: {_one_line(details.season)}")
     lines += [f"{indent}{n}" for n in details.notices]
     if details.eligibility:
-        lines.append(f"{indent}For: {_one_line(details.eligibility)}")
+        lines.append(f"{indent}{say('label_for')}: {_one_line(details.eligibility)}")
     if details.url:
-        lines.append(f"{indent}Website: {details.url}")
+        lines.append(f"{indent}{say('label_website')}: {details.url}")
     if details.verified:
         lines.append(f"{indent}{verified_phrase(details, words)}")
     return lines

@@ -19,6 +19,7 @@ from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.model import ConstraintKind, Constraints, Opening, Semantic, ServiceRecord
 from tracerag.catalog.profile import CatalogProfile
 from tracerag.catalog.record_details import RecordDetails, detail_lines, details_of, phone_phrase, words_of
+from tracerag.catalog.sentences import say
 from tracerag.catalog.words import WordList
 
 __all__ = [
@@ -69,14 +70,14 @@ def format_hours(openings: Sequence[Opening], hours_text: str = "", *, words: Wo
     Days with the same hours are joined ("Mon, Wed 9:00–12:00"); several openings on one day are listed
     ("Mon 9:00–12:00, 13:00–17:00"). Without parsed openings: the schedule as written, else NOT_STATED."""
     if not openings:
-        return hours_text.strip() or NOT_STATED
+        return hours_text.strip() or say("not_stated")
     day_names = (words or WordList.load()).weekday_short
     by_day: dict[int, list[tuple[int, int]]] = {}
     for o in openings:
         if 0 <= o.weekday < 7:
             by_day.setdefault(o.weekday, []).append((o.opens, o.closes))
     if not by_day:
-        return hours_text.strip() or NOT_STATED
+        return hours_text.strip() or say("not_stated")
     keys = {d: tuple(sorted(set(v))) for d, v in by_day.items()}
     runs: list[tuple[int, int, tuple[tuple[int, int], ...]]] = []  # (first day, last day, hours)
     for day in range(7):
@@ -104,7 +105,7 @@ def format_address(record: ServiceRecord) -> str:
     """ "address, city, state postal code" from the fields present; NOT_STATED when there are none."""
     state_zip = " ".join(p for p in (record.state.strip(), record.zip.strip()) if p)
     parts = [p for p in (record.address.strip(), record.city.strip(), state_zip) if p]
-    return ", ".join(parts) or NOT_STATED
+    return ", ".join(parts) or say("not_stated")
 
 
 def constraint_label(semantic: Semantic | None) -> str:
@@ -117,25 +118,25 @@ def constraint_label(semantic: Semantic | None) -> str:
 
 def _evidence_line(ev: Evidence) -> str:
     label = constraint_label(ev.semantic)
-    verdict = {True: "yes", False: "no", None: "unclear"}[ev.passed]
+    verdict = say({True: "yes", False: "no", None: "unclear"}[ev.passed])
     if not ev.quote:
-        return f"{label}: {NOT_STATED}" if ev.passed is None else f"{label}: {verdict} ({ev.reason})"
-    return f'{label}: {verdict}, the directory says "{ev.quote}"'
+        return f"{label}: {say('not_stated')}" if ev.passed is None else f"{label}: {verdict} ({ev.reason})"
+    return say("evidence_quote", label=label, verdict=verdict, quote=ev.quote)
 
 
 def _item(
     i: int, rec: Recommendation, words: WordList | None, phone_first: bool = False, note: str | None = None
 ) -> list[str]:
     r = rec.record
-    name = r.name.strip() or NOT_STATED
+    name = r.name.strip() or say("not_stated")
     org = r.organization.strip()
     lines = ["", f"{i}. {name}" + (f" ({org})" if org and org.casefold() != name.casefold() else "")]
     details = rec.details_or_default(words)
-    lines.append(f"   Phone: {phone_phrase(details) or NOT_STATED}")  # how to reach it: phones first
+    lines.append(f"   {say('label_phone')}: {phone_phrase(details) or say('not_stated')}")  # how to reach it first
     if note:  # an urgent request: whether it can be reached now (`catalog.urgency`)
-        lines.append(f"   Now: {note}")
-    lines.append(f"   Address: {format_address(r)}")
-    lines.append(f"   Hours: {format_hours(r.openings, r.hours_text, words=words)}")
+        lines.append(f"   {say('label_now')}: {note}")
+    lines.append(f"   {say('label_address')}: {format_address(r)}")
+    lines.append(f"   {say('label_hours')}: {format_hours(r.openings, r.hours_text, words=words)}")
     lines.extend(detail_lines(details, words_of(words)))
     lines.extend(f"   {_evidence_line(ev)}" for ev in rec.evidence)
     return lines
@@ -143,7 +144,7 @@ def _item(
 
 def _open_conditions(recommendations: Sequence[Recommendation]) -> tuple[str, int]:
     labels = dict.fromkeys(constraint_label(e.semantic) for rec in recommendations for e in rec.unstated)
-    return " or ".join(f"'{label}'" for label in labels), len(labels)
+    return say("or").join(f"'{label}'" for label in labels), len(labels)
 
 
 def templated_reply(
@@ -162,9 +163,9 @@ def templated_reply(
     every condition the reply opens with that. With no recommendations: a "none found" message naming the
     constraints, and the directory's help line when its profile has one. `phone_first` puts each phone number
     right under the name; `notes` adds a line to a record by its id (why it can be reached now)."""
-    summary = constraints_summary.strip() or "your request"
+    summary = constraints_summary.strip() or say("your_request")
     if not recommendations:
-        text = f"I found no services in the directory matching {summary}."
+        text = say("none_found", summary=summary)
         if none_found_reason:
             text += f" {none_found_reason.strip()}"
         return text + help_line_sentence(help_line)
@@ -172,19 +173,16 @@ def templated_reply(
     open_ = [r for r in recommendations if r.unstated]
     lines: list[str] = []
     if stated:
-        lines.append(f"Services in the directory matching {summary}:")
+        lines.append(say("services_matching", summary=summary))
         for i, rec in enumerate(stated, 1):
             lines.extend(_item(i, rec, words, phone_first, (notes or {}).get(rec.record.id)))
     if open_:
         conditions, n = _open_conditions(open_)
-        them = "it" if n == 1 else "them"
         if stated:
-            also = "These also meet the rest of your request, but the directory does not state whether they meet"
-            lines += ["", f"{also} {conditions}:"]
+            lines += ["", say("also_unstated", conditions=conditions)]
         else:
             lines.append(
-                f"No service in the directory states that it meets {conditions}. These meet the rest of your "
-                f"request ({summary}), but the directory does not state whether they meet {them}:"
+                say("none_states_one" if n == 1 else "none_states_many", conditions=conditions, summary=summary)
             )
         for i, rec in enumerate(open_, len(stated) + 1):
             lines.extend(_item(i, rec, words, phone_first, (notes or {}).get(rec.record.id)))
@@ -196,19 +194,19 @@ def place_phrase(constraints: Constraints) -> str:
     places = []
     for s in constraints.structural:
         if s.kind in (ConstraintKind.CITY, ConstraintKind.COUNTY):
-            places.append(" or ".join(s.values))
+            places.append(say("or").join(s.values))
         elif s.kind is ConstraintKind.ZIP:
-            places.append("postal code " + " or ".join(s.values))
+            places.append(say("postal_code", codes=say("or").join(s.values)))
         elif s.kind is ConstraintKind.AREA:
-            places.append(s.said or " or ".join(s.values))
-    return f"in {' or '.join(places)}" if places else ""
+            places.append(s.said or say("or").join(s.values))
+    return say("in_place", places=say("or").join(places)) if places else ""
 
 
 def no_match_reply(topic: str, place: str, why: str = "", help_line: str | None = None) -> str:
     """The reply when the catalog holds nothing like what was asked: it says so, with the topic as asked and the
     place as the catalog spells it, and recommends nothing (an unrelated service is a wrong answer, not a partial
     one). `why` is the evidence in a sentence; the directory's help line, when its profile has one, ends it."""
-    text = f"Nothing in this directory matches '{topic.strip()}'" + (f" {place}" if place else "") + "."
+    text = say("nothing_matches", topic=topic.strip(), place=f" {place}" if place else "")
     text = f"{text} {why.strip()}" if why.strip() else text
     return text + help_line_sentence(help_line)
 
@@ -217,4 +215,4 @@ def help_line_sentence(help_line: str | None) -> str:
     """ " For other help, contact the directory's help line: 211." (with its leading space), or "" when the profile
     names none: a help line is the directory's own fact (`CatalogProfile.help_line`), never assumed."""
     line = " ".join((help_line or "").split())
-    return f" For other help, contact the directory's help line: {line}." if line else ""
+    return say("help_line", line=line) if line else ""

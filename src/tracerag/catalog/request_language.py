@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key
 
-__all__ = ["Gloss", "RequestLanguage", "available_glosses", "understand"]
+__all__ = ["Gloss", "RequestLanguage", "as_said", "available_glosses", "understand"]
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
 _NUMBER = "#"  # a gloss key's stand-in for one number ("tengo # anos" → "i am # years old")
@@ -114,9 +114,26 @@ class RequestLanguage:
     text: str  # the request in the directory's language (the request itself when it is in it)
     glossed: bool  # whether `text` was glossed from another language
     markers: tuple[str, ...] = ()  # the words that said which language it is (for the trail)
+    evident: bool = True  # whether its words said so (a place name alone says no language)
+    said: tuple[tuple[str, str], ...] = ()  # (the directory's words, the request's words they gloss)
 
     def to_dict(self) -> dict[str, object]:
         return {"language": self.language, "text": self.text, "glossed": self.glossed, "markers": list(self.markers)}
+
+
+def as_said(text: str, said: Iterable[tuple[str, str]]) -> str:
+    """`text` (the directory's words, a topic) with each word a gloss gave back in the request's own words
+    ("food pantry" → "despensa de comida"); words no gloss gave stay as they are."""
+    back: dict[str, str] = {}
+    for value, original in said:
+        for word in fold_key(value).split():
+            back.setdefault(word, original)
+    out: list[str] = []
+    for word in text.split():
+        original = back.get(fold_key(word), word)
+        if not out or out[-1] != original:
+            out.append(original)
+    return " ".join(out)
 
 
 def understand(
@@ -131,6 +148,7 @@ def understand(
     which the other language's marker words are counted (a word of both counts for neither); `keep` are the
     catalog's place names (folded), never glossed."""
     tokens = [fold_key(m.group()) for m in _WORD.finditer(request)]
+    own_evidence = any(t in own_words for t in tokens)
     best: tuple[int, Gloss, tuple[str, ...]] | None = None
     for language in languages:
         if language == directory_language:
@@ -144,14 +162,17 @@ def understand(
         if len(hits) >= MIN_MARKERS and len(hits) > own and (best is None or len(hits) > best[0]):
             best = (len(hits), gloss, hits)
     if best is None:
-        return RequestLanguage(directory_language, request, False)
+        return RequestLanguage(directory_language, request, False, evident=own_evidence)
     _, gloss, hits = best
-    return RequestLanguage(gloss.language, apply_gloss(request, gloss, keep), True, hits)
+    said: list[tuple[str, str]] = []
+    text = apply_gloss(request, gloss, keep, said)
+    return RequestLanguage(gloss.language, text, True, hits, True, tuple(said))
 
 
-def apply_gloss(request: str, gloss: Gloss, keep: Iterable[str] = ()) -> str:
+def apply_gloss(request: str, gloss: Gloss, keep: Iterable[str] = (), said: list[tuple[str, str]] | None = None) -> str:
     """The request with each listed phrase (longest first) said in the gloss's target language; what is not
-    listed, and every phrase of `keep` (folded place names), stays as written, punctuation included."""
+    listed, and every phrase of `keep` (folded place names), stays as written, punctuation included. `said`, when
+    given, receives each (value, the request's words) pair, so a reply can give a topic back as it was said."""
     words = list(_WORD.finditer(request))
     folded = [fold_key(m.group()) for m in words]
     kept = {tuple(k.split()) for k in keep if k}
@@ -171,6 +192,8 @@ def apply_gloss(request: str, gloss: Gloss, keep: Iterable[str] = ()) -> str:
         start, end = words[i].start(), words[i + size - 1].end()
         out.append(request[cursor:start])
         out.append(value)
+        if said is not None and value:
+            said.append((value, request[start:end]))
         cursor = end
         i += size
     out.append(request[cursor:])

@@ -28,7 +28,8 @@ import phonenumbers
 from tracerag.catalog.filters import postal_head
 from tracerag.catalog.model import ConstraintKind, ServiceRecord, Structural
 from tracerag.catalog.profile import CatalogProfile, PhoneNumber
-from tracerag.catalog.reply import NOT_STATED, Recommendation, format_address, format_hours, templated_reply
+from tracerag.catalog.reply import Recommendation, format_address, format_hours, templated_reply
+from tracerag.catalog.sentences import say
 from tracerag.catalog.words import UrgencyKind, WordList
 from tracerag.text import fold_key
 
@@ -350,7 +351,7 @@ def _km(centre: tuple[float, float] | None, record: ServiceRecord) -> float | No
 def numbers_lines(profile: CatalogProfile) -> list[str]:
     """The profile's emergency and crisis numbers, one line each; none when the profile has none."""
     numbers: list[PhoneNumber] = [*profile.emergency_numbers, *profile.crisis_numbers]
-    return [f"Call {n.number}: {n.label}." for n in numbers]
+    return [say("call_number", number=n.number, label=n.label) for n in numbers]
 
 
 def urgent_reply(
@@ -374,7 +375,7 @@ def urgent_reply(
         out += ["", before.strip()]
     sections: list[list[str]] = []
     if lines:
-        section = ["", "You can call these now:"]
+        section = ["", say("call_now")]
         for i, rec in enumerate(lines, 1):
             section += _line_item(i, rec.record, reasons.get(rec.record.id), words)
         sections.append(section)
@@ -391,13 +392,13 @@ def urgent_reply(
 
 def _line_item(i: int, r: ServiceRecord, reason: str | None, words: WordList) -> list[str]:
     org = r.organization.strip()
-    name = r.name.strip() or NOT_STATED
+    name = r.name.strip() or say("not_stated")
     lines = ["", f"{i}. {name}" + (f" ({org})" if org and org.casefold() != name.casefold() else "")]
-    lines.append(f"   Phone: {', '.join(p.strip() for p in r.phones if p.strip()) or NOT_STATED}")
+    lines.append(f"   {say('label_phone')}: {', '.join(p.strip() for p in r.phones if p.strip()) or say('not_stated')}")
     if reason:
-        lines.append(f"   Now: {reason}")
+        lines.append(f"   {say('label_now')}: {reason}")
     hours = format_hours(r.openings, r.hours_text, words=words)
-    if hours != NOT_STATED:
+    if hours != say("not_stated"):
         lines.append(f"   Hours: {hours}")
-    lines.append(f"   Based in: {format_address(r)}")
+    lines.append(f"   {say('label_based')}: {format_address(r)}")
     return lines

@@ -159,6 +159,8 @@ class RecordWords:
     season: frozenset[str] = frozenset()
     months: tuple[str, ...] = tuple(f"{m:02d}" for m in range(1, 13))
     date_format: str = "{year}-{month}-{day}"
+
+
 def _compiles_all(patterns: list[str]) -> list[str]:
     for p in patterns:
         try:

@@ -22,6 +22,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from pathlib import Path
 from statistics import median
 from typing import Any, NamedTuple
@@ -36,6 +37,11 @@ from tracerag.errors import ConfigError
 from tracerag.eval.report import trails_dir, write_reports
 from tracerag.llm import StructuredLLM
 from tracerag.trail.events import CatalogOutcome
+
+# When the conversations are asked: what is open now, "today", "tonight", a notice's dates and a record's
+# verification age depend on it, so the figures of one file are the same on every run. A Wednesday evening:
+# urgent requests come at any hour, and an evening leaves only 24-hour and evening services open.
+EVAL_MOMENT = datetime(2026, 12, 9, 20, 0)
 
 CATEGORIES = (
     "urgent",
@@ -443,6 +449,9 @@ def _ms(value: float | None) -> str:
 def markdown(summary: dict[str, Any]) -> str:
     """Two tables per catalog, each under 120 columns: what went right (k/n turns), then what must not happen."""
     lines = [f"# Catalog assistant: people-written requests, k = {summary['k']}", ""]
+    if summary.get("at"):
+        asked = datetime.fromisoformat(summary["at"])
+        lines += [f"Asked as on {asked:%A %Y-%m-%d %H:%M} (what is open now, 'today', notices, verification age).", ""]
     for name, result in summary["catalogs"].items():
         table = result["results"]
         lines += [
@@ -530,10 +539,12 @@ def run_people_eval(
     llm: StructuredLLM | None = None,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
     warn: Callable[[str], None] | None = None,
+    at: datetime = EVAL_MOMENT,
 ) -> dict[str, Any]:
-    """Run every conversation of `requests` on its catalog (`catalogs`: catalog name → directory), score it, and
-    write results.json, results.md, turns.jsonl and the trails into `out_dir`; returns the summary. `warn` is
-    told of each conversation whose expected ids the catalog lacks (its turns are scored as failing)."""
+    """Run every conversation of `requests` on its catalog (`catalogs`: catalog name → directory), as asked at
+    the moment `at`, score it, and write results.json, results.md, turns.jsonl and the trails into `out_dir`;
+    returns the summary. `warn` is told of each conversation whose expected ids the catalog lacks (its turns are
+    scored as failing)."""
     conversations = load_requests(requests)
     by_catalog = group_by_catalog(conversations)
     unknown = sorted(set(by_catalog) - set(catalogs))
@@ -557,7 +568,16 @@ def run_people_eval(
                 if warn:
                     warn(warning)
             tick = progress(f"{name}: {len(items)} conversations", len(items)) if progress else None
-            with CatalogAssistant(catalog_dir, settings, llm=llm, k=k, trail_dir=trails_dir(out_dir)) as assistant:
+            with CatalogAssistant(
+                catalog_dir,
+                settings,
+                llm=llm,
+                k=k,
+                trail_dir=trails_dir(out_dir),
+                today=at.weekday(),
+                clock=lambda: at.hour * 60 + at.minute,
+            ) as assistant:
+                assistant.on = at.date()
                 # The records' vocabulary is built once per process on the first topic (about 1 s on 4k records):
                 # built here, so turn latency is what each turn costs, and the one-time cost is reported apart.
                 warm = time.perf_counter()
@@ -591,6 +611,7 @@ def run_people_eval(
     summary = {
         "requests": str(requests),
         "k": k,
+        "at": at.isoformat(timespec="minutes"),
         "llm": llm.model if llm is not None else None,
         "conversations": len(conversations),
         "turns_asked": asked,
