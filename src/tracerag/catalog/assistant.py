@@ -265,7 +265,7 @@ class CatalogAssistant:
             method = CatalogParseMethod.LLM_GAZETTEER
         else:
             parsed, notes = parse_request(heard.text, self.index, today=self.today), []
-            parsed = self._respelt(heard.text, parsed, notes)
+            parsed = self._respelt(heard, parsed, notes)
             method = CatalogParseMethod.RULES
         answered = place_answer(self.state, parsed, self._holds_topic)
         if answered is not parsed:
@@ -325,18 +325,19 @@ class CatalogAssistant:
         places = [*self.index.cities, *self.index.counties]
         return understand(request, self.profile.language, self.languages, self.words.ordinary, keep=places)
 
-    def _respelt(self, text: str, parsed: Constraints, notes: list[str]) -> Constraints:
+    def _respelt(self, heard: RequestLanguage, parsed: Constraints, notes: list[str]) -> Constraints:
         """The request parsed again with its misspelt topic words corrected to the records' words
         (`catalog.topic_typos`: "fod pantyr" → "food pantry"), so that the service-type match and the topic judge
-        see them; each correction goes to the notes ("typo: fod → food")."""
-        if not suspects(parsed.topic, self.words):
+        see them; each correction goes to the notes ("typo: fod → food"). A request in another language keeps
+        its words: those left unglossed are that language's words, not misspelt ones of the directory's."""
+        if heard.language != self.profile.language or not suspects(parsed.topic, self.words):
             return parsed
         keep = self.index.city_words | {w for k in (*self.index.counties, *self.index.areas) for w in k.split()}
-        fixes = fixer_of(self.vocabulary).fix(parsed.topic, keep)
+        fixes = fixer_of(self.vocabulary).fix(parsed.topic, keep, self._holds_topic)
         if not fixes:
             return parsed
         notes += [f.note() for f in fixes]
-        return parse_request(corrected(text, fixes), self.index, today=self.today)
+        return parse_request(corrected(heard.text, fixes), self.index, today=self.today)
 
     def _topic_match(self) -> TopicMatch | None:
         """Whether the catalog holds the dialogue's topic (None without a topic): `topic_match` decides, from the

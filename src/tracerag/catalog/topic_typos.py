@@ -47,7 +47,7 @@ MAX_TYPO_ZIPF = 3.0  # a word the language writes once per million words or more
 MIN_GAIN = 1.5  # the correction is written at least 10**1.5 (about 30) times as often as the typed word
 MIN_LETTERS = 3  # shorter words are never corrected ("sf", "ppl" stays: one letter of 3 is another word)
 SHORT = 3  # words of this length: only a letter put back ("fod" → "food")
-LONG = 7  # from this length two edits are allowed ("imigratoin" → "immigration")
+LONG = 7  # from this length two edits are allowed, one of them a letter put back or taken out
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,16 +92,25 @@ class TypoFixer:
         fixer._targets = sorted(targets | {w for w in meaningful if w.isalpha()})
         return fixer
 
-    def fix(self, topic: str, keep: Iterable[str] = ()) -> list[Fix]:
+    def fix(self, topic: str, keep: Iterable[str] = (), holds: Callable[[str], bool] | None = None) -> list[Fix]:
         """The corrections of `topic`'s words (see the module docstring); `keep`: words never corrected (the
-        catalog's place names)."""
+        catalog's place names). `holds(topic)`: whether the catalog holds a topic; among the nearest
+        corrections of a word, one that makes the topic held wins ("soop kitchen": "soup", not "stop")."""
         kept = set(keep)
+        words = fold_key(topic).split()
         out: list[Fix] = []
         for word in suspects(topic, self.words):
-            if self._candidate(word, kept):
-                meant = self._nearest(word)
-                if meant is not None:
-                    out.append(Fix(word, meant, self.forms.get(meant, 0)))
+            if not self._candidate(word, kept):
+                continue
+            choices = self._nearest(word)
+            if not choices:
+                continue
+            meant = choices[0][1]
+            if holds is not None and len(choices) > 1:
+                nearest = [c for edits, c in choices if edits == choices[0][0]]
+                meant = next((c for c in nearest if holds(" ".join(c if w == word else w for w in words))), meant)
+            words = [meant if w == word else w for w in words]
+            out.append(Fix(word, meant, self.forms.get(meant, 0)))
         return out
 
     def _candidate(self, word: str, keep: set[str]) -> bool:
@@ -110,25 +119,27 @@ class TypoFixer:
             return False
         return word not in self.forms and self.stem(word) not in self.stems
 
-    def _nearest(self, word: str) -> str | None:
+    def _nearest(self, word: str) -> list[tuple[int, str]]:
+        """The words `word` may misspell, best first: (edits, word) by fewest edits, then by letters put back
+        or taken out rather than changed, then by the records using them."""
         n = len(word)
         limit = 2 if n >= LONG else 1
         floor = _zipf(word, self.language) + MIN_GAIN
-        best: tuple[int, int, int, str] | None = None
+        found: list[tuple[int, int, int, str]] = []
         for choice, edits, _ in process.extract(
             word, self._targets, scorer=OSA.distance, score_cutoff=limit, limit=None
         ):
             if choice[0] != word[0] and edits > 1:
                 continue  # another first letter: one edit at most
             indel = Indel.distance(word, choice)
+            if edits == 2 and indel > 3:
+                continue  # two edits, both changed letters ("swiming" is not "sailing"): too far
             if n == SHORT and not (len(choice) == n + 1 and indel == 1):
                 continue  # three letters: only a letter put back
             if _zipf(choice, self.language) < floor:
                 continue
-            key = (int(edits), indel, -self.forms.get(choice, 0), choice)
-            if best is None or key < best:
-                best = key
-        return best[3] if best else None
+            found.append((int(edits), indel, -self.forms.get(choice, 0), choice))
+        return [(edits, choice) for edits, _, _, choice in sorted(found)]
 
 
 _FIXERS: dict[int, tuple[CatalogVocabulary, TypoFixer]] = {}
