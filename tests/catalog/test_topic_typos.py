@@ -29,10 +29,10 @@ WEDNESDAY = 2
 
 # (request, the corrections it must get, acceptable ids in the top 5)
 SF211_REQUESTS = [
-    # Refused before. Food pantries by name: Quaker, Chinese Christian Mission, Saint Paul Tabernacle, St. Francis
+    # Food pantries by name: Quaker, Chinese Christian Mission, Saint Paul Tabernacle, St. Francis
     # Episcopal, OMI Family Pantry.
     ("food pantyr san francisco", {"pantyr → pantry"}, {"14531422", "16457560", "10597664", "10598167", "10597408"}),
-    # The people eval's request: the 94124 pantries (Saint Paul Tabernacle, United Council of Human Services).
+    # Refused before. The people eval's request: the 94124 pantries (Saint Paul Tabernacle, United Council).
     ("fod pantyr near 94124", {"fod → food", "pantyr → pantry"}, {"10597664", "10598472", "10598473", "12454213"}),
     # Refused before. San Francisco Suicide Prevention: crisis lines including the Suicide Line.
     ("sucide prevention hotline san francisco", {"sucide → suicide"}, {"10597893"}),
