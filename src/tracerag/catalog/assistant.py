@@ -51,6 +51,7 @@ from tracerag.catalog.request_language import RequestLanguage, as_said, availabl
 from tracerag.catalog.sentences import say, speaking
 from tracerag.catalog.store import STORE_FILE, CatalogStore, check_catalog_dir
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
+from tracerag.catalog.topic_typos import corrected, fixer_of, suspects
 from tracerag.catalog.urgency import CrisisIndex, Ranked, Urgency, detect, minute_now, rank, urgent_reply
 from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
@@ -301,6 +302,7 @@ class CatalogAssistant:
             method = CatalogParseMethod.LLM_GAZETTEER
         else:
             parsed, notes = parse_request(heard.text, self.index, today=self.today), []
+            parsed = self._respelt(heard, parsed, notes)
             method = CatalogParseMethod.RULES
         answered = place_answer(self.state, parsed, self._holds_topic)
         if answered is not parsed:
@@ -377,6 +379,20 @@ class CatalogAssistant:
         (`catalog.request_language`); the catalog's place names are never glossed."""
         places = [*self.index.cities, *self.index.counties]
         return understand(request, self.profile.language, self.languages, self.words.ordinary, keep=places)
+
+    def _respelt(self, heard: RequestLanguage, parsed: Constraints, notes: list[str]) -> Constraints:
+        """The request parsed again with its misspelt topic words corrected to the records' words
+        (`catalog.topic_typos`: "fod pantyr" → "food pantry"), so that the service-type match and the topic judge
+        see them; each correction goes to the notes ("typo: fod → food"). A request in another language keeps
+        its words: those left unglossed are that language's words, not misspelt ones of the directory's."""
+        if heard.language != self.profile.language or not suspects(parsed.topic, self.words):
+            return parsed
+        keep = self.index.city_words | {w for k in (*self.index.counties, *self.index.areas) for w in k.split()}
+        fixes = fixer_of(self.vocabulary).fix(parsed.topic, keep, self._holds_topic)
+        if not fixes:
+            return parsed
+        notes += [f.note() for f in fixes]
+        return parse_request(corrected(heard.text, fixes), self.index, today=self.today)
 
     def _topic_match(self) -> TopicMatch | None:
         """Whether the catalog holds the dialogue's topic (None without a topic): `topic_match` decides, from the

@@ -168,6 +168,7 @@ class CatalogVocabulary:
     words: WordList
     records: int = 0
     postings: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # stem -> record id -> positions
+    forms: dict[str, int] = field(default_factory=dict)  # each word as written (folded) -> records using it
     _fields: dict[str, list[tuple[int, _Field]]] = field(default_factory=dict)  # record id -> (first position, field)
     _name_words: dict[str, int] = field(default_factory=dict)  # record id -> words of its name (positions 0..n-1)
     _stems: dict[str, str] = field(default_factory=dict)
@@ -180,12 +181,15 @@ class CatalogVocabulary:
         compared as folded, like the index does)."""
         vocab = cls(words=words)
         postings: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+        forms: dict[str, int] = defaultdict(int)
         for record in records:
             vocab.records += 1
             position = 0
             fields = []
+            written: set[str] = set()
             for name, text in _record_fields(record):
                 offsets, norms = _words_with_offsets(text)
+                written.update(norms)
                 if not norms:
                     continue
                 fields.append((position, _Field(record.id, name, text, offsets)))
@@ -195,7 +199,10 @@ class CatalogVocabulary:
                     postings[vocab.stem(word)][record.id].append(position + k)
                 position += len(norms) + _FIELD_GAP
             vocab._fields[record.id] = fields
+            for word in written:
+                forms[word] += 1
         vocab.postings = {s: dict(by_record) for s, by_record in postings.items()}
+        vocab.forms = dict(forms)
         for stem in vocab.postings:
             if len(stem) >= FAMILY_MIN:
                 vocab._by_prefix.setdefault(stem[:FAMILY_MIN], []).append(stem)
