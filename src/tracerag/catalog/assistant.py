@@ -30,12 +30,13 @@ from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.facts import FactFinder
 from tracerag.catalog.gazetteer import GazetteerIndex, load_places
 from tracerag.catalog.generated_reply import generated_reply
+from tracerag.catalog.home_place import home_constraint, home_sentence, with_home, without_home
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
 from tracerag.catalog.paging import ALREADY_SHOWN, ShownLog, is_more_request, that_is_all
 from tracerag.catalog.parse import parse_request
-from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.profile import PROFILE_FILE, CatalogProfile
 from tracerag.catalog.record_details import details_of, phone_phrase
 from tracerag.catalog.record_status import excluded_by_status
 from tracerag.catalog.reply import (
@@ -80,6 +81,7 @@ VARIANTS: dict[CatalogVariant, frozenset[ConstraintKind]] = {
     CatalogVariant.HOURS: frozenset(HOURS | OTHER),
     CatalogVariant.LOCATION_HOURS: frozenset(LOCATION | HOURS | OTHER),
 }
+_HOME_SAID = (CatalogOutcome.ANSWER, CatalogOutcome.NONE_FOUND)  # replies that name the assumed home place
 
 # A model call's purpose by the answer it was asked for (no schema: the reply's text).
 _PURPOSES: dict[type[BaseModel] | None, LLMPurpose] = {
@@ -185,6 +187,8 @@ class CatalogAssistant:
         self.words = WordList.load(self.profile.language, self.profile.words)
         places = load_places(catalog_dir / self.profile.places, self.gazetteer) if self.profile.places else {}
         self.index = GazetteerIndex.build(self.gazetteer, self.words, self.profile, places)
+        # a one-place directory's place, assumed when a request names none (`catalog.home_place`)
+        self.home = home_constraint(self.profile.home_place, self.gazetteer, catalog_dir / PROFILE_FILE)
         self.rules = RuleChecker(self.words, self.profile)
         self.facts = FactFinder(self.words, self.profile)
         self.languages = (
@@ -256,6 +260,8 @@ class CatalogAssistant:
     def ask(self, request: str) -> Turn:
         n = len(self.turns)
         heard = self._understand(request)
+        was_home = self.home is not None and self.home in self.state.structural
+        self.state = without_home(self.state, self.home)  # read the turn as in any directory, then assume again
         if self.turns and is_more_request(heard.text, self.words.records):  # "show me more": the same constraints
             parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
             method = CatalogParseMethod.RULES
@@ -274,6 +280,9 @@ class CatalogAssistant:
             notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
             parsed = placed
         self.state = merge(self.state, parsed, self.words)
+        if self.home is not None and with_home(self.state, self.home) is not self.state:
+            notes.append(f"no place named: the directory's home place, {' or '.join(self.home.values)}")
+            self.state = with_home(self.state, self.home)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
         self._unknown_places = unknown_places(parsed, self.words)
         match = self._topic_match()
@@ -302,7 +311,11 @@ class CatalogAssistant:
             turn = self._answer(request, n, notes)
         turn.topic_match = match
         turn.language = heard.language
-        if self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
+        if self.home is not None and self.home in self.state.structural and turn.outcome in _HOME_SAID:
+            if self._unknown_places or not was_home:  # said once, and again with each place it does not know
+                answered = turn.outcome == CatalogOutcome.ANSWER
+                turn.reply = f"{home_sentence(self.home, self._unknown_places, answered)} {turn.reply}"
+        elif self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
             turn.reply = f"{self._unknown_sentence()} {turn.reply}"
         self.trail.emit(
             CatalogReplyEvent(
