@@ -30,7 +30,7 @@ from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.facts import FactFinder
 from tracerag.catalog.gazetteer import GazetteerIndex, load_places
 from tracerag.catalog.generated_reply import generated_reply
-from tracerag.catalog.home_place import home_constraint, home_sentence, with_home, without_home
+from tracerag.catalog.home_place import home_constraint, home_sentence, named_elsewhere, with_home, without_home
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
@@ -279,6 +279,11 @@ class CatalogAssistant:
         if placed is not parsed:
             notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
             parsed = placed
+        if self.home is not None and all(s.values == self.home.values for s in parsed.structural if s.kind in LOCATION):
+            named = named_elsewhere(heard.text, parsed, self.words, self.index.service_words)
+            if named is not parsed:  # a neighbourhood, said, and the request answered for the whole home place
+                notes.append(f"a place, not a topic: {', '.join(named.unknown[len(parsed.unknown) :])}")
+                parsed = named
         self.state = merge(self.state, parsed, self.words)
         if self.home is not None and with_home(self.state, self.home) is not self.state:
             notes.append(f"no place named: the directory's home place, {' or '.join(self.home.values)}")
@@ -512,6 +517,8 @@ class CatalogAssistant:
             allowed = sorted(match.holders) if allowed is None else [i for i in allowed if i in match.holders]
         everyday = match.search_words if match is not None else ()  # "shelter" for "somewhere to sleep"
         words = " ".join([self.state.topic, *everyday, *(s.text for s in self.state.semantic if not s.negated)])
+        # a place the directory does not know still ranks the records naming it first ("Eastgate Youth Center")
+        words = " ".join([words, *unknown_places(self.state, self.words)])
         words = words.strip()
         service_types = self.state.of(ConstraintKind.SERVICE_TYPE)
         if service_types is not None:

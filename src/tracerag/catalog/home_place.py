@@ -14,14 +14,20 @@ assumption, and an answer to the clarifying question is still read as a place (`
 
 from __future__ import annotations
 
+import re
+from collections.abc import Set
 from dataclasses import replace
 from pathlib import Path
 
 from tracerag.catalog.model import ConstraintKind, Constraints, Gazetteer, Structural
+from tracerag.catalog.words import WordList
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key
 
-__all__ = ["home_constraint", "home_sentence", "with_home", "without_home"]
+__all__ = ["MAX_NAME_WORDS", "home_constraint", "home_sentence", "named_elsewhere", "with_home", "without_home"]
+
+MAX_NAME_WORDS = 3  # "the sunset district", "bayview hunters point": longer runs are the request going on
+_TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,.;:!?]")
 
 
 def home_constraint(home: str | None, gazetteer: Gazetteer, profile_path: Path) -> Structural | None:
@@ -56,6 +62,55 @@ def with_home(state: Constraints, home: Structural | None) -> Constraints:
     order = list(ConstraintKind)
     structural = sorted([*state.structural, home], key=lambda s: order.index(s.kind))
     return replace(state, structural=structural)
+
+
+def named_elsewhere(text: str, c: Constraints, words: WordList, service_words: Set[str]) -> Constraints:
+    """`c` with the names written after a place word ("food in the excelsior", "near bayview hunters point")
+    moved from the topic to `unknown`, in a one-place directory: there a place the matchers did not find is a
+    part of the place the directory does not know (a neighbourhood), though its records may use the word
+    ("Excelsior Clubhouse"), so it is said, not searched for. A name starts with a word that may be one (of 4
+    letters or more, no word of the word list or of the services, not inflected: "paying" is "pay" + "ing")
+    and goes on over words of the topic of 3 letters or more ("sf" is the place's initials) that are no filler
+    and no service word, up to `MAX_NAME_WORDS`. Any
+    other turn is returned as it is."""
+    tokens = [t.casefold() for t in _TOKEN.findall(text)]
+    topic = c.topic.split()
+    names: list[list[str]] = []
+    i = 0
+    while i < len(tokens) - 1:
+        if tokens[i] not in words.place_context:
+            i += 1
+            continue
+        j = i + 1
+        while j < len(tokens) and tokens[j] in words.filler and tokens[j] not in words.place_context:
+            j += 1  # "in the", "near my"
+        start = tokens[j] if j < len(tokens) else ""
+        if start not in topic or not _name_like(start, words, service_words):
+            i += 1
+            continue
+        name = [start]
+        for word in tokens[j + 1 : j + MAX_NAME_WORDS]:
+            if len(word) < 3 or word not in topic or word in words.filler or word in service_words:
+                break
+            name.append(word)
+        names.append(name)
+        i = j + len(name)
+    if not names:
+        return c
+    taken = {w for name in names for w in name}
+    kept = " ".join(w for w in topic if w not in taken)
+    structural = [
+        replace(s, said=" ".join(w for w in s.said.split() if w not in taken))
+        if s.kind is ConstraintKind.SERVICE_TYPE
+        else s
+        for s in c.structural
+    ]
+    unknown = [*c.unknown, *(" ".join(name) for name in names)]
+    return replace(c, topic=kept, unknown=unknown, structural=structural)
+
+
+def _name_like(word: str, words: WordList, service_words: Set[str]) -> bool:
+    return len(word) >= 4 and word not in words.ordinary and word not in service_words and words.lemma(word) == word
 
 
 def home_sentence(home: Structural, unknown: list[str], answered: bool) -> str:
