@@ -110,7 +110,18 @@ def named_elsewhere(text: str, c: Constraints, words: WordList, service_words: S
 
 
 def _name_like(word: str, words: WordList, service_words: Set[str]) -> bool:
-    return len(word) >= 4 and word not in words.ordinary and word not in service_words and words.lemma(word) == word
+    return len(word) >= 4 and word not in words.ordinary and word not in service_words and not _inflected(word, words)
+
+
+def _inflected(word: str, words: WordList) -> bool:
+    """Whether `word` is another word with an ending ("paying", "crisis" as a plural): its stem is not the word,
+    and what the stem leaves is an inflection ending of the word list or longer than one letter (a stemmer's
+    dropped last letter, as in "eastgate", is no ending)."""
+    stem = words.lemma(word)
+    if stem == word:
+        return False
+    rest = word[len(stem) :] if word.startswith(stem) else None
+    return rest is None or rest in words.inflection_endings or len(rest) > 1
 
 
 def home_sentence(home: Structural, unknown: list[str], answered: bool) -> str:
