@@ -276,3 +276,26 @@ def test_the_sf_places_file_finds_the_neighbourhoods_records(
     assert area is not None and set(area.values) == codes
     assert "I don't know" not in turn.reply and not turn.reply.startswith("These are in")
     assert turn.recommendations and {r.record.zip[:5] for r in turn.recommendations} <= codes
+
+
+def test_a_neighbourhood_with_nothing_is_widened_to_the_home_place_and_said(
+    sf: dict[str, Path], tmp_path: Path
+) -> None:
+    # no senior centre in 94108 or 94133 (the example file's Chinatown): the rest of San Francisco is looked in
+    with _assistant(sf["sf211-places"], tmp_path) as a:
+        turn = a.ask("senior center in chinatown")
+        trail = a.trail_path
+    assert turn.outcome == CatalogOutcome.ANSWER, turn.reply
+    assert turn.reply.startswith("I found nothing in chinatown, so I looked in all of San Francisco. Services")
+    assert {r.record.city for r in turn.recommendations} == {"San Francisco"}
+    assert turn.constraints.of(ConstraintKind.AREA) is None
+    assert any("nothing in chinatown: looked in the whole home place" in n for n in turn.notes)
+    filters = [e for e in read_trail(trail) if e.kind == "catalog_filter"]
+    assert len(filters) == 2  # the neighbourhood, then the whole place: both in the trail
+
+
+def test_a_postal_code_named_is_never_widened(sf: dict[str, Path], tmp_path: Path) -> None:
+    with _assistant(sf["sf211-places"], tmp_path) as a:
+        turn = a.ask("tenant rights help near 94110")
+    assert turn.outcome == CatalogOutcome.NONE_FOUND  # a code the person wrote is a hard constraint
+    assert all(r.record.zip.startswith("94110") for r in turn.recommendations)

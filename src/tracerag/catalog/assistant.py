@@ -30,7 +30,15 @@ from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.facts import FactFinder
 from tracerag.catalog.gazetteer import GazetteerIndex, load_places
 from tracerag.catalog.generated_reply import generated_reply
-from tracerag.catalog.home_place import home_constraint, home_sentence, named_elsewhere, with_home, without_home
+from tracerag.catalog.home_place import (
+    home_constraint,
+    home_sentence,
+    named_elsewhere,
+    widened,
+    widened_sentence,
+    with_home,
+    without_home,
+)
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, ServiceRecord, Structural
@@ -314,6 +322,13 @@ class CatalogAssistant:
             )
         else:
             turn = self._answer(request, n, notes)
+            wider = widened(self.state, self.home, self.index.places)
+            if wider is not None and self.home is not None and turn.outcome == CatalogOutcome.NONE_FOUND:
+                # nothing in a part of the home place that the places file names: the rest of the home place
+                narrow = place_phrase(self.state)
+                self.state, was_home = wider, True  # the widening sentence says where: no second sentence
+                turn = self._answer(request, n, [*notes, f"nothing {narrow}: looked in the whole home place"])
+                turn.reply = f"{widened_sentence(narrow, self.home)} {turn.reply}"
         turn.topic_match = match
         turn.language = heard.language
         if self.home is not None and self.home in self.state.structural and turn.outcome in _HOME_SAID:

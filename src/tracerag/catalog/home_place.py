@@ -15,7 +15,7 @@ assumption, and an answer to the clarifying question is still read as a place (`
 from __future__ import annotations
 
 import re
-from collections.abc import Set
+from collections.abc import Mapping, Set
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,7 +24,16 @@ from tracerag.catalog.words import WordList
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key
 
-__all__ = ["MAX_NAME_WORDS", "home_constraint", "home_sentence", "named_elsewhere", "with_home", "without_home"]
+__all__ = [
+    "MAX_NAME_WORDS",
+    "home_constraint",
+    "home_sentence",
+    "named_elsewhere",
+    "widened",
+    "widened_sentence",
+    "with_home",
+    "without_home",
+]
 
 MAX_NAME_WORDS = 3  # "the sunset district", "bayview hunters point": longer runs are the request going on
 _TOKEN = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)*|[,.;:!?]")
@@ -122,6 +131,22 @@ def _inflected(word: str, words: WordList) -> bool:
         return False
     rest = word[len(stem) :] if word.startswith(stem) else None
     return rest is None or rest in words.inflection_endings or len(rest) > 1
+
+
+def widened(state: Constraints, home: Structural | None, places: Mapping[str, object]) -> Constraints | None:
+    """`state` with the home place instead of a part of it that the profile's places file names (`places`, by
+    key: "the valley" → its postal codes), for when nothing was found there: such a part is an approximation
+    (postal codes do not follow a neighbourhood's lines), so the rest of the home place is looked in, and the
+    reply says so. None when the state's place is not such a part."""
+    area = state.of(ConstraintKind.AREA)
+    if home is None or area is None or fold_key(area.said) not in places:
+        return None
+    return with_home(replace(state, structural=[s for s in state.structural if s is not area]), home)
+
+
+def widened_sentence(narrow: str, home: Structural) -> str:
+    """What the reply says first when a part of the home place had nothing (`widened`)."""
+    return f"I found nothing {narrow}, so I looked in all of {' or '.join(home.values)}."
 
 
 def home_sentence(home: Structural, unknown: list[str], answered: bool) -> str:
