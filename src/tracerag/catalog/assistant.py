@@ -333,8 +333,8 @@ class CatalogAssistant:
         turn.language = heard.language
         if self.home is not None and self.home in self.state.structural and turn.outcome in _HOME_SAID:
             if self._unknown_places or not was_home:  # said once, and again with each place it does not know
-                answered = turn.outcome == CatalogOutcome.ANSWER
-                turn.reply = f"{home_sentence(self.home, self._unknown_places, answered)} {turn.reply}"
+                found = turn.outcome == CatalogOutcome.ANSWER
+                turn.reply = f"{home_sentence(self.home, self._unknown_places, found)} {turn.reply}"
         elif self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
             turn.reply = f"{self._unknown_sentence()} {turn.reply}"
         self.trail.emit(

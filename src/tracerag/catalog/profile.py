@@ -70,8 +70,8 @@ class CatalogProfile(BaseModel):
     )
     home_place: str | None = Field(
         None,
-        description='The one place (a city, county or area of the catalog) nearly all the records are in, found at '
-        'ingest (`profile_inference.HOME_PLACE_SHARE`) or set here: a request that names no place is answered for '
+        description="The one place (a city, county or area of the catalog) nearly all the records are in, found at "
+        "ingest (`profile_inference.HOME_PLACE_SHARE`) or set here: a request that names no place is answered for "
         'it, and the reply says so; None or "": several places, so the assistant asks which.',
     )
     places: Path | None = Field(
