@@ -32,12 +32,21 @@ from tracerag.catalog.evidence import Evidence
 from tracerag.catalog.facts import FactFinder
 from tracerag.catalog.gazetteer import GazetteerIndex, load_places
 from tracerag.catalog.generated_reply import generated_reply
+from tracerag.catalog.home_place import (
+    home_constraint,
+    home_sentence,
+    named_elsewhere,
+    widened,
+    widened_sentence,
+    with_home,
+    without_home,
+)
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, Semantic, ServiceRecord, Structural
 from tracerag.catalog.paging import ALREADY_SHOWN, ShownLog, is_more_request, that_is_all
 from tracerag.catalog.parse import parse_request
-from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.profile import PROFILE_FILE, CatalogProfile
 from tracerag.catalog.record_details import details_of, phone_phrase
 from tracerag.catalog.record_status import excluded_by_status
 from tracerag.catalog.reply import (
@@ -85,6 +94,7 @@ VARIANTS: dict[CatalogVariant, frozenset[ConstraintKind]] = {
     CatalogVariant.HOURS: frozenset(HOURS | OTHER),
     CatalogVariant.LOCATION_HOURS: frozenset(LOCATION | HOURS | OTHER),
 }
+_HOME_SAID = (CatalogOutcome.ANSWER, CatalogOutcome.NONE_FOUND)  # replies that name the assumed home place
 
 # A model call's purpose by the answer it was asked for (no schema: the reply's text).
 _PURPOSES: dict[type[BaseModel] | None, LLMPurpose] = {
@@ -207,6 +217,8 @@ class CatalogAssistant:
         self.words = WordList.load(self.profile.language, self.profile.words)
         places = load_places(catalog_dir / self.profile.places, self.gazetteer) if self.profile.places else {}
         self.index = GazetteerIndex.build(self.gazetteer, self.words, self.profile, places)
+        # a one-place directory's place, assumed when a request names none (`catalog.home_place`)
+        self.home = home_constraint(self.profile.home_place, self.gazetteer, catalog_dir / PROFILE_FILE)
         self.rules = RuleChecker(self.words, self.profile)
         self.facts = FactFinder(self.words, self.profile)
         self.languages = (
@@ -294,6 +306,8 @@ class CatalogAssistant:
 
     def _ask(self, request: str, heard: RequestLanguage) -> Turn:
         n = len(self.turns)
+        was_home = self.home is not None and self.home in self.state.structural
+        self.state = without_home(self.state, self.home)  # read the turn as in any directory, then assume again
         if self.turns and is_more_request(heard.text, self.words.records):  # "show me more": the same constraints
             parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
             method = CatalogParseMethod.RULES
@@ -312,7 +326,15 @@ class CatalogAssistant:
         if placed is not parsed:
             notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
             parsed = placed
+        if self.home is not None and all(s.values == self.home.values for s in parsed.structural if s.kind in LOCATION):
+            named = named_elsewhere(heard.text, parsed, self.words, self.index.service_words)
+            if named is not parsed:  # a neighbourhood, said, and the request answered for the whole home place
+                notes.append(f"a place, not a topic: {', '.join(named.unknown[len(parsed.unknown) :])}")
+                parsed = named
         self.state = merge(self.state, parsed, self.words)
+        if self.home is not None and with_home(self.state, self.home) is not self.state:
+            notes.append(f"no place named: the directory's home place, {' or '.join(self.home.values)}")
+            self.state = with_home(self.state, self.home)
         notes += [f"not in this catalog: {u}" for u in parsed.unknown]
         self._unknown_places = unknown_places(parsed, self.words)
         self.urgency = self._urgency_of(heard.text, parsed)
@@ -350,11 +372,22 @@ class CatalogAssistant:
             )
         else:
             turn = self._answer(request, n, notes)
+            wider = widened(self.state, self.home, self.index.places)
+            if wider is not None and self.home is not None and turn.outcome == CatalogOutcome.NONE_FOUND:
+                # nothing in a part of the home place that the places file names: the rest of the home place
+                narrow = place_phrase(self.state)
+                self.state, was_home = wider, True  # the widening sentence says where: no second sentence
+                turn = self._answer(request, n, [*notes, f"nothing {narrow}: looked in the whole home place"])
+                turn.reply = f"{widened_sentence(narrow, self.home)} {turn.reply}"
         if self.urgency is not None and not self.urgency.danger:
             turn = self._urgent(request, n, notes, usual=turn)
         turn.topic_match = match
         turn.language = self.speaking
-        if self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
+        if self.home is not None and self.home in self.state.structural and turn.outcome in _HOME_SAID:
+            if self._unknown_places or not was_home:  # said once, and again with each place it does not know
+                found = turn.outcome == CatalogOutcome.ANSWER
+                turn.reply = f"{home_sentence(self.home, self._unknown_places, found)} {turn.reply}"
+        elif self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
             turn.reply = f"{self._unknown_sentence()} {turn.reply}"
         turn.urgency = self.urgency
         self.trail.emit(
@@ -571,6 +604,8 @@ class CatalogAssistant:
             allowed = sorted(match.holders) if allowed is None else [i for i in allowed if i in match.holders]
         everyday = match.search_words if match is not None else ()  # "shelter" for "somewhere to sleep"
         words = " ".join([self.state.topic, *everyday, *(s.text for s in self.state.semantic if not s.negated)])
+        # a place the directory does not know still ranks the records naming it first ("Eastgate Youth Center")
+        words = " ".join([words, *unknown_places(self.state, self.words)])
         words = words.strip()
         service_types = self.state.of(ConstraintKind.SERVICE_TYPE)
         if service_types is not None:

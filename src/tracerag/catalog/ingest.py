@@ -10,6 +10,7 @@ removed from it, so that every id text search finds is a record of the store.
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from typing import Any
 import pycountry
 
 from tracerag.catalog import export211
+from tracerag.catalog.gazetteer import load_places
 from tracerag.catalog.hsds import HsdsStats, read_hsds, read_taxonomy
 from tracerag.catalog.mapping import read_mapped
 from tracerag.catalog.model import ServiceRecord
@@ -37,6 +39,7 @@ CORPUS = "services"
 # The language of a catalog's texts when its profile names none (the text index stems them, and so does
 # `topic_match`): `CatalogProfile.language` is the catalog's own, set by `catalog ingest --language`.
 LANGUAGE = "en"
+PLACES_FILE = "places.toml"  # a places file given at ingest, copied beside the profile
 FORMATS = ("auto", "hsds", export211.FORMAT, "mapped")
 
 
@@ -177,11 +180,14 @@ def build_catalog(
     language: str | None = None,
     help_line: str | None = None,
     name: str | None = None,
+    places: Path | None = None,
 ) -> CatalogReport:
     """Read `source` (an HSDS datapackage folder, a 211 export, or a CSV/JSONL file and its `mapping`) into
     `target/catalog.sqlite` and `target/collection`, and write the catalog's profile (`profile.toml`, inferred
     from the records and merged with what a person set; `language`, `help_line` and `name` win when given).
-    `dense` also embeds the texts; `progress(read, chunks)` is the collection ingest's."""
+    `dense` also embeds the texts; `progress(read, chunks)` is the collection ingest's. `places`: a places file
+    (`gazetteer.load_places`), checked against the records and copied beside the profile as `places.toml`,
+    which the profile then names."""
     start = time.perf_counter()
     source, target = Path(source), Path(target)
     check_language(language)  # before anything is read or written
@@ -247,9 +253,14 @@ def build_catalog(
         store.put(records.values())
         if terms:
             store.put_terms(terms)
+        if places is not None:  # a name the records lack stops the ingest here, the catalog as it was
+            load_places(Path(places), store.gazetteer())
     finally:
         store.close()
     os.replace(partial, final)
+    if places is not None:
+        shutil.copyfile(places, target / PLACES_FILE)
+        given["places"] = PLACES_FILE
     written = write_profile(target, inference, given)
     text_language = written.profile.language
 

@@ -87,6 +87,12 @@ class CatalogProfile(BaseModel):
     verified_max_age_days: int = Field(
         365, ge=1, description="A record last verified longer ago than this is shown flagged: call to check."
     )
+    home_place: str | None = Field(
+        None,
+        description="The one place (a city, county or area of the catalog) nearly all the records are in, found at "
+        "ingest (`profile_inference.HOME_PLACE_SHARE`) or set here: a request that names no place is answered for "
+        'it, and the reply says so; None or "": several places, so the assistant asks which.',
+    )
     places: Path | None = Field(
         None,
         description='A places file beside the profile (TOML: `"the valley" = ["Hillcrest", "Lakeside"]`): names people '

@@ -15,6 +15,8 @@ What is inferred, and from what (every rule reads the data; none knows a place):
   part of no other name;
 - `emergency_numbers` / `crisis_numbers`: the numbers the country's word file (`words/country-{cc}.toml`,
   `[numbers]`) gives for the inferred country; none when the country or its file is unknown;
+- `home_place`: the city of at least `HOME_PLACE_SHARE` of all the records, when there is one (a city's own
+  directory, a programme list of one city): a request naming no place is then answered there, not asked about;
 - `language`: `--language`, else "en" (the records' texts are not guessed at); `help_line` and `name` are only
   ever given (`--help-line`, `--name`), never guessed.
 
@@ -47,6 +49,7 @@ from tracerag.errors import ConfigError
 INFERRED_FILE = "profile.inferred.toml"
 GIVEN_FIELDS = ("language", "help_line", "name")
 PHONE_SAMPLE = 40  # distinct numbers tried under every calling code: ~1 s, and plenty to tell plans apart
+HOME_PLACE_SHARE = 0.95  # a directory with this share of its records in one city is that city's directory
 NOISE_SHARE = 0.01  # postal-code shapes rarer than this are typing errors, not a form of the code
 _EDIT_NOTE = (
     "# The catalog's profile, inferred by `tracerag catalog ingest` and editable: a value you change here is kept\n"
@@ -89,6 +92,9 @@ def infer(records: Sequence[ServiceRecord], countries: Mapping[str, int] | None 
     if aliases:
         out.values["place_aliases"] = aliases
         out.how["place_aliases"] = f"{len(aliases)} from hyphenated place names"
+    home = infer_home_place([r.city for r in records])
+    if home:
+        out.values["home_place"], out.how["home_place"] = home
     return out
 
 
@@ -254,6 +260,19 @@ def infer_place_aliases(cities: Sequence[str], counties: Sequence[str]) -> dict[
             if place_key(known) in names and other_key not in names and words[other_key] == 1:
                 candidates.setdefault(other, []).append(name)
     return {alias: targets[0] for alias, targets in candidates.items() if len(set(targets)) == 1}
+
+
+def infer_home_place(cities: Sequence[str]) -> tuple[str, str] | None:
+    """(the city, how) when at least `HOME_PLACE_SHARE` of all the records are in one city (records stating no
+    city count against it), named as most of its records write it; else None."""
+    keys = Counter(place_key(c) for c in cities if c and c.strip())
+    if not keys:
+        return None
+    key, n = keys.most_common(1)[0]
+    if n < HOME_PLACE_SHARE * len(cities):
+        return None
+    written = Counter(" ".join(c.split()) for c in cities if c and place_key(c) == key)
+    return written.most_common(1)[0][0], f"city of {n:,} of {len(cities):,} records"
 
 
 # ------------------------------------------------------------------------------------------ merge and write

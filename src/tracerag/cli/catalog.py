@@ -65,6 +65,10 @@ def catalog_ingest(
         str | None, typer.Option("--help-line", help="What to call when nothing fits (e.g. 211); never guessed.")
     ] = None,
     name: Annotated[str | None, typer.Option(help="The directory's name as shown to people.")] = None,
+    places: Annotated[
+        Path | None,
+        typer.Option(help="A places file (TOML: names people use → the catalog's places), copied beside the profile."),
+    ] = None,
     encoding: Annotated[
         str | None,
         typer.Option(
@@ -99,6 +103,7 @@ def catalog_ingest(
         language=language,
         help_line=help_line,
         name=name,
+        places=places,
     )
     summary = report.to_dict() if hasattr(report, "to_dict") else dataclasses.asdict(report)
     outcome = ExitCode.PARTIAL if report.skipped else ExitCode.OK

@@ -164,6 +164,11 @@ def unsupported_categories(store: CatalogStore) -> dict[str, str]:
             skipped.setdefault(
                 "combination", "no opening hours and no language besides the texts': nothing to combine with"
             )
+    home = profile_of(store).home_place
+    if home:  # `catalog.home_place`: nothing to ask, so no clarifying question is expected
+        skipped.setdefault(
+            "no_location", f"one place: a request naming none is answered for the profile's home_place {home!r}"
+        )
     if not verify_topics(store).kept:
         skipped["not_in_catalog"] = "every candidate topic is held by some record or term"
     return skipped
