@@ -353,3 +353,18 @@ def test_mapped_status_dates_and_do_not_refer(tmp_path: Path) -> None:
     target = tmp_path / "catalog"
     build_catalog(source, target, load_settings(), mapping=mapping, dense=False)
     assert CatalogProfile.load(target).do_not_refer == ("Hold",)  # named by the mapping: no words say so
+
+
+def test_a_cell_that_says_nothing_shows_no_for_line() -> None:
+    from datetime import date
+
+    from tracerag.catalog.model import ServiceRecord
+    from tracerag.catalog.record_details import details_of
+    from tracerag.catalog.words import WordList
+
+    words = WordList.load("en").records
+    for cell in ("None", "N/A", " none "):
+        record = ServiceRecord(id="1", service_id="1", name="Pantry", eligibility=cell)
+        assert details_of(record, words, today=date(2026, 12, 9), max_age_days=365).eligibility == ""
+    record = ServiceRecord(id="1", service_id="1", name="Pantry", eligibility="Women 18 and older")
+    assert details_of(record, words, today=date(2026, 12, 9), max_age_days=365).eligibility == "Women 18 and older"

@@ -107,7 +107,7 @@ def details_of(record: ServiceRecord, words: RecordWords, *, today: date, max_ag
     when = parse_date(verified) if verified else None
     days = (today - when).days if when else None
     return RecordDetails(
-        eligibility=record.eligibility.strip(),
+        eligibility="" if fold_key(record.eligibility) in words.empty_cells else record.eligibility.strip(),
         phones=phones,
         url=record.url.strip(),
         season=season,

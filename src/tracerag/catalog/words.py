@@ -143,6 +143,7 @@ class _Records(_Strict):
     more_words: Words = ""
     do_not_refer: list[str] = []
     listed_statuses: list[str] = []
+    empty_cells: list[str] = []
     season: Words = ""
     months: list[str] = Field(default=[f"{m:02d}" for m in range(1, 13)], min_length=12, max_length=12)
     date_format: str = "{year}-{month}-{day}"
@@ -156,6 +157,7 @@ class RecordWords:
     more_words: frozenset[str] = frozenset()  # ... and only these and `more`
     do_not_refer: tuple[str, ...] = ()  # folded phrases of a status that means "do not refer"
     listed_statuses: frozenset[str] = frozenset()  # folded statuses that say nothing worth showing
+    empty_cells: frozenset[str] = frozenset()  # folded cells that say nothing ("None", "N/A")
     season: frozenset[str] = frozenset()
     months: tuple[str, ...] = tuple(f"{m:02d}" for m in range(1, 13))
     date_format: str = "{year}-{month}-{day}"
@@ -435,6 +437,7 @@ def _build(data: _WordFile, where: str) -> WordList:
             more_words=_split(data.records.more_words),
             do_not_refer=tuple(fold_key(p) for p in data.records.do_not_refer),
             listed_statuses=frozenset(fold_key(p) for p in data.records.listed_statuses),
+            empty_cells=frozenset(fold_key(p) for p in data.records.empty_cells),
             season=_split(data.records.season),
             months=tuple(data.records.months),
             date_format=data.records.date_format,
