@@ -299,3 +299,70 @@ def test_a_postal_code_named_is_never_widened(sf: dict[str, Path], tmp_path: Pat
         turn = a.ask("tenant rights help near 94110")
     assert turn.outcome == CatalogOutcome.NONE_FOUND  # a code the person wrote is a hard constraint
     assert all(r.record.zip.startswith("94110") for r in turn.recommendations)
+
+
+# ---------------------------------------------------------------- the Miami places example (a directory of many places)
+
+MIAMI_PLACES = REPO / "examples" / "catalog" / "miami-places.toml"
+
+
+@pytest.fixture(scope="module")
+def miami_places(catalog: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real Miami catalog with the example places file, as `profile.toml` names it after an edit."""
+    target = tmp_path_factory.mktemp("miami-places") / "miami"
+    shutil.copytree(catalog, target)
+    shutil.copyfile(MIAMI_PLACES, target / PLACES_FILE)
+    profile = CatalogProfile.load(target)
+    profile.model_copy(update={"places": Path(PLACES_FILE)}).save(target)
+    return target
+
+
+def test_the_miami_places_example_names_places_of_the_miami_catalog(catalog: Path) -> None:
+    with CatalogStore.of_catalog(catalog) as store:
+        places = load_places(MIAMI_PLACES, store.gazetteer())  # every value checked against the records
+    assert places["Liberty City"] == ("33142", "33147", "33127")
+    assert places["Kendall"][0] == "Kendall"  # the directory's city of that name, and the codes around it
+    assert "Key West" in places["The Keys"] and "Miami" not in places["The Keys"]
+    assert "Keys" not in places  # "my keys" is no place
+
+
+# The people-written eval's place requests (benchmarks/catalog_people/miami.jsonl), with services read in the
+# records at the neighbourhood's codes: Liberty City's pantries at 33142 and 33147, Little Haiti's rent help at
+# 33150 (6610, 8387), Allapattah's senior centres (2841 at 33142, 1021 at 33125), the Keys' shelters at Key West
+# (6229, 6491), Kendall's mental health centre at 33176 (312), South Beach's food boxes at 33139 (6660).
+@pytest.mark.parametrize(
+    ("said", "name", "expected"),
+    [
+        ("food pantry in liberty city", "Liberty City", {"6650", "8226"}),
+        ("help with rent in little haiti", "Little Haiti", {"6610", "8387"}),
+        ("senior center in allapattah for my dad", "Allapattah", {"2841", "1021"}),
+        ("homeless shelter in the keys", "The Keys", {"6229", "6491"}),
+        ("mental health counseling in kendall", "Kendall", {"312"}),
+        ("emergency food near south beach", "South Beach", {"6660"}),
+        ("free clinic in little havana", "Little Havana", {"6999"}),
+    ],
+)
+def test_the_miami_places_file_finds_the_neighbourhoods_records(
+    miami_places: Path, said: str, name: str, expected: set[str], tmp_path: Path
+) -> None:
+    with CatalogStore.of_catalog(miami_places) as store:
+        places = load_places(MIAMI_PLACES, store.gazetteer())[name]
+    with _assistant(miami_places, tmp_path) as a:
+        turn = a.ask(said)
+    assert turn.outcome == CatalogOutcome.ANSWER, turn.reply
+    area = turn.constraints.of(ConstraintKind.AREA)
+    assert area is not None and set(area.values) == set(places)
+    assert expected <= {r.record.id for r in turn.recommendations}
+    for rec in turn.recommendations:  # each in a code or city of the neighbourhood
+        assert rec.record.zip[:5] in places or rec.record.city in places, rec.record.id
+
+
+@pytest.mark.parametrize(
+    "said", ["food pantry in liberty city", "homeless shelter in the keys", "food near south beach"]
+)
+def test_without_the_miami_places_file_the_neighbourhood_is_asked_about(
+    catalog: Path, said: str, tmp_path: Path
+) -> None:
+    with _assistant(catalog, tmp_path) as a:
+        turn = a.ask(said)
+    assert turn.outcome == CatalogOutcome.CLARIFY and not turn.recommendations

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tracerag.catalog.assistant import CatalogAssistant
-from tracerag.catalog.paging import ALREADY_SHOWN, ShownLog, constraints_key, is_more_request
+from tracerag.catalog.model import ConstraintKind
+from tracerag.catalog.paging import ALREADY_SHOWN, ShownLog, constraints_key, is_more_request, related_kinds
 from tracerag.catalog.words import WordList
 from tracerag.config import load_settings
 from tracerag.trail import MemoryListener
@@ -31,7 +32,17 @@ def assistant(catalog: Path, tmp_path: Path, events: MemoryListener):
 
 
 @pytest.mark.parametrize(
-    "text", [*MORE, "any more?", "gimme more", "show more pls", "are there any others?", "other options?", "Next page"]
+    "text",
+    [
+        *MORE,
+        "other ones?",
+        "any more?",
+        "gimme more",
+        "show more pls",
+        "are there any others?",
+        "other options?",
+        "Next page",
+    ],
 )
 def test_paging_requests(text: str) -> None:
     assert is_more_request(text, WORDS)
@@ -54,11 +65,13 @@ def test_requests_that_are_not_paging(text: str) -> None:
 
 
 def page_through(assistant: CatalogAssistant, first: str, pages: int) -> tuple[list[list[str]], list[str]]:
-    turns = [assistant.ask(first)] + [assistant.ask(MORE[i % len(MORE)]) for i in range(pages)]
+    turns = [assistant.ask(first)]
+    while len(turns) <= pages and turns[-1].recommendations:  # until the reply says that is all
+        turns.append(assistant.ask(MORE[(len(turns) - 1) % len(MORE)]))
     return [[r.record.id for r in t.recommendations] for t in turns], [t.reply for t in turns]
 
 
-@pytest.mark.parametrize(("request_", "pages"), [("food pantry in Hialeah", 4), ("food in Miami", 9)])
+@pytest.mark.parametrize(("request_", "pages"), [("food pantry in Hialeah", 4), ("food in Miami", 40)])
 def test_show_me_more_never_repeats_and_ends_with_that_is_all(
     assistant: CatalogAssistant, request_: str, pages: int
 ) -> None:
@@ -66,12 +79,51 @@ def test_show_me_more_never_repeats_and_ends_with_that_is_all(
     shown = [i for page in ids for i in page]
     assert len(shown) == len(set(shown))  # 0 repeats
     matching = set(assistant.store.filter(assistant.state.structural))  # the catalog's own strict filter
-    assert set(shown) == matching  # every matching service, each once (Hialeah 2, Miami 32 when measured)
+    exact = shown[: len(matching)]
+    assert set(exact) == matching  # every matching service first, each once (Hialeah 2, Miami 32 when measured)
     assert all(len(page) == assistant.k for page in ids[: len(matching) // assistant.k])
-    ends = [r for page, r in zip(ids, replies, strict=True) if not page]
-    assert ends and all(r.startswith("That is all") and f"I have shown {len(matching)} service(s)" in r for r in ends)
+    related = related_kinds(assistant.state, assistant.index)
+    rest = shown[len(matching) :]
+    if related is None:
+        assert not rest
+    else:  # then the services of related kinds, each new, the reply saying the exact ones are all shown
+        assert set(rest) <= set(assistant.store.filter(related.structural))
+        firsts = [r for r in replies if r.startswith("I have shown all")]
+        assert all(f"I have shown all {len(matching)} service(s)" in r for r in firsts)
+        assert len(firsts) == sum(1 for page in ids if set(page) & set(rest))
+    assert (
+        not ids[-1] and replies[-1].startswith("That is all") and f"I have shown {len(shown)} service(s)" in replies[-1]
+    )
     if len(matching) > assistant.k:  # a second page says how many it leaves out
         assert f"({assistant.k} service(s) shown earlier for this request are not repeated.)" in replies[1]
+
+
+def test_related_kinds_after_the_exact_matches(assistant: CatalogAssistant) -> None:
+    """ "counseling in miami beach": 7 services are listed as counseling (Individual Counseling, General
+    Counseling Services); the third page goes on with other kinds of counseling, among them 490 (a community
+    mental health centre listed under "Spouse/Intimate Partner Abuse Counseling", "Alcohol Use Disorder
+    Counseling"), read in the records; the related list then ends with that is all, nothing repeated."""
+    ids, replies = page_through(assistant, "counseling in miami beach", 10)
+    assert [len(p) for p in ids[:2]] == [5, 2]
+    assert replies[2].startswith("I have shown all 7 service(s) matching city: Miami Beach; service_type: counseling.")
+    assert "490" in [i for page in ids[2:] for i in page]
+    shown = [i for page in ids for i in page]
+    assert len(shown) == len(set(shown)) and replies[-1].startswith("That is all")
+    related = related_kinds(assistant.state, assistant.index)
+    assert related is not None
+    names = [assistant.gazetteer.taxonomy[t] for t in related.of(ConstraintKind.SERVICE_TYPE).values]
+    assert names and all("counseling" in n.casefold() for n in names)
+
+
+def test_no_related_kinds_when_the_first_page_showed_them_all(assistant: CatalogAssistant) -> None:
+    """ "dental clinic homestead" (the people-written eval's miami-paging-008): the first page holds all 5 services
+    of those kinds in Homestead, and no other kind of the taxonomy names both "dental" and "clinic", so "other
+    ones?" says that is all."""
+    first = assistant.ask("dental clinic homestead")
+    assert len(first.recommendations) == len(assistant.store.filter(assistant.state.structural)) == 5
+    assert related_kinds(assistant.state, assistant.index) is None
+    more = assistant.ask("other ones?")
+    assert not more.recommendations and more.reply.startswith("That is all") and "shown 5 service(s)" in more.reply
 
 
 def test_the_trail_records_what_was_skipped_as_already_shown(assistant: CatalogAssistant, events) -> None:

@@ -44,7 +44,14 @@ from tracerag.catalog.home_place import (
 from tracerag.catalog.llm_check import CheckAnswer, check_llm
 from tracerag.catalog.llm_parse import ProposedParse, parse_with_llm
 from tracerag.catalog.model import ConstraintKind, Constraints, Semantic, ServiceRecord, Structural
-from tracerag.catalog.paging import ALREADY_SHOWN, ShownLog, is_more_request, that_is_all
+from tracerag.catalog.paging import (
+    ALREADY_SHOWN,
+    ShownLog,
+    is_more_request,
+    related_kinds,
+    related_sentence,
+    that_is_all,
+)
 from tracerag.catalog.parse import parse_request
 from tracerag.catalog.profile import PROFILE_FILE, CatalogProfile
 from tracerag.catalog.record_details import details_of, phone_phrase
@@ -308,7 +315,8 @@ class CatalogAssistant:
         n = len(self.turns)
         was_home = self.home is not None and self.home in self.state.structural
         self.state = without_home(self.state, self.home)  # read the turn as in any directory, then assume again
-        if self.turns and is_more_request(heard.text, self.words.records):  # "show me more": the same constraints
+        paging = bool(self.turns) and is_more_request(heard.text, self.words.records)
+        if paging:  # "show me more": the same constraints
             parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
             method = CatalogParseMethod.RULES
         elif self.llm is not None:
@@ -372,6 +380,8 @@ class CatalogAssistant:
             )
         else:
             turn = self._answer(request, n, notes)
+            if paging and turn.outcome == CatalogOutcome.NONE_FOUND:
+                turn = self._related_page(request, n, notes, turn)
             wider = widened(self.state, self.home, self.index.places)
             if wider is not None and self.home is not None and turn.outcome == CatalogOutcome.NONE_FOUND:
                 # nothing in a part of the home place that the places file names: the rest of the home place
@@ -556,6 +566,25 @@ class CatalogAssistant:
         if shown:
             text += f"\n\n({len(shown)} service(s) shown earlier for this request are not repeated.)"
         return Turn(request, CatalogOutcome.ANSWER, text, chosen, self.state, notes, removed, checked)
+
+    def _related_page(self, request: str, n: int, notes: list[str], exhausted: Turn) -> Turn:
+        """A paging request after every service of the asked kinds was shown: the next services of the related
+        kinds (`paging.related_kinds`), none shown before, the reply saying the exact ones are all shown; or, when
+        there are none, that is all."""
+        strict = self.state
+        related = related_kinds(strict, self.index)
+        shown = self.shown.of(strict)
+        if related is None or not shown:
+            return exhausted
+        self.shown.add(related, shown)  # the related list starts with what the exact one showed: never repeated
+        self.state = related
+        try:
+            turn = self._answer(request, n, [*notes, "every exact match shown: services of related kinds"])
+        finally:
+            self.state = strict
+        if turn.outcome == CatalogOutcome.ANSWER:
+            turn.reply = f"{related_sentence(len(shown), describe(strict))}\n\n{turn.reply}"
+        return turn
 
     def _catalog_names(self) -> set[str]:
         """Every service and organisation name of the catalog: a generated reply naming one that was not
