@@ -518,7 +518,13 @@ class CatalogAssistant:
         def open_first(recs: list[Recommendation]) -> list[Recommendation]:
             return sorted(recs, key=lambda r: r.record.id in restricted)  # stable: rank order within each part
 
-        chosen = (open_first(selected) + open_first(unstated))[: self.k]
+        candidates = open_first(selected) + open_first(unstated)
+        open_to_all = [r for r in candidates if r.record.id not in restricted]
+        left_out = [r.record.id for r in candidates if r.record.id in restricted] if open_to_all else []
+        if left_out:  # a service for everyone matches: one for a group the person did not say they are in is not
+            notes.append(f"left out, for a group the request does not claim: {', '.join(left_out)}")
+        chosen = (open_to_all or candidates)[: self.k]
+        groups_only = bool(chosen) and not open_to_all  # every match is for a group: said above the list
         summary = describe(self.state)
         for rec in chosen:
             rec.details = details_of(
@@ -553,6 +559,8 @@ class CatalogAssistant:
             )
         else:
             text = templated_reply(chosen, summary, words=self.words)
+        if groups_only:
+            text = f"{say('groups_only')}\n\n{text}"
         if shown:
             text += f"\n\n({len(shown)} service(s) shown earlier for this request are not repeated.)"
         return Turn(request, CatalogOutcome.ANSWER, text, chosen, self.state, notes, removed, checked)
