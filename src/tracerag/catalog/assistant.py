@@ -499,6 +499,7 @@ class CatalogAssistant:
         selected: list[Recommendation] = []
         unstated: list[Recommendation] = []
         restricted: set[str] = set()  # restricted to a group the request does not claim: ranked after the others
+        narrow: set[str] = set()  # of those, to a group left out when a record open to all matches
         checked = 0
         shown = self.shown.of(self.state)
         for start in range(0, len(ranked), self.batch):
@@ -509,7 +510,7 @@ class CatalogAssistant:
                 if self._skipped(record, shown, n):
                     continue
                 checked += 1
-                rec, definite = self._check(record, n, restricted)
+                rec, definite = self._check(record, n, restricted, narrow=narrow)
                 if rec is not None:
                     (selected if definite else unstated).append(rec)
             if sum(r.record.id not in restricted for r in selected) >= self.k:
@@ -520,10 +521,10 @@ class CatalogAssistant:
 
         candidates = open_first(selected) + open_first(unstated)
         open_to_all = [r for r in candidates if r.record.id not in restricted]
-        left_out = [r.record.id for r in candidates if r.record.id in restricted] if open_to_all else []
+        left_out = {r.record.id for r in candidates if r.record.id in narrow} if open_to_all else set()
         if left_out:  # a service for everyone matches: one for a group the person did not say they are in is not
-            notes.append(f"left out, for a group the request does not claim: {', '.join(left_out)}")
-        chosen = (open_to_all or candidates)[: self.k]
+            notes.append(f"left out, for a group the request does not claim: {', '.join(sorted(left_out))}")
+        chosen = [r for r in candidates if r.record.id not in left_out][: self.k]
         groups_only = bool(chosen) and not open_to_all  # every match is for a group: said above the list
         summary = describe(self.state)
         for rec in chosen:
@@ -657,6 +658,7 @@ class CatalogAssistant:
         restricted: set[str] | None = None,
         structural: Sequence[Structural] | None = None,
         semantics: Sequence[Semantic] | None = None,
+        narrow: set[str] | None = None,
     ) -> tuple[Recommendation | None, bool]:
         structural = self.state.structural if structural is None else structural
         violations = filters.violations(record, structural, day_names=self.words.weekday_names)
@@ -675,6 +677,8 @@ class CatalogAssistant:
         unclaimed = [] if failed else self.rules.unclaimed(record, self.state)
         if unclaimed and restricted is not None:
             restricted.add(record.id)
+        if narrow is not None and any(r.leave_out for r in unclaimed):
+            narrow.add(record.id)
         self.trail.emit(
             CatalogCheckEvent(
                 turn=n,

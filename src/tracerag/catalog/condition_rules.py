@@ -189,6 +189,7 @@ _AGE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bbetween\s+(\d{1,3})\s*(?:and|-|\u2013)\s*(\d{1,3})\s*(?:years?|yrs?)\b", "range"),
         (r"\b(\d{1,3})\s*(?:years?|yrs?)?\s*(?:of\s+age\s*)?(?:and|or|&)\s*(?:older|over|up|above)\b", "min"),
         (r"\bages?d?\s*(\d{1,3})\s*\+", "min"),
+        (r"\b(\d{1,3})\s*(?:years?|yrs?)?\s*(?:of\s+age\s*)?(?:and|or|&)\s*(?:under|younger|below)\b", "upto"),
         (r"\b(\d{1,3})\s*\+\s*(?:years?|yrs?)", "min"),
         (r"\b(?:over|older\s+than|above)\s+(?:the\s+)?ages?\s+(?:of\s+)?(\d{1,3})\b", "over"),
         (r"\b(?:over|older\s+than|above)\s+(\d{1,3})\s*(?:years?\s+old|years?\s+of\s+age|yrs?\s+old|y/?o)\b", "over"),
@@ -707,7 +708,8 @@ class RuleChecker:
     def unclaimed(self, record: ServiceRecord, constraints: Constraints) -> list[Restriction]:
         """The record's restrictions to groups the request does not claim (`RestrictionFinder.unclaimed`), and an
         age group its stated ages confine it to ("residents over the age of 60") when the request states no age
-        in it."""
+        in it. Ages alone (no words naming a group) rank it after, never leave it out: in a directory of youth
+        programmes every record states ages."""
         ages = self.ages(constraints)
         found = self.restrictions.unclaimed(record, constraints, ages)
         text = record.text()
@@ -726,7 +728,9 @@ class RuleChecker:
                     quoted = quote_span(text, sentence, span)
                     said_words = text[span[0] : span[1]]
                     quote = text[quoted[0] : quoted[1]]
-                    found.append(Restriction(group.group, span, quote, quoted, said_words, group.ages))
+                    found.append(
+                        Restriction(group.group, span, quote, quoted, said_words, group.ages, leave_out=False)
+                    )
                     break
         return found
 

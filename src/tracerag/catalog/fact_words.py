@@ -58,6 +58,9 @@ class _Group(_Strict):
     said: list[str] = []  # a request's words saying the person belongs to it
     ages: tuple[int, int] | None = None  # the group's ages, when it is an age group
     rank_after: bool = True  # offered after unrestricted records when the request does not claim the group
+    # Left out when a record open to all matches: false for a group anyone asking may belong to without saying
+    # so (women, men), whose records still come after, with who they are for.
+    leave_out: bool = True
 
     @field_validator("only", "unless", "said")
     @classmethod
@@ -118,6 +121,7 @@ class Group:
     said: re.Pattern[str] | None
     ages: tuple[int, int] | None
     rank_after: bool
+    leave_out: bool = True
 
 
 @dataclass(frozen=True)
@@ -161,6 +165,7 @@ class FactWords:
                     compile_any(g.said),
                     g.ages,
                     g.rank_after,
+                    g.leave_out,
                 )
                 for g in data.restrictions
             ),
