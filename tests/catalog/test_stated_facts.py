@@ -183,9 +183,9 @@ def test_narrow_groups_are_found_from_the_records_own_words() -> None:
     court = record("X", "Provides residential treatment. Treatment for individuals as an alternative to incarceration.")
     immigrant = record("X", "Advocacy network for the rights of unaccompanied immigrant children in South Florida.")
     disabled = record("X", "Provides home delivered meals to low-income, home-bound persons with disabilities.")
-    drop_in = record("X", "Project L is a youth drop-in center.", eligibility="Runaway, homeless and at-risk street youth")
-    found = {name: restriction_span(rec, WORDS) for name, rec in
-             [("court", court), ("immigrant", immigrant), ("disabled", disabled), ("drop_in", drop_in)]}
+    drop_in = record("X", "Project L is a youth drop-in center.", eligibility="Runaway, homeless and street youth")
+    named = [("court", court), ("immigrant", immigrant), ("disabled", disabled), ("drop_in", drop_in)]
+    found = {name: restriction_span(rec, WORDS) for name, rec in named}
     assert {name: r.group if r else None for name, r in found.items()} == {
         "court": "people sent by a court",
         "immigrant": "immigrants",
@@ -197,7 +197,8 @@ def test_narrow_groups_are_found_from_the_records_own_words() -> None:
     assert restriction_span(record("X", "The office is accessible to persons with disabilities."), WORDS) is None
     lawyers = record("X", "Free legal advice. Special projects to help the homeless, children, and people with AIDS.")
     assert restriction_span(lawyers, WORDS) is None
-    assert restriction_span(record("X", "Lawfully residing immigrant children are eligible for KidCare."), WORDS) is None
+    kidcare = record("X", "Lawfully residing immigrant children are eligible for KidCare.")
+    assert restriction_span(kidcare, WORDS) is None
     # Claimed by what the request says.
     assert RULES.unclaimed(immigrant, Constraints(topic="immigration lawyer")) == []
     assert RULES.unclaimed(court, Constraints(topic="court ordered rehab")) == []
@@ -213,7 +214,8 @@ def test_women_and_men_rank_after_but_narrow_groups_are_left_out() -> None:
     assert [(r.group, r.leave_out) for r in RULES.unclaimed(women, plain)] == [("women", False)]
     assert all(r.leave_out for r in RULES.unclaimed(FIRE, Constraints(topic="food")))
     by_ages_only = record("X", "Enrichment programme.", eligibility="ages 6 to 13")
-    assert [(r.group, r.leave_out) for r in RULES.unclaimed(by_ages_only, Constraints(topic="music"))] == [("minors", False)]
+    by_ages = RULES.unclaimed(by_ages_only, Constraints(topic="music"))
+    assert [(r.group, r.leave_out) for r in by_ages] == [("minors", False)]
     assert RULES.unclaimed(by_ages_only, Constraints(topic="after school")) == []  # after school claims children
 
 

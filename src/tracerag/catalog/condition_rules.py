@@ -728,9 +728,7 @@ class RuleChecker:
                     quoted = quote_span(text, sentence, span)
                     said_words = text[span[0] : span[1]]
                     quote = text[quoted[0] : quoted[1]]
-                    found.append(
-                        Restriction(group.group, span, quote, quoted, said_words, group.ages, leave_out=False)
-                    )
+                    found.append(Restriction(group.group, span, quote, quoted, said_words, group.ages, leave_out=False))
                     break
         return found
 
