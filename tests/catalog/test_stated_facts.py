@@ -231,6 +231,15 @@ def test_an_age_range_written_in_the_record_decides_a_stated_age() -> None:
     assert verdict(under, "for people aged 14") is True
 
 
+def test_time_sober_is_checked_against_the_minimum_a_record_asks() -> None:
+    assert "sober for 60 days" in conditions("couples counseling. she stopped drinking 2 months ago")
+    assert "sober for 240 days" in conditions("counseling, i've been sober 8 months")
+    asks = record("X", "Counseling for couples. Those addicted to alcohol must have at least 6 months of sobriety.")
+    assert verdict(asks, "sober for 60 days") is False
+    assert verdict(asks, "sober for 240 days") is True
+    assert verdict(record("X", "Counseling for couples."), "sober for 60 days") is None
+
+
 def test_restriction_groups_are_data() -> None:
     finder = RestrictionFinder(WORDS)
     assert {g.group for g in finder.facts.restrictions} >= {"women", "men", "veterans", "members"}
@@ -273,6 +282,8 @@ SF_REQUESTS: dict[str, set[str]] = {
     "im 15 and need help, san francisco": {"10595217", "10600420", "10602793", "10596824", "10597257"},
     "I'm 40 and have HIV, need food in San Francisco": set(),
     "I'm a 25 year old man and need a shelter in San Francisco": {"10597179", "10597108"},
+    # "must have at least 6 months of sobriety"
+    "me and my wife want couples counseling in san francisco. she stopped drinking 2 months ago": {"10605268"},
 }
 
 

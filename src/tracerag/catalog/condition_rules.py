@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tracerag.catalog.evidence import Evidence, field_spans, quote_span
-from tracerag.catalog.fact_words import StatedFact
+from tracerag.catalog.fact_words import Duration, StatedFact
 from tracerag.catalog.model import Constraints, Semantic, ServiceRecord
 from tracerag.catalog.profile import CatalogProfile
 from tracerag.catalog.restrictions import Restriction, RestrictionFinder
@@ -495,6 +495,26 @@ def _fact_rule(fact: StatedFact) -> _Rule:
     return _Rule(topic, tuple(steps), union=False, affirm_says=fact.affirm_says, deny_says=fact.deny_says)
 
 
+def _duration_rule(duration: Duration, days: int) -> _Rule:
+    """A time the person has kept to something against the minimum a record asks ("at least 6 months of
+    sobriety" for two months sober): a longer minimum contradicts it, a shorter or equal one supports it."""
+
+    def asked(longer: bool) -> Step:
+        def step(sentence: str, field: str) -> tuple[int, int] | None:
+            for pattern in duration.required:
+                for m in pattern.finditer(sentence):
+                    need = duration.days(m)
+                    if need is not None and (need > days) == longer:
+                        return m.span()
+            return None
+
+        return step
+
+    topic = duration.as_condition(days).removeprefix("for ")
+    steps: tuple[tuple[Kind, Step], ...] = (("deny", asked(True)), ("affirm", asked(False)))
+    return _Rule(topic, steps, union=False, affirm_says=duration.affirm_says, deny_says=duration.deny_says)
+
+
 _Maker = Callable[[str, "RuleChecker"], _Rule]
 
 
@@ -578,6 +598,10 @@ class RuleChecker:
         fact = self.facts.fact(semantic_text)
         if fact is not None and fact.affirm is not None:
             return _fact_rule(fact)
+        for duration in self.facts.durations:
+            days = duration.stated_days(semantic_text)
+            if days is not None:
+                return _duration_rule(duration, days)
         for trigger, make in self._topics:
             if trigger.search(semantic_text):
                 return make(semantic_text, self)
