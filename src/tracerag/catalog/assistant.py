@@ -509,6 +509,7 @@ class CatalogAssistant:
         selected: list[Recommendation] = []
         unstated: list[Recommendation] = []
         restricted: set[str] = set()  # restricted to a group the request does not claim: ranked after the others
+        narrow: set[str] = set()  # of those, to a group left out when a record open to all matches
         checked = 0
         shown = self.shown.of(self.state)
         for start in range(0, len(ranked), self.batch):
@@ -519,7 +520,7 @@ class CatalogAssistant:
                 if self._skipped(record, shown, n):
                     continue
                 checked += 1
-                rec, definite = self._check(record, n, restricted)
+                rec, definite = self._check(record, n, restricted, narrow=narrow)
                 if rec is not None:
                     (selected if definite else unstated).append(rec)
             if sum(r.record.id not in restricted for r in selected) >= self.k:
@@ -528,7 +529,13 @@ class CatalogAssistant:
         def open_first(recs: list[Recommendation]) -> list[Recommendation]:
             return sorted(recs, key=lambda r: r.record.id in restricted)  # stable: rank order within each part
 
-        chosen = (open_first(selected) + open_first(unstated))[: self.k]
+        candidates = open_first(selected) + open_first(unstated)
+        open_to_all = [r for r in candidates if r.record.id not in restricted]
+        left_out = {r.record.id for r in candidates if r.record.id in narrow} if open_to_all else set()
+        if left_out:  # a service for everyone matches: one for a group the person did not say they are in is not
+            notes.append(f"left out, for a group the request does not claim: {', '.join(sorted(left_out))}")
+        chosen = [r for r in candidates if r.record.id not in left_out][: self.k]
+        groups_only = bool(chosen) and not open_to_all  # every match is for a group: said above the list
         summary = describe(self.state)
         for rec in chosen:
             rec.details = details_of(
@@ -563,6 +570,8 @@ class CatalogAssistant:
             )
         else:
             text = templated_reply(chosen, summary, words=self.words)
+        if groups_only:
+            text = f"{say('groups_only')}\n\n{text}"
         if shown:
             text += f"\n\n({len(shown)} service(s) shown earlier for this request are not repeated.)"
         return Turn(request, CatalogOutcome.ANSWER, text, chosen, self.state, notes, removed, checked)
@@ -678,6 +687,7 @@ class CatalogAssistant:
         restricted: set[str] | None = None,
         structural: Sequence[Structural] | None = None,
         semantics: Sequence[Semantic] | None = None,
+        narrow: set[str] | None = None,
     ) -> tuple[Recommendation | None, bool]:
         structural = self.state.structural if structural is None else structural
         violations = filters.violations(record, structural, day_names=self.words.weekday_names)
@@ -696,6 +706,8 @@ class CatalogAssistant:
         unclaimed = [] if failed else self.rules.unclaimed(record, self.state)
         if unclaimed and restricted is not None:
             restricted.add(record.id)
+        if narrow is not None and any(r.leave_out for r in unclaimed):
+            narrow.add(record.id)
         self.trail.emit(
             CatalogCheckEvent(
                 turn=n,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from tracerag.catalog.evidence import Evidence, field_spans, quote_span
-from tracerag.catalog.fact_words import StatedFact
+from tracerag.catalog.fact_words import Duration, StatedFact
 from tracerag.catalog.model import Constraints, Semantic, ServiceRecord
 from tracerag.catalog.profile import CatalogProfile
 from tracerag.catalog.restrictions import Restriction, RestrictionFinder
@@ -189,6 +189,7 @@ _AGE_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"\bbetween\s+(\d{1,3})\s*(?:and|-|\u2013)\s*(\d{1,3})\s*(?:years?|yrs?)\b", "range"),
         (r"\b(\d{1,3})\s*(?:years?|yrs?)?\s*(?:of\s+age\s*)?(?:and|or|&)\s*(?:older|over|up|above)\b", "min"),
         (r"\bages?d?\s*(\d{1,3})\s*\+", "min"),
+        (r"\b(\d{1,3})\s*(?:years?|yrs?)?\s*(?:of\s+age\s*)?(?:and|or|&)\s*(?:under|younger|below)\b", "upto"),
         (r"\b(\d{1,3})\s*\+\s*(?:years?|yrs?)", "min"),
         (r"\b(?:over|older\s+than|above)\s+(?:the\s+)?ages?\s+(?:of\s+)?(\d{1,3})\b", "over"),
         (r"\b(?:over|older\s+than|above)\s+(\d{1,3})\s*(?:years?\s+old|years?\s+of\s+age|yrs?\s+old|y/?o)\b", "over"),
@@ -494,6 +495,26 @@ def _fact_rule(fact: StatedFact) -> _Rule:
     return _Rule(topic, tuple(steps), union=False, affirm_says=fact.affirm_says, deny_says=fact.deny_says)
 
 
+def _duration_rule(duration: Duration, days: int) -> _Rule:
+    """A time the person has kept to something against the minimum a record asks ("at least 6 months of
+    sobriety" for two months sober): a longer minimum contradicts it, a shorter or equal one supports it."""
+
+    def asked(longer: bool) -> Step:
+        def step(sentence: str, field: str) -> tuple[int, int] | None:
+            for pattern in duration.required:
+                for m in pattern.finditer(sentence):
+                    need = duration.days(m)
+                    if need is not None and (need > days) == longer:
+                        return m.span()
+            return None
+
+        return step
+
+    topic = duration.as_condition(days).removeprefix("for ")
+    steps: tuple[tuple[Kind, Step], ...] = (("deny", asked(True)), ("affirm", asked(False)))
+    return _Rule(topic, steps, union=False, affirm_says=duration.affirm_says, deny_says=duration.deny_says)
+
+
 _Maker = Callable[[str, "RuleChecker"], _Rule]
 
 
@@ -577,6 +598,10 @@ class RuleChecker:
         fact = self.facts.fact(semantic_text)
         if fact is not None and fact.affirm is not None:
             return _fact_rule(fact)
+        for duration in self.facts.durations:
+            days = duration.stated_days(semantic_text)
+            if days is not None:
+                return _duration_rule(duration, days)
         for trigger, make in self._topics:
             if trigger.search(semantic_text):
                 return make(semantic_text, self)
@@ -707,7 +732,8 @@ class RuleChecker:
     def unclaimed(self, record: ServiceRecord, constraints: Constraints) -> list[Restriction]:
         """The record's restrictions to groups the request does not claim (`RestrictionFinder.unclaimed`), and an
         age group its stated ages confine it to ("residents over the age of 60") when the request states no age
-        in it."""
+        in it. Ages alone (no words naming a group) rank it after, never leave it out: in a directory of youth
+        programmes every record states ages."""
         ages = self.ages(constraints)
         found = self.restrictions.unclaimed(record, constraints, ages)
         text = record.text()
@@ -726,7 +752,7 @@ class RuleChecker:
                     quoted = quote_span(text, sentence, span)
                     said_words = text[span[0] : span[1]]
                     quote = text[quoted[0] : quoted[1]]
-                    found.append(Restriction(group.group, span, quote, quoted, said_words, group.ages))
+                    found.append(Restriction(group.group, span, quote, quoted, said_words, group.ages, leave_out=False))
                     break
         return found
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-__all__ = ["FactWords", "Group", "Sense", "StatedFact", "compile_any"]
+__all__ = ["Duration", "FactWords", "Group", "Sense", "StatedFact", "compile_any"]
 
 
 class _Strict(BaseModel):
@@ -58,11 +58,38 @@ class _Group(_Strict):
     said: list[str] = []  # a request's words saying the person belongs to it
     ages: tuple[int, int] | None = None  # the group's ages, when it is an age group
     rank_after: bool = True  # offered after unrestricted records when the request does not claim the group
+    # Left out when a record open to all matches: false for a group anyone asking may belong to without saying
+    # so (women, men), whose records still come after, with who they are for.
+    leave_out: bool = True
 
     @field_validator("only", "unless", "said")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
         return _checked(v)
+
+
+class _Duration(_Strict):
+    """How long a person has kept to something that a record may ask a minimum of ("she stopped drinking 2 months
+    ago" and "must have at least 6 months of sobriety"). Patterns name the number `n` and its unit `unit`."""
+
+    condition: str  # as checked and shown, with the time in days: "sober for {days} days"
+    said: list[str] = Field(min_length=1)  # request words stating it
+    required: list[str] = Field(min_length=1)  # a record's text asking for at least that long
+    units: dict[str, int] = Field(min_length=1)  # days in each unit, by how the unit word begins ("month": 30)
+    affirm_says: str = ""
+    deny_says: str = ""
+
+    @field_validator("said", "required")
+    @classmethod
+    def _compiles(cls, v: list[str]) -> list[str]:
+        return _checked(v)
+
+    @field_validator("condition")
+    @classmethod
+    def _has_days(cls, v: str) -> str:
+        if v.count("{days}") != 1:
+            raise ValueError(f"a duration's condition holds {{days}} once: {v!r}")
+        return v
 
 
 class _Sense(_Strict):
@@ -84,6 +111,7 @@ class FactFile(_Strict):
     stated: list[_Fact] = []
     restrictions: list[_Group] = []
     senses: list[_Sense] = []
+    durations: list[_Duration] = []
     self_age: list[str] = []  # a person stating their own age: the age is the group `age` ("i'm 17")
 
     @field_validator("self_age")
@@ -118,6 +146,32 @@ class Group:
     said: re.Pattern[str] | None
     ages: tuple[int, int] | None
     rank_after: bool
+    leave_out: bool = True
+
+
+@dataclass(frozen=True)
+class Duration:
+    condition: str  # with {days}
+    said: tuple[re.Pattern[str], ...]
+    required: tuple[re.Pattern[str], ...]  # each alone: each names its groups `n` and `unit`
+    units: tuple[tuple[str, int], ...]
+    affirm_says: str
+    deny_says: str
+
+    def days(self, m: re.Match[str]) -> int | None:
+        """The time a match of `said` or `required` names, in days (None for a unit the list does not know)."""
+        unit = m.group("unit").casefold()
+        per = next((days for start, days in self.units if unit.startswith(start)), None)
+        return None if per is None else int(m.group("n")) * per
+
+    def as_condition(self, days: int) -> str:
+        return self.condition.replace("{days}", str(days))
+
+    def stated_days(self, condition: str) -> int | None:
+        """The days a condition of this duration holds, or None when `condition` is not one of it."""
+        head, _, tail = self.condition.partition("{days}")
+        m = re.fullmatch(re.escape(head) + r"(\d+)" + re.escape(tail), condition, re.I)
+        return int(m.group(1)) if m else None
 
 
 @dataclass(frozen=True)
@@ -135,6 +189,7 @@ class FactWords:
     restrictions: tuple[Group, ...] = ()
     senses: tuple[Sense, ...] = ()
     self_age: tuple[re.Pattern[str], ...] = ()
+    durations: tuple[Duration, ...] = ()
 
     @classmethod
     def build(cls, data: FactFile) -> FactWords:
@@ -161,6 +216,7 @@ class FactWords:
                     compile_any(g.said),
                     g.ages,
                     g.rank_after,
+                    g.leave_out,
                 )
                 for g in data.restrictions
             ),
@@ -169,6 +225,17 @@ class FactWords:
                 for s in data.senses
             ),
             self_age=tuple(re.compile(p, re.I) for p in data.self_age),
+            durations=tuple(
+                Duration(
+                    d.condition,
+                    tuple(re.compile(p, re.I) for p in d.said),
+                    tuple(re.compile(p, re.I) for p in d.required),
+                    tuple(sorted(((k.casefold(), v) for k, v in d.units.items()), key=lambda u: -len(u[0]))),
+                    d.affirm_says or "asks for no longer than that",
+                    d.deny_says or "asks for longer than that",
+                )
+                for d in data.durations
+            ),
         )
 
     def merged(self, other: FactWords) -> FactWords:
@@ -178,6 +245,7 @@ class FactWords:
             self.restrictions + other.restrictions,
             self.senses + other.senses,
             self.self_age + other.self_age,
+            self.durations + other.durations,
         )
 
     def fact(self, condition: str) -> StatedFact | None:

@@ -36,6 +36,7 @@ class Restriction:
     said: str  # the words themselves ("for single women")
     ages: tuple[int, int] | None = None  # the group's ages, when it is an age group
     rank_after: bool = True
+    leave_out: bool = True  # left out when a record open to all matches (`Group.leave_out`)
 
 
 class RestrictionFinder:
@@ -88,6 +89,7 @@ class RestrictionFinder:
                     text[hit[0] : hit[1]],
                     group.ages,
                     group.rank_after,
+                    group.leave_out,
                 )
             )
         if len(self._cache) > 20000:

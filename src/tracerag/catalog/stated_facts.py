@@ -45,6 +45,13 @@ def stated_facts(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> 
                 if not fact.keep_in_topic:
                     words.take(*span)
                 add_semantic(out, Semantic(fact.condition))
+    for duration in facts.durations:
+        for pattern in duration.said:
+            for m in pattern.finditer(words.text):
+                days = duration.days(m)
+                if days is not None and words.free(*m.span()):
+                    words.take(*m.span())
+                    add_semantic(out, Semantic(duration.as_condition(days)))
 
 
 def _facts(idx: GazetteerIndex) -> FactWords:
