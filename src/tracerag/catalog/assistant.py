@@ -868,22 +868,27 @@ class CatalogAssistant:
     ) -> list[Recommendation]:
         """The first `k` candidates, in their order, that meet `hard` and whose text contradicts no condition.
         A condition their text leaves open is not shown: reachable now comes first, and a line rarely states
-        whom it serves (the check is in the trail)."""
+        whom it serves (the check is in the trail). One restricted to a group the request does not claim (a
+        youth-only shelter for a parent with children) comes after all the others, as in the usual ranking."""
         chosen: list[Recommendation] = []
+        later: list[Recommendation] = []  # restricted to a group the request does not claim
+        restricted: set[str] = set()
         given: set[str] = set()  # numbers already listed: a second record of the same line adds nothing
         for start in range(0, len(ranked), self.batch):
             ids = [r.record_id for r in ranked[start : start + self.batch]]
             records = self.store.get(ids)
             for rid in ids:
-                rec, _ = self._check(records[rid], n, structural=hard, semantics=None if conditions else [])
+                rec, _ = self._check(
+                    records[rid], n, restricted, structural=hard, semantics=None if conditions else []
+                )
                 phones = {p.strip() for p in records[rid].phones if p.strip()}
                 if rec is not None and not (phones and phones <= given):
                     rec.evidence = [e for e in rec.evidence if e.passed is not None]
-                    chosen.append(rec)
+                    (later if rid in restricted else chosen).append(rec)
                     given |= phones
                 if len(chosen) >= k:
                     return chosen
-        return chosen
+        return (chosen + later)[:k]
 
     def _record_call(
         self, completion: Completion[BaseModel], messages: Sequence[Message], schema: type[BaseModel] | None

@@ -71,6 +71,7 @@ class Urgency:
     kinds: tuple[UrgencyKind, ...]
     said: tuple[str, ...]
     carried: bool = False  # signalled by an earlier turn of the conversation, kept while its topic is
+    by_phone: bool = False  # asks for a voice ("someone to talk to"): a line before a service one must go to
 
     @property
     def label(self) -> str:
@@ -84,7 +85,12 @@ class Urgency:
         return any(k.terms or k.services for k in self.kinds)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kinds": [k.name for k in self.kinds], "said": list(self.said), "carried": self.carried}
+        return {
+            "kinds": [k.name for k in self.kinds],
+            "said": list(self.said),
+            "carried": self.carried,
+            "by_phone": self.by_phone,
+        }
 
 
 def detect(text: str, words: WordList) -> Urgency | None:
@@ -101,7 +107,9 @@ def detect(text: str, words: WordList) -> Urgency | None:
             continue
         kinds.append(kind)
         said.extend(w for w in found if w not in said)
-    return Urgency(tuple(kinds), tuple(said)) if kinds else None
+    if not kinds:
+        return None
+    return Urgency(tuple(kinds), tuple(said), by_phone=_matches(words.by_phone, text))
 
 
 # ------------------------------------------------------------------------------------------------ index
@@ -279,7 +287,8 @@ def rank(
     the place asked for): the records of the place. Without: the phone and text lines, wherever they are (a line
     serves wherever one calls from), and with `always_open_too` (no place known) the services open 24 hours too.
 
-    Order: reachable now first; then what surely serves (a term of the kind, its name, the service type the
+    Order: reachable now first; then, when the request asks for a voice (`by_phone`), a line before a service
+    one must go to; then what surely serves (a term of the kind, its name, the service type the
     request names) before what only its description ties to it; then stated to be open now before a line whose
     hours are not stated; then the request's own words in its name or term names; then the kinds' order, the
     kind's order of its term names, the more of them it holds the better; then within NEARBY_KM of the place's
@@ -310,6 +319,7 @@ def rank(
         affinity = len(said & {words.lemma(w) for n in (record.name, *held) for w in fold_key(n).split()})
         merit = (
             reach is None,
+            urgency.by_phone and record.id not in index.lines,  # a voice asked for: a line before a place
             how == DESCRIPTION,
             reach == LINE,  # a line whose hours are not stated after one stated to be open now
             -affinity,
