@@ -878,9 +878,7 @@ class CatalogAssistant:
             ids = [r.record_id for r in ranked[start : start + self.batch]]
             records = self.store.get(ids)
             for rid in ids:
-                rec, _ = self._check(
-                    records[rid], n, restricted, structural=hard, semantics=None if conditions else []
-                )
+                rec, _ = self._check(records[rid], n, restricted, structural=hard, semantics=None if conditions else [])
                 phones = {p.strip() for p in records[rid].phones if p.strip()}
                 if rec is not None and not (phones and phones <= given):
                     rec.evidence = [e for e in rec.evidence if e.passed is not None]
