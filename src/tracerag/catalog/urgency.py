@@ -34,9 +34,11 @@ from tracerag.catalog.words import UrgencyKind, WordList
 from tracerag.text import fold_key
 
 __all__ = [
+    "CLOSE_BY_KM",
     "CrisisIndex",
     "Ranked",
     "Urgency",
+    "close_by",
     "detect",
     "minute_now",
     "numbers_lines",
@@ -54,6 +56,9 @@ ALWAYS = {
 # A line this close to the centre of the place asked for is as good as one in it (a neighbouring city's line);
 # farther, a toll-free line callable from anywhere comes first.
 NEARBY_KM = 50.0
+# A need served in the place only (a bed tonight) with nothing of the place reachable now: what is reachable now
+# this close to the place asked for is offered too (the next neighbourhood's shelter open all night).
+CLOSE_BY_KM = 3.0
 # How surely a record serves a kind: one of its term names, its own name, only its description.
 TERM, NAME, DESCRIPTION = 0, 1, 2
 
@@ -158,13 +163,21 @@ class CrisisIndex:
         return cls(serving, kept, frozenset(lines), always, frozenset(free), centres, words)
 
     def centre(self, place: Sequence[Structural]) -> tuple[float, float] | None:
-        """The mean coordinates of the records of the place asked for (its first value), None when unknown."""
+        """The mean coordinates of the records of the place asked for (its first value; an area: the mean of its
+        values' centres, each a postal code, city or county), None when unknown."""
         for s in place:
-            for value in s.values:
-                found = self.centres.get((str(s.kind), postal_head(value) if s.kind is ConstraintKind.ZIP else value))
+            if s.kind is ConstraintKind.AREA:
+                found = [c for v in s.values for k in ("zip", "city", "county") if (c := self._centre_of(k, v))]
                 if found:
-                    return found
+                    return sum(c[0] for c in found) / len(found), sum(c[1] for c in found) / len(found)
+                continue
+            for value in s.values:
+                if centre := self._centre_of(str(s.kind), value):
+                    return centre
         return None
+
+    def _centre_of(self, kind: str, value: str) -> tuple[float, float] | None:
+        return self.centres.get((kind, postal_head(value) if kind == "zip" else value))
 
     def reachable_record(self, record: ServiceRecord, minute: int, today: int) -> str | None:
         """`reachable` for any record, held by the index or not (a service of the request's own topic)."""
@@ -344,6 +357,12 @@ def rank(
     for order, record in enumerate(topical):
         offer(record, None, TERM, -1, order + 1)  # the service type the person named: as sure as the kind's best
     return [r for _, r in sorted(best.values(), key=lambda kv: (kv[0], kv[1].record_id))]
+
+
+def close_by(centre: tuple[float, float] | None, record: ServiceRecord) -> float | None:
+    """The record's distance from `centre` when within CLOSE_BY_KM, else None."""
+    km = _km(centre, record)
+    return km if km is not None and km <= CLOSE_BY_KM else None
 
 
 def _km(centre: tuple[float, float] | None, record: ServiceRecord) -> float | None:
