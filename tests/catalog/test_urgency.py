@@ -419,3 +419,15 @@ def test_a_family_without_a_bed_gets_no_children_only_shelter_first(catalog: Pat
     assert groups and groups[0] == [], groups
     restricted = [bool(g) for g in groups]
     assert restricted == sorted(restricted), groups  # any restricted to a group not claimed come last
+
+
+def test_a_bed_tonight_with_nothing_open_in_the_place_gets_the_nearest_open_now(sf211: Path, tmp_path: Path):
+    """Before: the place's 8-to-6 family shelter came first at 20:00; an all-night shelter 1 km away was left
+    out for being in the next postal code."""
+    with _evening(sf211, tmp_path) as a:
+        turn = a.ask("i have nowhere to sleep tonight, im in 94102")
+        first = turn.offered[0].record
+        assert a.crisis.reachable_record(first, EVENING, WEDNESDAY) is not None, first.name
+        assert first.zip != "94102" and "km from 94102, the nearest open now" in turn.reply
+        # the place's own services are still there, after it
+        assert any(r.record.zip == "94102" for r in turn.recommendations[1:])
