@@ -16,8 +16,9 @@ import pytest
 from tests.conftest import require_datasets
 from tracerag.catalog.assistant import CatalogAssistant, Turn
 from tracerag.catalog.ingest import build_catalog
+from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.profile import CatalogProfile
-from tracerag.catalog.urgency import detect
+from tracerag.catalog.urgency import Urgency, always_open_by, detect
 from tracerag.catalog.words import WordList
 from tracerag.config import load_settings
 from tracerag.trail import read_trail
@@ -220,7 +221,12 @@ def test_without_a_place_the_crisis_lines_come_before_the_question_and_the_place
     assert reply.rstrip().endswith("Which city or postal code should I look in for crisis and suicide support?")
     assert second.outcome == CatalogOutcome.ANSWER and second.urgency is not None and second.urgency.carried
     parses = [e for e in trail if e.kind == "catalog_parse"]
-    assert parses[0].urgency == {"kinds": ["self-harm"], "said": ["dont want to live"], "carried": False}
+    assert parses[0].urgency == {
+        "kinds": ["self-harm"],
+        "said": ["dont want to live"],
+        "carried": False,
+        "by_phone": False,
+    }
     assert parses[1].urgency is not None and parses[1].urgency["carried"] is True
     filters = [e for e in trail if e.kind == "catalog_filter"]
     assert "a phone or text line" in filters[0].reachable["1"]
@@ -316,3 +322,112 @@ def test_a_suicidal_request_in_hialeah_gets_the_24_hour_helpline_not_an_office(c
         turn = a.ask("i want to kill myself. im in hialeah")
     assert turn.offered[0].record.name == "24 HOUR 358-HELPLINE"
     assert {r.record.city for r in turn.recommendations} == {"Hialeah"}  # the place's own, every one in it
+
+
+# ------------------------------------------------------------------------------------------------ people's eval cases
+
+WEDNESDAY, EVENING = 2, 20 * 60  # when the people-written eval asks
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "not_kind"),
+    [
+        ("my 15 yo son ran away last night and wont pick up his phone", "runaway youth", "child abuse"),
+        ("im 16 and my mom kicked me out. where can i sleep tonight", "runaway youth", "violence"),
+        ("i cant stop crying and i feel like im going to hurt my baby", "child abuse", "runaway youth"),
+    ],
+)
+def test_a_young_person_away_from_home_is_its_own_kind(text: str, kind: str, not_kind: str):
+    kinds = [k.name for k in (detect(text, WordList.load()) or Urgency((), ())).kinds]
+    assert kind in kinds and not_kind not in kinds, kinds
+
+
+def test_a_pet_that_ran_away_is_no_runaway_youth():
+    urgency = detect("my dog ran away, is there a lost pet service", WordList.load())
+    assert urgency is None or "runaway youth" not in [k.name for k in urgency.kinds]
+
+
+def test_asking_for_someone_to_talk_to_asks_for_a_voice():
+    words = WordList.load()
+    talk = detect("6 months sober and i really want to use tonight. need someone to talk to", words)
+    assert talk is not None and talk.by_phone and talk.to_dict()["by_phone"] is True
+    bed = detect("i have nowhere to sleep tonight", words)
+    assert bed is not None and not bed.by_phone
+
+
+def test_a_24_hour_voice_mail_is_not_open_24_hours():
+    words = WordList.load()
+    assert (
+        always_open_by(ServiceRecord(id="1", service_id="1", name="A", hours_text="24-hour voice mail"), words) is None
+    )
+    assert (
+        always_open_by(ServiceRecord(id="2", service_id="2", name="B", hours_text="24 hours daily (Crisis)"), words)
+        == "hours"
+    )
+
+
+def test_a_parent_with_children_does_not_claim_a_children_only_group():
+    minors = next(g for g in WordList.load().facts.restrictions if g.group == "minors")
+    assert minors.named_by("my son is 15")
+    assert not minors.named_by("for families with children")
+    assert not minors.named_by("me and my 2 kids need a bed")
+
+
+def _evening(catalog: Path, tmp_path: Path) -> CatalogAssistant:
+    return CatalogAssistant(
+        catalog, load_settings(), trail_dir=tmp_path / "trails", today=WEDNESDAY, clock=lambda: EVENING
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my 15 yo son ran away last night and wont pick up his phone. we live in SF",
+        "im 16 and my mom kicked me out. where can i sleep tonight in san francisco",
+    ],
+)
+def test_a_runaway_teenager_gets_a_youth_service_open_now_first(sf211: Path, tmp_path: Path, text: str):
+    """Before: a child-abuse prevention centre (a parents' stress line) came first."""
+    with _evening(sf211, tmp_path) as a:
+        turn = a.ask(text)
+        first = turn.offered[0].record
+        assert first.id in a.crisis.serving["runaway youth"], first.name
+        assert a.crisis.reachable_record(first, EVENING, WEDNESDAY) is not None, first.name
+
+
+def test_someone_to_talk_to_gets_a_line_before_a_place_open_all_night(sf211: Path, tmp_path: Path):
+    """Before: a residential programme open 24 hours (for the word "sober") came before the crisis lines."""
+    with _evening(sf211, tmp_path) as a:
+        turn = a.ask("6 months sober and i really want to use tonight. need someone to talk to")
+        first = turn.offered[0].record
+        assert first.id in a.crisis.lines and a.crisis.reachable_record(first, EVENING, WEDNESDAY), first.name
+
+
+def test_a_parent_afraid_to_hurt_the_baby_gets_a_line_open_now_not_a_voice_mail(sf211: Path, tmp_path: Path):
+    with _evening(sf211, tmp_path) as a:
+        turn = a.ask("i cant stop crying and i feel like im going to hurt my baby")
+        first = turn.offered[0].record
+        assert "voice mail" not in first.hours_text.casefold()
+        assert a.crisis.reachable_record(first, EVENING, WEDNESDAY) is not None, first.name
+
+
+def test_a_family_without_a_bed_gets_no_children_only_shelter_first(catalog: Path, tmp_path: Path):
+    """Before: a youth shelter for ages 6-17 came first for a parent with two children."""
+    with _evening(catalog, tmp_path) as a:
+        turn = a.ask("nowhere to sleep tonight, me and my 2 kids, were in downtown miami")
+        groups = [[r.group for r in a.rules.unclaimed(rec.record, a.state)] for rec in turn.offered]
+    assert groups and groups[0] == [], groups
+    restricted = [bool(g) for g in groups]
+    assert restricted == sorted(restricted), groups  # any restricted to a group not claimed come last
+
+
+def test_a_bed_tonight_with_nothing_open_in_the_place_gets_the_nearest_open_now(sf211: Path, tmp_path: Path):
+    """Before: the place's 8-to-6 family shelter came first at 20:00; an all-night shelter 1 km away was left
+    out for being in the next postal code."""
+    with _evening(sf211, tmp_path) as a:
+        turn = a.ask("i have nowhere to sleep tonight, im in 94102")
+        first = turn.offered[0].record
+        assert a.crisis.reachable_record(first, EVENING, WEDNESDAY) is not None, first.name
+        assert first.zip != "94102" and "km from 94102, the nearest open now" in turn.reply
+        # the place's own services are still there, after it
+        assert any(r.record.zip == "94102" for r in turn.recommendations[1:])

@@ -68,7 +68,16 @@ from tracerag.catalog.sentences import say, speaking
 from tracerag.catalog.store import STORE_FILE, CatalogStore, check_catalog_dir
 from tracerag.catalog.topic_match import CatalogVocabulary, TopicMatch
 from tracerag.catalog.topic_typos import corrected, fixer_of, suspects
-from tracerag.catalog.urgency import CrisisIndex, Ranked, Urgency, detect, minute_now, rank, urgent_reply
+from tracerag.catalog.urgency import (
+    CrisisIndex,
+    Ranked,
+    Urgency,
+    close_by,
+    detect,
+    minute_now,
+    rank,
+    urgent_reply,
+)
 from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import Settings
@@ -771,6 +780,7 @@ class CatalogAssistant:
         ]
         local: list[Recommendation] = []
         ranked: list[Ranked] = []
+        near: tuple[list[Ranked], list[Recommendation]] = ([], [])
         if usual is not None:
             local = sorted(
                 usual.recommendations, key=lambda r: self.crisis.reachable_record(r.record, minute, self.today) is None
@@ -793,6 +803,9 @@ class CatalogAssistant:
                 request=request,
             )
             local = self._urgent_checks(ranked, structural, n, self.k)
+            near = self._close_by(request, place, centre, structural, local, minute, region, n)
+            ranked = [*near[0], *ranked]
+            local = [*near[1], *local][: self.k]
         shown = {r.record.id for r in local}
         wanted = 0 if usual is not None and usual.recommendations else self.k - min(len(local), self.k - 3)
         lines_ranked = self._lines_ranked(
@@ -818,6 +831,10 @@ class CatalogAssistant:
             notes.append("urgent: no line met every condition; the crisis lines are given without them")
         reasons = {r.record_id: r.reachable for r in ranked}
         reasons.update({r.record.id: self.crisis.reachable_record(r.record, minute, self.today) for r in local})
+        said_place = ", ".join(s.said or ", ".join(s.values) for s in place)
+        for r in near[0] if place and usual is None else ():  # outside the place asked: say how far
+            if r.km is not None and reasons.get(r.record_id):
+                reasons[r.record_id] = f"{reasons[r.record_id]}; {say('close_by', km=f'{r.km:.1f}', place=said_place)}"
         asked = describe(Constraints(structural, self.state.semantic)) if structural else ""
         summary = "; ".join(p for p in (self.urgency.label if self.urgency.danger else "", asked) if p)
         if usual is not None and usual.outcome == CatalogOutcome.CLARIFY:
@@ -866,6 +883,52 @@ class CatalogAssistant:
             lines_first=lines_first,
         )
 
+    def _close_by(
+        self,
+        request: str,
+        place: Sequence[Structural],
+        centre: tuple[float, float] | None,
+        structural: Sequence[Structural],
+        local: Sequence[Recommendation],
+        minute: int,
+        region: Sequence[str],
+        n: int,
+    ) -> tuple[list[Ranked], list[Recommendation]]:
+        """A need served in the place only (a bed tonight) with nothing of the place reachable now: the services
+        reachable now within CLOSE_BY_KM of the place asked for, nearest first (the next neighbourhood's shelter
+        open all night), meeting every other constraint stated; each goes to the trail with its distance."""
+        assert self.urgency is not None
+        danger = [k for k in self.urgency.kinds if k.terms or k.services]
+        if centre is None or not danger or not all(k.place_bound for k in danger):
+            return [], []
+        if any(self.crisis.reachable_record(r.record, minute, self.today) for r in local):
+            return [], []
+        ranked = rank(
+            self.urgency,
+            self.crisis,
+            in_place=lambda r: close_by(centre, r) is not None and not filters.satisfies(r, place),
+            today=self.today,
+            minute=minute,
+            region=region,
+            centre=centre,
+            request=request,
+        )
+        ranked = sorted((r for r in ranked if r.reachable), key=lambda r: (r.merit[:3], r.km or 0.0))
+        others = [s for s in structural if s.kind not in LOCATION]
+        near = self._urgent_checks(ranked, others, n, self.k)
+        if near:
+            self.trail.emit(
+                CatalogFilterEvent(
+                    turn=n,
+                    variant=self.variant,
+                    sql_kinds=[],
+                    allowed=len(ranked),
+                    ranked=[r.record_id for r in ranked[:200]],
+                    reachable={r.record_id: f"close by: {r.reason()}" for r in ranked[:200]},
+                )
+            )
+        return ranked, near
+
     def _lines_ranked(
         self,
         request: str,
@@ -909,22 +972,25 @@ class CatalogAssistant:
     ) -> list[Recommendation]:
         """The first `k` candidates, in their order, that meet `hard` and whose text contradicts no condition.
         A condition their text leaves open is not shown: reachable now comes first, and a line rarely states
-        whom it serves (the check is in the trail)."""
+        whom it serves (the check is in the trail). One restricted to a group the request does not claim (a
+        youth-only shelter for a parent with children) comes after all the others, as in the usual ranking."""
         chosen: list[Recommendation] = []
+        later: list[Recommendation] = []  # restricted to a group the request does not claim
+        restricted: set[str] = set()
         given: set[str] = set()  # numbers already listed: a second record of the same line adds nothing
         for start in range(0, len(ranked), self.batch):
             ids = [r.record_id for r in ranked[start : start + self.batch]]
             records = self.store.get(ids)
             for rid in ids:
-                rec, _ = self._check(records[rid], n, structural=hard, semantics=None if conditions else [])
+                rec, _ = self._check(records[rid], n, restricted, structural=hard, semantics=None if conditions else [])
                 phones = {p.strip() for p in records[rid].phones if p.strip()}
                 if rec is not None and not (phones and phones <= given):
                     rec.evidence = [e for e in rec.evidence if e.passed is not None]
-                    chosen.append(rec)
+                    (later if rid in restricted else chosen).append(rec)
                     given |= phones
                 if len(chosen) >= k:
                     return chosen
-        return chosen
+        return (chosen + later)[:k]
 
     def _record_call(
         self, completion: Completion[BaseModel], messages: Sequence[Message], schema: type[BaseModel] | None

@@ -746,7 +746,7 @@ class RuleChecker:
                 g_lo, g_hi = group.ages
                 inside = g_lo <= lo and hi <= g_hi and (g_lo > 0 or g_hi < 18)  # "over 60", "ages 5-12"
                 said = " ".join([constraints.topic, *(s.text for s in constraints.semantic if not s.negated)])
-                if inside and not group.said.search(said) and not any(a <= hi and lo <= b for a, b in ages):
+                if inside and not group.named_by(said) and not any(a <= hi and lo <= b for a, b in ages):
                     span = stated[0][2]
                     sentence = next(((a, b) for a, b in self.sentences(text) if a <= span[0] < b), span)
                     quoted = quote_span(text, sentence, span)

@@ -56,13 +56,15 @@ class _Group(_Strict):
     only: list[str] = Field(min_length=1)  # a record's text restricting it to the group
     unless: list[str] = []  # a record's text that opens it to others as well ("men and women")
     said: list[str] = []  # a request's words saying the person belongs to it
+    # a request's words naming the group as someone with the person, not the person ("me and my kids")
+    beside: list[str] = []
     ages: tuple[int, int] | None = None  # the group's ages, when it is an age group
     rank_after: bool = True  # offered after unrestricted records when the request does not claim the group
     # Left out when a record open to all matches: false for a group anyone asking may belong to without saying
     # so (women, men), whose records still come after, with who they are for.
     leave_out: bool = True
 
-    @field_validator("only", "unless", "said")
+    @field_validator("only", "unless", "said", "beside")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
         return _checked(v)
@@ -147,6 +149,14 @@ class Group:
     ages: tuple[int, int] | None
     rank_after: bool
     leave_out: bool = True
+    beside: re.Pattern[str] | None = None  # request words naming the group as someone with the person
+
+    def named_by(self, said: str) -> bool:
+        """Whether a request's words say the person belongs to the group: its `said` words, unless they name
+        the group as someone with the person (a parent "with my 2 kids" is not a child)."""
+        if self.said is None or not self.said.search(said):
+            return False
+        return self.beside is None or not self.beside.search(said)
 
 
 @dataclass(frozen=True)
@@ -217,6 +227,7 @@ class FactWords:
                     g.ages,
                     g.rank_after,
                     g.leave_out,
+                    compile_any(g.beside),
                 )
                 for g in data.restrictions
             ),

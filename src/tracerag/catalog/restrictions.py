@@ -119,7 +119,7 @@ class RestrictionFinder:
         if group is None:
             return False
         said = " ".join([constraints.topic, *(s.text for s in constraints.semantic if not s.negated)])
-        if group.said is not None and group.said.search(said):
+        if group.named_by(said):
             return True
         if group.ages is not None:
             lo, hi = group.ages

@@ -34,9 +34,11 @@ from tracerag.catalog.words import UrgencyKind, WordList
 from tracerag.text import fold_key
 
 __all__ = [
+    "CLOSE_BY_KM",
     "CrisisIndex",
     "Ranked",
     "Urgency",
+    "close_by",
     "detect",
     "minute_now",
     "numbers_lines",
@@ -54,6 +56,9 @@ ALWAYS = {
 # A line this close to the centre of the place asked for is as good as one in it (a neighbouring city's line);
 # farther, a toll-free line callable from anywhere comes first.
 NEARBY_KM = 50.0
+# A need served in the place only (a bed tonight) with nothing of the place reachable now: what is reachable now
+# this close to the place asked for is offered too (the next neighbourhood's shelter open all night).
+CLOSE_BY_KM = 3.0
 # How surely a record serves a kind: one of its term names, its own name, only its description.
 TERM, NAME, DESCRIPTION = 0, 1, 2
 
@@ -71,6 +76,7 @@ class Urgency:
     kinds: tuple[UrgencyKind, ...]
     said: tuple[str, ...]
     carried: bool = False  # signalled by an earlier turn of the conversation, kept while its topic is
+    by_phone: bool = False  # asks for a voice ("someone to talk to"): a line before a service one must go to
 
     @property
     def label(self) -> str:
@@ -84,7 +90,12 @@ class Urgency:
         return any(k.terms or k.services for k in self.kinds)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kinds": [k.name for k in self.kinds], "said": list(self.said), "carried": self.carried}
+        return {
+            "kinds": [k.name for k in self.kinds],
+            "said": list(self.said),
+            "carried": self.carried,
+            "by_phone": self.by_phone,
+        }
 
 
 def detect(text: str, words: WordList) -> Urgency | None:
@@ -101,7 +112,9 @@ def detect(text: str, words: WordList) -> Urgency | None:
             continue
         kinds.append(kind)
         said.extend(w for w in found if w not in said)
-    return Urgency(tuple(kinds), tuple(said)) if kinds else None
+    if not kinds:
+        return None
+    return Urgency(tuple(kinds), tuple(said), by_phone=_matches(words.by_phone, text))
 
 
 # ------------------------------------------------------------------------------------------------ index
@@ -150,13 +163,21 @@ class CrisisIndex:
         return cls(serving, kept, frozenset(lines), always, frozenset(free), centres, words)
 
     def centre(self, place: Sequence[Structural]) -> tuple[float, float] | None:
-        """The mean coordinates of the records of the place asked for (its first value), None when unknown."""
+        """The mean coordinates of the records of the place asked for (its first value; an area: the mean of its
+        values' centres, each a postal code, city or county), None when unknown."""
         for s in place:
-            for value in s.values:
-                found = self.centres.get((str(s.kind), postal_head(value) if s.kind is ConstraintKind.ZIP else value))
+            if s.kind is ConstraintKind.AREA:
+                found = [c for v in s.values for k in ("zip", "city", "county") if (c := self._centre_of(k, v))]
                 if found:
-                    return found
+                    return sum(c[0] for c in found) / len(found), sum(c[1] for c in found) / len(found)
+                continue
+            for value in s.values:
+                if centre := self._centre_of(str(s.kind), value):
+                    return centre
         return None
+
+    def _centre_of(self, kind: str, value: str) -> tuple[float, float] | None:
+        return self.centres.get((kind, postal_head(value) if kind == "zip" else value))
 
     def reachable_record(self, record: ServiceRecord, minute: int, today: int) -> str | None:
         """`reachable` for any record, held by the index or not (a service of the request's own topic)."""
@@ -279,7 +300,8 @@ def rank(
     the place asked for): the records of the place. Without: the phone and text lines, wherever they are (a line
     serves wherever one calls from), and with `always_open_too` (no place known) the services open 24 hours too.
 
-    Order: reachable now first; then what surely serves (a term of the kind, its name, the service type the
+    Order: reachable now first; then, when the request asks for a voice (`by_phone`), a line before a service
+    one must go to; then what surely serves (a term of the kind, its name, the service type the
     request names) before what only its description ties to it; then stated to be open now before a line whose
     hours are not stated; then the request's own words in its name or term names; then the kinds' order, the
     kind's order of its term names, the more of them it holds the better; then within NEARBY_KM of the place's
@@ -310,6 +332,7 @@ def rank(
         affinity = len(said & {words.lemma(w) for n in (record.name, *held) for w in fold_key(n).split()})
         merit = (
             reach is None,
+            urgency.by_phone and record.id not in index.lines,  # a voice asked for: a line before a place
             how == DESCRIPTION,
             reach == LINE,  # a line whose hours are not stated after one stated to be open now
             -affinity,
@@ -334,6 +357,12 @@ def rank(
     for order, record in enumerate(topical):
         offer(record, None, TERM, -1, order + 1)  # the service type the person named: as sure as the kind's best
     return [r for _, r in sorted(best.values(), key=lambda kv: (kv[0], kv[1].record_id))]
+
+
+def close_by(centre: tuple[float, float] | None, record: ServiceRecord) -> float | None:
+    """The record's distance from `centre` when within CLOSE_BY_KM, else None."""
+    km = _km(centre, record)
+    return km if km is not None and km <= CLOSE_BY_KM else None
 
 
 def _km(centre: tuple[float, float] | None, record: ServiceRecord) -> float | None:

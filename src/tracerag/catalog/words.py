@@ -199,9 +199,10 @@ class _Urgency(_Strict):
     hotline: list[str] = []
     always_open: list[str] = []
     not_serving: list[str] = []
+    by_phone: list[str] = []
     kinds: list[_UrgencyKindFile] = []
 
-    @field_validator("hotline", "always_open", "not_serving")
+    @field_validator("hotline", "always_open", "not_serving", "by_phone")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
         return _compiles_all(patterns)
@@ -312,6 +313,7 @@ class WordList:
     not_serving: re.Pattern[str] | None  # term or service names of no help to a person in danger
     records: RecordWords = RecordWords()
     facts: FactWords = FactWords()  # stated facts, restriction groups, word senses (`catalog.fact_words`)
+    by_phone: re.Pattern[str] | None = None  # a request asking for a voice ("someone to talk to"): lines first
 
     @classmethod
     def load(cls, language: str = "en", path: Path | None = None) -> WordList:
@@ -465,6 +467,7 @@ def _build(data: _WordFile, where: str) -> WordList:
         hotline=_alternation(data.urgency.hotline),
         always_open=_alternation(data.urgency.always_open),
         not_serving=_alternation(data.urgency.not_serving),
+        by_phone=_alternation(data.urgency.by_phone),
     )
 
 
