@@ -478,6 +478,33 @@ class CatalogAssistant:
         names = say("or").join(f"'{u}'" for u in self._unknown_places)
         return say("unknown_place", names=names)
 
+    def _stated_instead_of_type(
+        self, allowed: list[str] | None, sql_kinds: set[ConstraintKind], notes: list[str]
+    ) -> tuple[list[Structural], list[str]] | None:
+        """When no record of the service type meets the other constraints, the records that state the topic in
+        their own words instead ("rights as tenants" of a record typed "Housing Issues"): (the constraints without
+        the type, those records meeting the rest), or None. A directory's types are one reading of its records,
+        not the only one; the note says which was used."""
+        types = self.state.of(ConstraintKind.SERVICE_TYPE)
+        if types is None or allowed is None or allowed or not self.state.topic.strip():
+            return None
+        match = self._holds_topic_records(self.state.topic)
+        if not match:
+            return None
+        others = [s for s in self.state.structural if s is not types]
+        kinds = sql_kinds - {ConstraintKind.SERVICE_TYPE}
+        rest = self.store.filter(others, kinds=kinds) if kinds else self.store.all_ids()
+        found = [i for i in rest if i in match]
+        if not found:
+            return None
+        notes.append(f"service type {', '.join(types.values)}: none here; records stating '{self.state.topic}'")
+        return others, found
+
+    def _holds_topic_records(self, words: str) -> frozenset[str]:
+        """The records that state `words` as a topic (the records' words; no service type); empty if none."""
+        match = self.vocabulary.judge(words, [])
+        return match.holders if match.by_records else frozenset()
+
     def _holds_topic(self, words: str) -> bool:
         """Whether the catalog holds anything about `words` as a topic (the records' words; no service type)."""
         return self.vocabulary.judge(words, []).held
@@ -486,6 +513,9 @@ class CatalogAssistant:
         structural = self.state.structural
         sql_kinds = VARIANTS[self.variant] & {s.kind for s in structural}
         allowed = self.store.filter(structural, kinds=sql_kinds) if sql_kinds else None
+        stated = self._stated_instead_of_type(allowed, sql_kinds, notes)
+        if stated is not None:
+            structural, allowed = stated
         ranked = self._rank(allowed)
         self.trail.emit(
             CatalogFilterEvent(
@@ -509,7 +539,7 @@ class CatalogAssistant:
                 if self._skipped(record, shown, n):
                     continue
                 checked += 1
-                rec, definite = self._check(record, n, restricted)
+                rec, definite = self._check(record, n, restricted, structural)
                 if rec is not None:
                     (selected if definite else unstated).append(rec)
             if sum(r.record.id not in restricted for r in selected) >= self.k:
