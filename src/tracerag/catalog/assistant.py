@@ -18,6 +18,7 @@ place. Every turn goes to the conversation's trail, the decision and its evidenc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -479,12 +480,12 @@ class CatalogAssistant:
         return say("unknown_place", names=names)
 
     def _stated_instead_of_type(
-        self, allowed: list[str] | None, sql_kinds: set[ConstraintKind], notes: list[str]
-    ) -> tuple[list[Structural], list[str]] | None:
+        self, allowed: list[str] | None, sql_kinds: AbstractSet[ConstraintKind], notes: list[str]
+    ) -> tuple[list[Structural], list[str], list[str]] | None:
         """When no record of the service type meets the other constraints, the records that state the topic in
         their own words instead ("rights as tenants" of a record typed "Housing Issues"): (the constraints without
-        the type, those records meeting the rest), or None. A directory's types are one reading of its records,
-        not the only one; the note says which was used."""
+        the type, those records meeting the rest, the type's ids), or None. A directory's types are one reading of
+        its records, not the only one; the note and the trail's `catalog_filter.type_replaced` say when it was."""
         types = self.state.of(ConstraintKind.SERVICE_TYPE)
         if types is None or allowed is None or allowed or not self.state.topic.strip():
             return None
@@ -498,7 +499,7 @@ class CatalogAssistant:
         if not found:
             return None
         notes.append(f"service type {', '.join(types.values)}: none here; records stating '{self.state.topic}'")
-        return others, found
+        return others, found, list(types.values)
 
     def _holds_topic_records(self, words: str) -> frozenset[str]:
         """The records that state `words` as a topic (the records' words; no service type); empty if none."""
@@ -514,8 +515,10 @@ class CatalogAssistant:
         sql_kinds = VARIANTS[self.variant] & {s.kind for s in structural}
         allowed = self.store.filter(structural, kinds=sql_kinds) if sql_kinds else None
         stated = self._stated_instead_of_type(allowed, sql_kinds, notes)
+        state = self.state  # what the reply says it matched: without the type when the records' words stood in
         if stated is not None:
-            structural, allowed = stated
+            structural, allowed, _ = stated
+            state = replace(self.state, structural=list(structural))
         ranked = self._rank(allowed)
         self.trail.emit(
             CatalogFilterEvent(
@@ -524,6 +527,7 @@ class CatalogAssistant:
                 sql_kinds=sorted(sql_kinds),
                 allowed=len(allowed) if allowed is not None else self.store.count(),
                 ranked=ranked[:200],
+                type_replaced=[] if stated is None else stated[2],
             )
         )
         selected: list[Recommendation] = []
@@ -549,7 +553,7 @@ class CatalogAssistant:
             return sorted(recs, key=lambda r: r.record.id in restricted)  # stable: rank order within each part
 
         chosen = (open_first(selected) + open_first(unstated))[: self.k]
-        summary = describe(self.state)
+        summary = describe(state)
         for rec in chosen:
             rec.details = details_of(
                 rec.record, self.words.records, today=self.on, max_age_days=self.profile.verified_max_age_days
@@ -557,7 +561,7 @@ class CatalogAssistant:
         self.shown.add(self.state, [r.record.id for r in chosen])
         if not chosen and shown:  # every service matching this request has been shown: never the same list again
             text = that_is_all(len(shown), summary)
-            return Turn(request, CatalogOutcome.NONE_FOUND, text, [], self.state, notes, checked=checked)
+            return Turn(request, CatalogOutcome.NONE_FOUND, text, [], state, notes, checked=checked)
         if not chosen:
             reason = self._relaxations(checked)
             return Turn(
@@ -565,7 +569,7 @@ class CatalogAssistant:
                 CatalogOutcome.NONE_FOUND,
                 templated_reply([], summary, none_found_reason=reason, help_line=self.profile.help_line),
                 [],
-                self.state,
+                state,
                 notes,
                 checked=checked,
             )
@@ -585,7 +589,7 @@ class CatalogAssistant:
             text = templated_reply(chosen, summary, words=self.words)
         if shown:
             text += f"\n\n({len(shown)} service(s) shown earlier for this request are not repeated.)"
-        return Turn(request, CatalogOutcome.ANSWER, text, chosen, self.state, notes, removed, checked)
+        return Turn(request, CatalogOutcome.ANSWER, text, chosen, state, notes, removed, checked)
 
     def _catalog_names(self) -> set[str]:
         """Every service and organisation name of the catalog: a generated reply naming one that was not
