@@ -318,16 +318,12 @@ class CatalogVocabulary:
         that is not an everyday phrase may be left out when an everyday phrase remains to say what is wanted
         ("immigration papers": immigration); a topic with neither is never read this way, so "piano tuning"
         still needs both its words together."""
-        kept = [s for s in slots if s.everyday or self._slot_records(s)]
-        if len(kept) == len(slots) or not any(s.everyday for s in kept):
-            kept = list(slots)  # words no record uses are left out only beside an everyday phrase ("end up back")
-        groups = [kept]
-        others = sorted((s for s in kept if not s.everyday), key=lambda s: self._slot_records(s))
-        if len(kept) >= 2:
-            groups += [[s for s in kept if s is not left] for left in others]
+        groups = [list(slots)]
+        others = sorted((s for s in slots if not s.everyday), key=lambda s: self._slot_records(s))
+        if len(slots) >= 2:
+            groups += [[s for s in slots if s is not left] for left in others]
         for k, group in enumerate(groups):
-            reduced = k or len(group) < len(slots)
-            if not group or not all(s.stems for s in group) or (reduced and not any(s.everyday for s in group)):
+            if not group or not all(s.stems for s in group) or (k and not any(s.everyday for s in group)):
                 continue
             postings = [self._slot_postings(s) for s in group]
             found = self._passages_of(postings, ["|".join(s.stems) for s in group])
