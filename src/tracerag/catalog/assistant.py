@@ -527,7 +527,7 @@ class CatalogAssistant:
                 sql_kinds=sorted(sql_kinds),
                 allowed=len(allowed) if allowed is not None else self.store.count(),
                 ranked=ranked[:200],
-                type_replaced=[] if stated is None else stated[2],
+                type_replaced=None if stated is None else stated[2],
             )
         )
         selected: list[Recommendation] = []
