@@ -18,6 +18,7 @@ place. Every turn goes to the conversation's trail, the decision and its evidenc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -497,6 +498,33 @@ class CatalogAssistant:
         names = say("or").join(f"'{u}'" for u in self._unknown_places)
         return say("unknown_place", names=names)
 
+    def _stated_instead_of_type(
+        self, allowed: list[str] | None, sql_kinds: AbstractSet[ConstraintKind], notes: list[str]
+    ) -> tuple[list[Structural], list[str], list[str]] | None:
+        """When no record of the service type meets the other constraints, the records that state the topic in
+        their own words instead ("rights as tenants" of a record typed "Housing Issues"): (the constraints without
+        the type, those records meeting the rest, the type's ids), or None. A directory's types are one reading of
+        its records, not the only one; the note and the trail's `catalog_filter.type_replaced` say when it was."""
+        types = self.state.of(ConstraintKind.SERVICE_TYPE)
+        if types is None or allowed is None or allowed or not self.state.topic.strip():
+            return None
+        match = self._holds_topic_records(self.state.topic)
+        if not match:
+            return None
+        others = [s for s in self.state.structural if s is not types]
+        kinds = sql_kinds - {ConstraintKind.SERVICE_TYPE}
+        rest = self.store.filter(others, kinds=kinds) if kinds else self.store.all_ids()
+        found = [i for i in rest if i in match]
+        if not found:
+            return None
+        notes.append(f"service type {', '.join(types.values)}: none here; records stating '{self.state.topic}'")
+        return others, found, list(types.values)
+
+    def _holds_topic_records(self, words: str) -> frozenset[str]:
+        """The records that state `words` as a topic (the records' words; no service type); empty if none."""
+        match = self.vocabulary.judge(words, [])
+        return match.holders if match.by_records else frozenset()
+
     def _holds_topic(self, words: str) -> bool:
         """Whether the catalog holds anything about `words` as a topic (the records' words; no service type)."""
         return self.vocabulary.judge(words, []).held
@@ -505,6 +533,11 @@ class CatalogAssistant:
         structural = self.state.structural
         sql_kinds = VARIANTS[self.variant] & {s.kind for s in structural}
         allowed = self.store.filter(structural, kinds=sql_kinds) if sql_kinds else None
+        stated = self._stated_instead_of_type(allowed, sql_kinds, notes)
+        state = self.state  # what the reply says it matched: without the type when the records' words stood in
+        if stated is not None:
+            structural, allowed, _ = stated
+            state = replace(self.state, structural=list(structural))
         ranked = self._rank(allowed)
         self.trail.emit(
             CatalogFilterEvent(
@@ -513,6 +546,7 @@ class CatalogAssistant:
                 sql_kinds=sorted(sql_kinds),
                 allowed=len(allowed) if allowed is not None else self.store.count(),
                 ranked=ranked[:200],
+                type_replaced=None if stated is None else stated[2],
             )
         )
         selected: list[Recommendation] = []
@@ -529,7 +563,7 @@ class CatalogAssistant:
                 if self._skipped(record, shown, n):
                     continue
                 checked += 1
-                rec, definite = self._check(record, n, restricted, narrow=narrow)
+                rec, definite = self._check(record, n, restricted, structural, narrow=narrow)
                 if rec is not None:
                     (selected if definite else unstated).append(rec)
             if sum(r.record.id not in restricted for r in selected) >= self.k:
@@ -545,7 +579,7 @@ class CatalogAssistant:
             notes.append(f"left out, for a group the request does not claim: {', '.join(sorted(left_out))}")
         chosen = [r for r in candidates if r.record.id not in left_out][: self.k]
         groups_only = bool(chosen) and not open_to_all  # every match is for a group: said above the list
-        summary = describe(self.state)
+        summary = describe(state)
         for rec in chosen:
             rec.details = details_of(
                 rec.record, self.words.records, today=self.on, max_age_days=self.profile.verified_max_age_days
@@ -553,7 +587,7 @@ class CatalogAssistant:
         self.shown.add(self.state, [r.record.id for r in chosen])
         if not chosen and shown:  # every service matching this request has been shown: never the same list again
             text = that_is_all(len(shown), summary)
-            return Turn(request, CatalogOutcome.NONE_FOUND, text, [], self.state, notes, checked=checked)
+            return Turn(request, CatalogOutcome.NONE_FOUND, text, [], state, notes, checked=checked)
         if not chosen:
             reason = self._relaxations(checked)
             return Turn(
@@ -561,7 +595,7 @@ class CatalogAssistant:
                 CatalogOutcome.NONE_FOUND,
                 templated_reply([], summary, none_found_reason=reason, help_line=self.profile.help_line),
                 [],
-                self.state,
+                state,
                 notes,
                 checked=checked,
             )
@@ -583,7 +617,7 @@ class CatalogAssistant:
             text = f"{say('groups_only')}\n\n{text}"
         if shown:
             text += f"\n\n({len(shown)} service(s) shown earlier for this request are not repeated.)"
-        return Turn(request, CatalogOutcome.ANSWER, text, chosen, self.state, notes, removed, checked)
+        return Turn(request, CatalogOutcome.ANSWER, text, chosen, state, notes, removed, checked)
 
     def _related_page(self, request: str, n: int, notes: list[str], exhausted: Turn) -> Turn:
         """A paging request after every service of the asked kinds was shown: the next services of the related

@@ -382,6 +382,15 @@ def accessibility(words: RequestWords, idx: GazetteerIndex, out: Constraints) ->
         return
 
 
+def _names_a_service(wl: WordList, words: RequestWords, start: int, end: int) -> bool:
+    """Whether tokens start..end with the word before or after them make a key of the synonym table."""
+    tokens = words.tokens
+    inner = [wl.lemma(t.norm) for t in tokens[start:end]]
+    before = [wl.lemma(tokens[start - 1].norm)] if start > 0 else []
+    after = [wl.lemma(tokens[end].norm)] if end < len(tokens) else []
+    return any(tuple(key) in wl.service_synonyms for key in (before + inner, inner + after) if len(key) > len(inner))
+
+
 def languages(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> None:
     """Language names the catalog holds (longest first; fuzzily only next to a language word: "Spansh
     speaking"); a language name it does not hold is unknown."""
@@ -399,6 +408,8 @@ def languages(words: RequestWords, idx: GazetteerIndex, out: Constraints) -> Non
             if any(words.used[k] for k in range(i, i + size)):
                 continue
             phrase = " ".join(t.norm for t in tokens[i : i + size])
+            if _names_a_service(wl, words, i, i + size):
+                continue  # "learn english", "english class": a service the synonym table names, not a language
             context = words.prev_norm(i) in wl.language_context or (
                 i + size < len(tokens) and tokens[i + size].norm in wl.language_context
             )

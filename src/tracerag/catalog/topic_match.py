@@ -33,17 +33,18 @@ word the catalog lacks is as often a real word it lacks as a typo ("auction" is 
 Everyday wording (issue 22). People tell their situation rather than name a service ("my husband hits me",
 "somewhere to sleep tonight"). The word list's `[everyday]` section makes three things of it: the story's words
 ("got", "using", "talk") are filler; the people a request is about ("mom", "husband", "teenage") stay in the topic,
-since some services are named by them ("New Dad Parenting Programs"), but are never required of a record; and an
-everyday word or phrase stands for the words records use for the same need ("sleep" for "shelter", "shut off" for
-"utility" or "disconnection"). When the topic's own words are not found together, the *everyday reading* looks for
-its slots together, each slot found by any of its words: an everyday phrase by its record words (a single word also
-by itself), a one-word key of the synonym table by itself, every other specific word by itself. One slot that is
-not an everyday phrase may be left out when an everyday phrase remains ("immigration papers": immigration); a
+since some services are named by them ("New Dad Parenting Programs"), but are never required of a record (a topic of
+nothing but them and common words, "after school for my little brother", is held like one without specific words);
+and an everyday word or phrase stands for the words records use for the same need ("sleep" for "shelter", "shut off"
+for "utility" or "disconnection"). When the topic's own words are not found together, the *everyday reading* looks
+for its slots together, each slot found by any of its words: an everyday phrase by its record words (a single word
+also by itself), a one-word key of the synonym table by itself, every other specific word by itself. One slot that
+is not an everyday phrase may be left out when an everyday phrase remains ("immigration papers": immigration); a
 topic with neither an everyday phrase nor a person's word is never read this way, so "piano tuning" still needs both
 its words together, and the bench's not-in-catalog topics stay refused. When the plain passage holds and the topic
-has an everyday phrase, the everyday reading's records are candidates too (the shelters beside the records that
-say "sleep"). The reading goes to the trail (`everyday`: what was said, read as which record words), and the text
-search looks for those record words with the topic's (`TopicMatch.search_words`).
+has an everyday phrase, the everyday reading's records are candidates too (the shelters beside the records that say
+"sleep"). The reading goes to the trail (`everyday`: what was said, read as which record words), and the text search
+looks for those record words with the topic's (`TopicMatch.search_words`).
 """
 
 from __future__ import annotations
@@ -248,7 +249,8 @@ class CatalogVocabulary:
             return TopicMatch(topic, True, "no_topic", service_types=tuple(service_types))
         evidence = tuple(self._evidence(w) for w in dict.fromkeys(words))
         specific = [w for w in evidence if not w.common]
-        if not specific:
+        if not [w for w in specific if w.word not in self.words.everyday_people]:
+            # nothing asked but who it is for ("after school for my little brother"): as a topic of common words
             return TopicMatch(topic, True, "no_specific_words", evidence, tuple(service_types))
         stems = list(dict.fromkeys(w.stem for w in specific))
         groups = [stems]

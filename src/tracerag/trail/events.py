@@ -552,6 +552,10 @@ class CatalogFilterEvent(TrailEvent):
     reachable: dict[str, str] = Field(
         default={}, description="An urgent turn: why each candidate comes where it does (reachable now, serves what)."
     )
+    type_replaced: list[str] | None = Field(
+        default=None,
+        description="Service types no record meeting the rest carries, replaced by the records stating the topic.",
+    )
 
 
 class CatalogCheckEvent(TrailEvent):
