@@ -21,19 +21,21 @@ from tracerag.eval.catalog_people import Answered, Directory
 
 MIAMI_REQUESTS = REPO / "benchmarks" / "catalog_people" / "miami.jsonl"
 
-# Floors on benchmarks/catalog_people/miami.jsonl, measured on the assistant of this branch (rules only, k = 5) with
+# Floors on benchmarks/catalog_people/miami.jsonl, measured on the assistant after issue 22 (rules only, k = 5, the
+# catalog without a places file, asked as on Wednesday 2026-12-09 20:00) with
 #   tracerag catalog ingest /work/shared/datasets/miami211 --catalog /tmp/miami
 #   tracerag catalog eval --catalog /tmp/miami --requests benchmarks/catalog_people/miami.jsonl --out /tmp/people
-# Counts of turns (k of n); the lead raises them as the urgency, places, facts, records and Spanish work lands.
-OUTCOME_OK_AT_LEAST = 81  # measured 81 of 117 scored turns
-HIT_AT_LEAST = 57  # measured 57 of 105 turns with acceptable ids
-WRONGLY_REFUSED_AT_MOST = 34  # measured 34 of 105 turns expecting an answer
-CONTRADICTED_AT_MOST = 11  # measured 11 of 35 turns with forbidden ids
-REPEATS_AT_MOST = 35  # measured 35 repeated recommendations in the paging conversations
-NOTHING_NEW_AT_MOST = 6  # measured 6 of 14 "more" turns gave nothing new while acceptable services remained
-SPANISH_AT_LEAST = 1  # measured 1 of 9 Spanish turns understood
+# Counts of turns (k of n). Before issue 22 the same file gave 81, 57, 34, 11, 35, 6 and 1.
+OUTCOME_OK_AT_LEAST = 107  # measured 107 of 117 scored turns
+HIT_AT_LEAST = 90  # measured 90 of 105 turns with acceptable ids
+WRONGLY_REFUSED_AT_MOST = 8  # measured 8 of 105 turns expecting an answer (7 neighbourhoods: no places file)
+CONTRADICTED_AT_MOST = 0  # measured 0 of 35 turns with forbidden ids
+REPEATS_AT_MOST = 0  # measured 0 repeated recommendations in the paging conversations
+NOTHING_NEW_AT_MOST = 0  # measured 0 of 14 "more" turns gave nothing new while acceptable services remained
+SPANISH_AT_LEAST = 9  # measured 9 of 9 Spanish turns understood
+URGENT_FIRST_AT_LEAST = 13  # measured 13 of 14 urgent turns with a reachable-now service first
+CRISIS_NUMBERS_AT_LEAST = 15  # measured 15 of 15 turns that must carry the profile's numbers
 # Measured 0 and held at 0 (the assistant's hard promises): structural violations, out of catalog, do-not-refer.
-# Urgent first (0 of 12) and crisis numbers (0 of 15: the profile lists none yet) are reported, not floored at 0.
 
 
 # ------------------------------------------------------------------------------------------------ the scorer
@@ -321,6 +323,8 @@ def test_catalog_eval_requests_runs_the_miami_conversations_above_their_floors(c
     assert row["repeats"] <= REPEATS_AT_MOST
     assert row["nothing_new"]["k"] <= NOTHING_NEW_AT_MOST
     assert row["spanish_understood"]["k"] >= SPANISH_AT_LEAST
+    assert row["first_ok"]["k"] >= URGENT_FIRST_AT_LEAST
+    assert row["crisis_numbers"]["k"] >= CRISIS_NUMBERS_AT_LEAST
     assert row["structural"] == 0 and row["out_of_catalog"] == 0 and row["do_not_refer"] == 0
     turns = [json.loads(line) for line in (out / people.TURNS_JSONL).read_text(encoding="utf-8").splitlines()]
     assert len(turns) == row["turns"] and all({"request", "outcome", "recommended", "failed"} <= set(t) for t in turns)

@@ -399,7 +399,8 @@ class CatalogAssistant:
                 self.state, was_home = wider, True  # the widening sentence says where: no second sentence
                 turn = self._answer(request, n, [*notes, f"nothing {narrow}: looked in the whole home place"])
                 turn.reply = f"{widened_sentence(narrow, self.home)} {turn.reply}"
-        if self.urgency is not None and not self.urgency.danger:
+        if self.urgency is not None and not self.urgency.danger and turn.outcome != CatalogOutcome.NO_MATCH:
+            # immediacy alone ("tonight") about something the directory holds nothing like stays a plain no
             turn = self._urgent(request, n, notes, usual=turn)
         turn.topic_match = match
         turn.language = self.speaking

@@ -458,8 +458,8 @@ def markdown(summary: dict[str, Any]) -> str:
             f"## {name}: {result['conversations']} conversations, {result['turns']} scored turns "
             f"({Path(result['file']).name})",
             "",
-            f"Crisis numbers in the profile: {', '.join(result['crisis_numbers']) or 'none'}. One-time warm-up (the "
-            f"records' vocabulary and crisis index): {result['warmup_seconds']:.1f} s, not in the turn latencies.",
+            f"Crisis numbers in the profile: {', '.join(result['crisis_numbers']) or 'none'}. One-time warm-up "
+            f"(vocabulary, crisis index): {result['warmup_seconds']:.1f} s, not in turn latencies.",
             "",
             "| category | conv | turns | outcome ok | wrongly refused | hit@k | urgent first | crisis nos | Spanish |",
             "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
