@@ -767,6 +767,19 @@ class CatalogAssistant:
 
     # -- urgent requests ------------------------------------------------------------------------------
 
+    def _emit_ranked(self, n: int, ranked: Sequence[Ranked], why: str = "") -> None:
+        """An urgent turn's candidates in the trail, each with why it ranks where it does."""
+        self.trail.emit(
+            CatalogFilterEvent(
+                turn=n,
+                variant=self.variant,
+                sql_kinds=[],
+                allowed=len(ranked),
+                ranked=[r.record_id for r in ranked[:200]],
+                reachable={r.record_id: f"{why}{r.reason()}" for r in ranked[:200]},
+            )
+        )
+
     def _urgency_of(self, request: str, parsed: Constraints) -> Urgency | None:
         """The urgency this turn signals; else the conversation's, kept until a turn asks about another topic
         (the place given in answer to the question keeps it)."""
@@ -850,16 +863,7 @@ class CatalogAssistant:
             # a need served in the place only (a bed tonight): a line of another town is no help
             lines_ranked = [r for r in lines_ranked if filters.satisfies(self.crisis.records[r.record_id], place)]
         ranked += lines_ranked
-        self.trail.emit(
-            CatalogFilterEvent(
-                turn=n,
-                variant=self.variant,
-                sql_kinds=[],
-                allowed=len(ranked),
-                ranked=[r.record_id for r in ranked[:200]],
-                reachable={r.record_id: r.reason() for r in ranked[:200]},
-            )
-        )
+        self._emit_ranked(n, ranked)
         lines = self._urgent_checks(lines_ranked, hard, n, wanted) if wanted else []
         if not lines and not local and wanted:
             lines = self._urgent_checks(lines_ranked, [], n, wanted, conditions=False)
@@ -952,16 +956,7 @@ class CatalogAssistant:
         others = [s for s in structural if s.kind not in LOCATION]
         near = self._urgent_checks(ranked, others, n, self.k)
         if near:
-            self.trail.emit(
-                CatalogFilterEvent(
-                    turn=n,
-                    variant=self.variant,
-                    sql_kinds=[],
-                    allowed=len(ranked),
-                    ranked=[r.record_id for r in ranked[:200]],
-                    reachable={r.record_id: f"close by: {r.reason()}" for r in ranked[:200]},
-                )
-            )
+            self._emit_ranked(n, ranked, why="close by: ")
         return ranked, near
 
     def _lines_ranked(

@@ -21,7 +21,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-def _checked(patterns: list[str]) -> list[str]:
+def checked_patterns(patterns: list[str]) -> list[str]:
+    """The patterns as given, once each compiles (a word list's regular expressions, checked as it loads)."""
     for p in patterns:
         try:
             re.compile(p)
@@ -46,7 +47,7 @@ class _Fact(_Strict):
     @field_validator("said", "affirm", "deny")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        return _checked(v)
+        return checked_patterns(v)
 
 
 class _Group(_Strict):
@@ -67,7 +68,7 @@ class _Group(_Strict):
     @field_validator("only", "unless", "said", "beside")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        return _checked(v)
+        return checked_patterns(v)
 
 
 class _Duration(_Strict):
@@ -84,7 +85,7 @@ class _Duration(_Strict):
     @field_validator("said", "required")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        return _checked(v)
+        return checked_patterns(v)
 
     @field_validator("condition")
     @classmethod
@@ -104,7 +105,7 @@ class _Sense(_Strict):
     @field_validator("other")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        return _checked(v)
+        return checked_patterns(v)
 
 
 class FactFile(_Strict):
@@ -119,7 +120,7 @@ class FactFile(_Strict):
     @field_validator("self_age")
     @classmethod
     def _compiles(cls, v: list[str]) -> list[str]:
-        return _checked(v)
+        return checked_patterns(v)
 
 
 def compile_any(patterns: list[str] | tuple[str, ...]) -> re.Pattern[str] | None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from tracerag.catalog.fact_words import FactFile, FactWords
+from tracerag.catalog.fact_words import FactFile, FactWords, checked_patterns
 from tracerag.catalog.model import Semantic
 from tracerag.errors import ConfigError
 from tracerag.text import fold_key, stem
@@ -53,12 +53,7 @@ class _Condition(_Strict):
     @field_validator("patterns")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
-        for p in patterns:
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ValueError(f"not a regular expression ({exc}): {p[:60]!r}") from None
-        return patterns
+        return checked_patterns(patterns)
 
 
 class _Languages(_Strict):
@@ -163,15 +158,6 @@ class RecordWords:
     date_format: str = "{year}-{month}-{day}"
 
 
-def _compiles_all(patterns: list[str]) -> list[str]:
-    for p in patterns:
-        try:
-            re.compile(p)
-        except re.error as exc:
-            raise ValueError(f"not a regular expression ({exc}): {p[:60]!r}") from None
-    return patterns
-
-
 class _UrgencyKindFile(_Strict):
     name: str = Field(min_length=1)
     label: str = Field(min_length=1)
@@ -186,7 +172,7 @@ class _UrgencyKindFile(_Strict):
     @field_validator("patterns", "mentions", "unless", "services")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
-        return _compiles_all(patterns)
+        return checked_patterns(patterns)
 
     @model_validator(mode="after")
     def _signalled(self) -> _UrgencyKindFile:
@@ -205,7 +191,7 @@ class _Urgency(_Strict):
     @field_validator("hotline", "always_open", "not_serving", "by_phone")
     @classmethod
     def _compiles(cls, patterns: list[str]) -> list[str]:
-        return _compiles_all(patterns)
+        return checked_patterns(patterns)
 
 
 class _WordFile(_Strict):
