@@ -431,3 +431,14 @@ def test_a_bed_tonight_with_nothing_open_in_the_place_gets_the_nearest_open_now(
         assert first.zip != "94102" and "km from 94102, the nearest open now" in turn.reply
         # the place's own services are still there, after it
         assert any(r.record.zip == "94102" for r in turn.recommendations[1:])
+
+
+def test_somewhere_to_sleep_tonight_is_a_bed_tonight_not_a_time_filter(catalog: Path, tmp_path: Path) -> None:
+    # Found after the merges: "tonight" was read as an opening-time constraint on the topic "sleep", and the only
+    # records open at 19:00 were an Alzheimer's helpline. Read as the need for a bed tonight, the shelters come:
+    # Camillus House and the Chapman Partnership's homeless assistance centre (records read by hand).
+    with _assistant(catalog, tmp_path) as a:
+        turn = a.ask("somewhere to sleep tonight in Miami")
+    assert turn.urgency is not None and "nowhere to sleep" in [k.name for k in turn.urgency.kinds]
+    names = " ".join(r.record.name + " " + r.record.organization for r in turn.offered).upper()
+    assert "CAMILLUS" in names and "CHAPMAN" in names and "ALZHEIMER" not in names
