@@ -442,3 +442,11 @@ def test_somewhere_to_sleep_tonight_is_a_bed_tonight_not_a_time_filter(catalog: 
     assert turn.urgency is not None and "nowhere to sleep" in [k.name for k in turn.urgency.kinds]
     names = " ".join(r.record.name + " " + r.record.organization for r in turn.offered).upper()
     assert "CAMILLUS" in names and "CHAPMAN" in names and "ALZHEIMER" not in names
+
+
+def test_a_death_threat_is_urgent(catalog: Path, tmp_path: Path) -> None:
+    # Found by a trial with requests nobody on the project had written: no 911 at all before.
+    with _assistant(catalog, tmp_path) as a:
+        turn = a.ask("someone is threatening to kill me and he knows where i live. miami")
+    assert turn.urgency is not None and turn.urgency.danger
+    assert turn.reply.startswith("Call 911")

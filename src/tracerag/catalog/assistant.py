@@ -431,7 +431,7 @@ class CatalogAssistant:
     def _understand(self, request: str) -> RequestLanguage:
         """The request's language among those the profile understands, and the request in the directory's words
         (`catalog.request_language`); the catalog's place names are never glossed."""
-        places = [*self.index.cities, *self.index.counties]
+        places = [*self.index.cities, *self.index.counties, *self.index.areas, *self.index.places]
         return understand(request, self.profile.language, self.languages, self.words.ordinary, keep=places)
 
     def _respelt(self, heard: RequestLanguage, parsed: Constraints, notes: list[str]) -> Constraints:
