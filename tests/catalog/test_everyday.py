@@ -138,12 +138,9 @@ def miami(catalog: Path, tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="module")
-def sf211(tmp_path_factory: pytest.TempPathFactory):
-    source = require_datasets("sf-openreferral") / "sf-openreferral" / "211-sf.csv"
-    target = tmp_path_factory.mktemp("catalog") / "sf211"
-    build_catalog(source, target, load_settings(), dense=False)
+def sf211(sf211_catalog: Path, tmp_path_factory: pytest.TempPathFactory):
     trails = tmp_path_factory.mktemp("trails-sf211")
-    with CatalogAssistant(target, load_settings(), today=WEDNESDAY, trail_dir=trails) as a:
+    with CatalogAssistant(sf211_catalog, load_settings(), today=WEDNESDAY, trail_dir=trails) as a:
         yield a
 
 
