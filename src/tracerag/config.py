@@ -431,6 +431,13 @@ class RetrievalSettings(_Section):
         "scores over the query's IDF mass in that index, so that they share one scale) or 'max_raw_score' (raw "
         "scores, each on its own index's scale: the merge before issue 11); see benchmarks/field_merge.py.",
     )
+    query_weights: bool = Field(
+        True,
+        description="With the calibrated fusion, move each channel's weight by what the query shows: how much of "
+        "it BM25's best chunk matches (a question in another language than the documents matches little, and the "
+        "dense channel then carries it). --explain, --json and the trail show the weights and why; see "
+        "retrieval/query_fusion.py. False: the calibrated weights for every query.",
+    )
 
     @field_validator("channels")
     @classmethod

@@ -30,6 +30,7 @@ class RunSpec:
     windows: str | None = None
     fusion: str | None = None  # retrieval.fusion for this run (None: the settings')
     expand: tuple[str, ...] = ()  # query expansion: "vocab" (the collection's vocabulary model), "llm" (variants)
+    query_weights: bool | None = None  # retrieval.query_weights for this run (None: the settings')
 
 
 _ALL = ("bm25", "dense", "date", "phrase")
@@ -45,6 +46,8 @@ RUNS: dict[str, RunSpec] = {
         RunSpec("hybrid", _ALL),
         RunSpec("hybrid+windows", _ALL, "5y"),
         RunSpec("hybrid-rrf", _ALL, fusion="rrf"),
+        # the default fusion with the calibrated weights for every query (no fusion per query): what it replaced
+        RunSpec("hybrid-fixed", _ALL, query_weights=False),
         RunSpec("hybrid-combsum", _ALL, fusion="combsum"),
         RunSpec("hybrid-combmnz", _ALL, fusion="combmnz"),
         # query expansion (retrieval/expansion.py): the hybrid fused by RRF with the query's vocabulary-neighbour
@@ -77,6 +80,7 @@ def load_run_config(path: Path) -> dict[str, RunSpec]:
     channels = ["bm25", "dense", "date", "phrase"]
     windows = "10y"
     fusion = "rrf"           # optional: retrieval.fusion for this run
+    query_weights = false    # optional: retrieval.query_weights for this run
     """
     from tracerag.retrieval.search import KNOWN_CHANNELS
     from tracerag.retrieval.windows import parse_window
@@ -90,16 +94,21 @@ def load_run_config(path: Path) -> dict[str, RunSpec]:
         channels = table.get("channels")
         if not channels or not isinstance(channels, list) or set(channels) - set(KNOWN_CHANNELS):
             raise ConfigError(f"{path}: runs.{name}.channels must list some of {', '.join(KNOWN_CHANNELS)}")
-        unknown_keys = set(table) - {"channels", "windows", "fusion"}
+        unknown_keys = set(table) - {"channels", "windows", "fusion", "query_weights"}
         if unknown_keys:
-            raise ConfigError(f"{path}: runs.{name}: unknown keys {sorted(unknown_keys)} (channels, windows, fusion)")
+            raise ConfigError(
+                f"{path}: runs.{name}: unknown keys {sorted(unknown_keys)} (channels, windows, fusion, query_weights)"
+            )
         windows = table.get("windows")
         if windows is not None:
             parse_window(windows)
         fusion = table.get("fusion")
         if fusion is not None and fusion not in FUSIONS:
             raise ConfigError(f"{path}: runs.{name}.fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
-        specs[name] = RunSpec(name, tuple(channels), windows, fusion)
+        query_weights = table.get("query_weights")
+        if query_weights is not None and not isinstance(query_weights, bool):
+            raise ConfigError(f"{path}: runs.{name}.query_weights must be true or false, got {query_weights!r}")
+        specs[name] = RunSpec(name, tuple(channels), windows, fusion, query_weights=query_weights)
     if not specs:
         raise ConfigError(f"{path}: no [runs.NAME] table")
     return specs
@@ -177,6 +186,8 @@ def search_all(
     retrieval = collection.settings.retrieval
     if spec.fusion is not None:
         retrieval = retrieval.model_copy(update={"fusion": spec.fusion})
+    if spec.query_weights is not None:
+        retrieval = retrieval.model_copy(update={"query_weights": spec.query_weights})
     retriever = Retriever(collection, retrieval)
     own_scores = len(spec.channels) == 1 and not spec.windows and not spec.expand
     expand = _expander(collection, spec, llm) if spec.expand else None

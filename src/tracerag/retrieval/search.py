@@ -16,6 +16,7 @@ from tracerag.retrieval import weights as calibration
 from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel, Reading, read_phrases
 from tracerag.retrieval.entities import EntityChannel, name_share
 from tracerag.retrieval.fusion import Method, Normalisation, fuse, merge_fields
+from tracerag.retrieval.query_fusion import DEFAULT_RULE, QueryEvidence, QueryRule, QueryWeights, evidence, weigh
 from tracerag.retrieval.window_share import shares, year_of
 from tracerag.retrieval.windows import equal_share, parse_window, window_of
 
@@ -48,6 +49,23 @@ class FusionPlan:
     # channel weighs that much more or less, since a name in a question is context the other channels weigh too
     # (piaf-fr, weighing 1: 0.849 -> 0.819 nDCG@10 on 300 questions). Plain RRF takes no weights.
     entity_share: float = 1.0
+    # Fusion per query (retrieval/query_fusion.py): the rule that moves the weights by what one query shows, and
+    # that query's evidence, set by the search once its channels have run (None: the weights stay as they are).
+    rule: QueryRule | None = None
+    evidence: QueryEvidence | None = None
+
+    def query_weights(self, channels: Iterable[str]) -> QueryWeights | None:
+        """This query's weights of `channels` (the date channel aside: a stated date is a constraint), or None
+        when the plan has no per-query rule, the query no evidence yet, or the rule moved nothing (no dense channel
+        beside the words, say)."""
+        if self.rule is None or self.evidence is None or self.method is Method.RRF:
+            return None
+        present = [c for c in channels if c != "date"]
+        base = {c: (self.weights or {}).get(c, 1.0) for c in present}
+        if "entity" in base and self.entity_share < 1.0:
+            base["entity"] *= self.entity_share
+        found = weigh(base, present, self.evidence, self.rule)
+        return found if any(f != 1.0 for f in found.factors.values()) else None
 
     def weights_for(self, channels: Iterable[str]) -> dict[str, float] | None:
         """The weights of one fusion of `channels` (those that found something)."""
@@ -57,17 +75,21 @@ class FusionPlan:
         unmeasured = self.source == "calibration" and any(c not in (self.weights or {}) for c in present)
         dated = self.date_weighs_the_rest and "date" in present
         shared = "entity" in present and self.entity_share < 1.0
-        if not (unmeasured or dated or shared):
+        query = self.query_weights(present)
+        if not (unmeasured or dated or shared or query):
             return self.weights
         weights = {c: (self.weights or {}).get(c, 1.0) for c in present}
         if shared:
             weights["entity"] *= self.entity_share
+        if query is not None:
+            weights.update(query.weights)
         if dated:
             weights["date"] = sum(w for c, w in weights.items() if c != "date")
         return weights
 
     def to_dict(self, channels: Iterable[str] = ()) -> dict:
         channels = list(channels)
+        query = self.query_weights(channels)
         return {
             "method": str(self.method),
             "normalisation": _scales(self.normalisation) if self.method in (Method.COMBSUM, Method.COMBMNZ) else None,
@@ -83,7 +105,9 @@ class FusionPlan:
                 f"; the entity channel weighs the share of the query's words that are names ({self.entity_share:.2f})"
                 if "entity" in channels and self.entity_share < 1.0 and self.method is not Method.RRF
                 else ""
-            ),
+            )
+            + (f"; per query: {query.why}" if query is not None else ""),
+            "per_query": query.to_dict() if query is not None else None,
         }
 
 
@@ -151,6 +175,8 @@ class Retriever:
             plan = replace(plan, entity_share=share)
         for _ in range(4):
             hits, fields, per_group = self._run_channels(query, runners, dated, groups, depth)
+            if plan.rule is not None and plan.evidence is None:  # read once: a deeper pool has the same best chunk
+                plan = replace(plan, evidence=self._evidence(query, hits))
             docs = self._fuse_groups(per_group, plan)
             cut_off = any(len(h) >= depth for h in hits.values())
             if len(docs) >= want or not cut_off:
@@ -190,6 +216,12 @@ class Retriever:
                 "time_windows": time_windows,
             },
         )
+
+    def _evidence(self, query: str, hits: dict[str, list[Hit]]) -> QueryEvidence:
+        """What this query shows about its channels (retrieval/query_fusion.py); the term statistics only when
+        BM25 ran (the engine counts each word once and keeps it)."""
+        stats = self.collection.engine.field_stats(query) if "bm25" in hits else None
+        return evidence(hits, stats, self.settings.bm25_k1)
 
     def time_windows(self, docs: list[RankedDocument], flt: Filter, years: int | None, chosen: str) -> dict:
         """Each time window's share of `docs` against its share of the documents `flt` admits (undated ones
@@ -301,11 +333,12 @@ class Retriever:
                 method, Normalisation(self.settings.normalisation), weights, "settings" if weights else "equal", why
             )
         method, normalisation = CALIBRATED_METHOD, dict(CALIBRATED_SCALES)
+        rule = DEFAULT_RULE if self.settings.query_weights else None
         found, why = calibration.load(self.collection)
         if found is None:
             if self.collection.store.count_documents() < calibration.MIN_DOCUMENTS:
                 why = f"too small to calibrate (fewer than {calibration.MIN_DOCUMENTS} documents)"
-            return FusionPlan(method, normalisation, None, "equal", f"every channel weighs 1: {why}", True)
+            return FusionPlan(method, normalisation, None, "equal", f"every channel weighs 1: {why}", True, rule=rule)
         stale = found.staleness(calibration.collection_state(self.collection))
         if stale:
             return FusionPlan(
@@ -315,8 +348,9 @@ class Retriever:
                 "equal",
                 f"every channel weighs 1: the calibration was {stale} (run `tracerag calibrate`)",
                 True,
+                rule=rule,
             )
-        return FusionPlan(method, normalisation, dict(found.weights), "calibration", found.summary(), True)
+        return FusionPlan(method, normalisation, dict(found.weights), "calibration", found.summary(), True, rule=rule)
 
     def _fuse_groups(self, per_group: list[dict[str, list[Hit]]], plan: FusionPlan) -> list[RankedDocument]:
         """One corpus: plain fusion. Several: fuse each corpus, then take an equal share from each."""

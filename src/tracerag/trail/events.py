@@ -294,7 +294,13 @@ class FusionEvent(TrailEvent):
     why: str | None = Field(
         default=None,
         description="Where the weights come from: the collection's calibration (channels' pseudo-MRR), the "
-        "settings, or why every channel weighs 1.",
+        "settings, or why every channel weighs 1; and how this query moved them.",
+    )
+    per_query: dict[str, Any] | None = Field(
+        default=None,
+        description="Fusion per query (retrieval/query_fusion.py): each channel's calibrated weight, the factor "
+        "this query set, the weight used, the query's evidence (BM25's matched share, the words the indexes know) "
+        "and why. None: the weights were not moved (plain RRF, or retrieval.query_weights off).",
     )
 
     @model_validator(mode="before")

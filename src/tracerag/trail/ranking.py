@@ -49,6 +49,7 @@ def ranking_events(ranking: Ranking, query: str, *, step: int, sq: int | None = 
             normalisation=fusion.get("normalisation"),
             weights=fusion.get("weights"),
             why=fusion.get("why"),
+            per_query=fusion.get("per_query"),
             ranking=[
                 {
                     "doc_id": d.doc_id,

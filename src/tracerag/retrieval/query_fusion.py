@@ -1,0 +1,162 @@
+"""Each channel's weight for one query: the collection's calibrated weight, moved by what this query shows.
+
+A collection's calibration says how well each channel finds its documents on average; a query can be far from the
+average. A question in another language than the documents is the clearest case: BM25 can match only its names
+and numbers, the multilingual dense channel reads it whole, and a weight set once per collection keeps trusting
+the words (English questions over French paragraphs: BM25 found one gold paragraph in three, the dense channel
+nine in ten, the fusion with fixed weights in between). A pasted span is the other end: BM25's best chunk holds
+every word, and the dense channel's first documents only move it about.
+
+What a query shows, read from what the search computes anyway (no model, no word list of any language):
+- how much of the query BM25's best chunk matches (`matched`): its merged score is already the share of the
+  query's IDF weight that the chunk holds, saturated (`retrieval/fields.py`), so over BM25's ceiling (k1 + 1) it
+  is a share from 0 to 1;
+- how many of the query's words the collection's language indexes know (`known`, from the best-knowing index):
+  a query in a language the collection does not hold is mostly unknown words in every index, which says why
+  BM25 matched little.
+The rule (`QueryRule`) turns `matched` into a lexical trust between 0 and 1; the lexical channels weigh their
+calibrated weight times a factor that falls with it (never to 0: a name BM25 matched in a foreign question is still
+evidence), the dense channel gains what the words lose, up to 1. Its constants were set on the benchmarks (README,
+Evaluation: fusion per query); `--explain`, `--json` and the trail show the factors, the evidence and the why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from tracerag.engine import FieldStats
+from tracerag.model import Hit
+from tracerag.retrieval.fields import idf
+
+LEXICAL = ("bm25", "phrase")  # the channels that read the query's words
+
+
+@dataclass(frozen=True, slots=True)
+class QueryEvidence:
+    """What one query shows about its channels (`evidence`). None where a channel did not speak."""
+
+    matched: float | None  # share of the query's IDF weight BM25's best chunk holds (saturated), 0..1
+    known: float | None  # share of the query's words the best-knowing language index holds
+    index: str | None  # that index: the collection's language closest to the query's
+    indexes: tuple[str, ...]  # the collection's language indexes
+
+    def to_dict(self) -> dict:
+        return {
+            "matched": None if self.matched is None else round(self.matched, 4),
+            "known": None if self.known is None else round(self.known, 4),
+            "index": self.index,
+            "indexes": list(self.indexes),
+        }
+
+
+def evidence(hits: Mapping[str, Sequence[Hit]], stats: Mapping[str, FieldStats] | None, k1: float) -> QueryEvidence:
+    """The query's evidence from the lexical channel's merged hits (`query_idf` scale) and its term statistics
+    per language index (None: not asked, since BM25 did not run)."""
+    bm25 = hits.get("bm25")
+    matched = None
+    if bm25 is not None:
+        best = max((h.score for h in bm25), default=0.0)
+        matched = min(1.0, max(0.0, best / (k1 + 1.0)))
+    known, index = _known(stats or {})
+    return QueryEvidence(matched, known, index, tuple(sorted(stats or {})))
+
+
+def _known(stats: Mapping[str, FieldStats]) -> tuple[float | None, str | None]:
+    """The largest share of the query's counted words one index holds, and that index (ties: by name)."""
+    best: tuple[float, str] | None = None
+    for field in sorted(stats):
+        terms = stats[field].terms
+        total = sum(t.counted for t in terms)
+        if not total:
+            continue
+        share = sum(t.counted for t in terms if t.chunks > 0) / total
+        if best is None or share > best[0]:
+            best = (share, field)
+    return (best[0], best[1]) if best else (None, None)
+
+
+def known_weight(stats: FieldStats) -> float:
+    """The share of the query's IDF weight an index knows (a word it lacks at the highest IDF): for the record."""
+    weights = [(t.counted * idf(stats.chunks, t.chunks), t.chunks > 0) for t in stats.terms]
+    total = sum(w for w, _ in weights)
+    return sum(w for w, known in weights if known) / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class QueryRule:
+    """Lexical trust = (matched - low) / (high - low), clipped to 0..1. A lexical channel's factor is
+    floor + (1 - floor) * trust; the dense channel's weight rises from its calibrated weight w to
+    w + (1 - w) * (1 - trust), all of it where BM25 matched little. Measured on the benchmarks (README)."""
+
+    low: float = 0.15
+    high: float = 0.45
+    floor: float = 0.3
+
+    def trust(self, matched: float) -> float:
+        if self.high <= self.low:
+            return 1.0 if matched >= self.high else 0.0
+        return min(1.0, max(0.0, (matched - self.low) / (self.high - self.low)))
+
+
+DEFAULT_RULE = QueryRule()
+
+
+@dataclass(frozen=True, slots=True)
+class QueryWeights:
+    """The weights of one query's fusion and why: `weights[c] = base[c] * factor[c]`, or the dense channel's raised
+    weight; `why` is one line for `--explain`."""
+
+    weights: dict[str, float]
+    base: dict[str, float]
+    factors: dict[str, float]
+    evidence: QueryEvidence
+    why: str
+
+    def to_dict(self) -> dict:
+        return {
+            "weights": {c: round(w, 4) for c, w in self.weights.items()},
+            "calibrated": {c: round(w, 4) for c, w in self.base.items()},
+            "factors": {c: round(f, 4) for c, f in self.factors.items()},
+            "evidence": self.evidence.to_dict(),
+            "why": self.why,
+        }
+
+
+def weigh(
+    base: Mapping[str, float], channels: Iterable[str], ev: QueryEvidence, rule: QueryRule = DEFAULT_RULE
+) -> QueryWeights:
+    """The weights of `channels` (those that found something) for a query with evidence `ev`, from the base
+    weights (a channel `base` does not name weighs 1). Without BM25's evidence, or without a dense channel to
+    carry the query, nothing moves."""
+    present = list(channels)
+    weights = {c: float(base.get(c, 1.0)) for c in present}
+    start = dict(weights)
+    factors = {c: 1.0 for c in present}
+    if ev.matched is None or "dense" not in present or not any(c in present for c in LEXICAL):
+        return QueryWeights(weights, start, factors, ev, "every channel at its calibrated weight")
+    trust = rule.trust(ev.matched)
+    for c in LEXICAL:
+        if c in weights:
+            factors[c] = rule.floor + (1.0 - rule.floor) * trust
+            weights[c] = start[c] * factors[c]
+    dense = start["dense"] + (1.0 - start["dense"]) * (1.0 - trust)
+    factors["dense"] = dense / start["dense"] if start["dense"] > 0 else 1.0
+    weights["dense"] = dense
+    return QueryWeights(weights, start, factors, ev, _why(ev, trust))
+
+
+def _why(ev: QueryEvidence, trust: float) -> str:
+    matched = f"BM25's best chunk holds {ev.matched:.0%} of the query's weight"
+    known = ""
+    if ev.known is not None and ev.index is not None:
+        known = f"; the {ev.index} index knows {ev.known:.0%} of its words"
+        if len(ev.indexes) > 1:
+            known += f" (the most of {len(ev.indexes)} indexes)"
+    if trust >= 1.0:
+        verdict = "the words are trusted at their calibrated weight"
+    elif trust <= 0.0:
+        verdict = "the words are weak evidence: the dense channel carries the query"
+    else:
+        verdict = f"the words are trusted at {trust:.0%}, the dense channel weighs the rest"
+    return f"{matched}{known}: {verdict}"
