@@ -87,7 +87,7 @@ def test_eval_on_a_beir_folder(tmp_path: Path) -> None:
 def test_eval_list_and_errors(tmp_path: Path) -> None:
     listed = runner.invoke(app, ["eval", "--list"])
     assert listed.exit_code == 0
-    for name in ("hipe-entities", "ocr-known-item", "cranfield", "piaf-fr", "miami211-services"):
+    for name in ("hipe-entities", "ocr-known-item", "cranfield", "piaf-fr", "xling-piaf", "miami211-services"):
         assert name in listed.output
     unknown = runner.invoke(app, ["eval", "--benchmark", "nope", "--out", str(tmp_path)])
     assert unknown.exit_code == 2 and "unknown benchmark" in unknown.output

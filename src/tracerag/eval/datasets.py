@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tracerag.dates import normalise_date
-from tracerag.errors import ConfigError, DataUnavailableError
+from tracerag.errors import ConfigError, DataUnavailableError, RecordError, Where
 from tracerag.ingest.hipe import read as read_hipe
 from tracerag.model import Document
 
@@ -338,12 +338,21 @@ def cranfield(root: Path) -> Benchmark:
 # --------------------------------------------------------------------------------------------------- PIAF
 
 
-def piaf_fr(root: Path) -> Benchmark:
-    """PIAF (French SQuAD): passage retrieval, each question's own paragraph is its one relevant document."""
+@dataclass(frozen=True, slots=True)
+class PiafQuestion:
+    """One PIAF question, with the id of the paragraph (Document) it was written on."""
+
+    text: str
+    doc_id: str
+    answers: list[str]
+
+
+def piaf_corpus(root: Path) -> tuple[list[Document], dict[str, PiafQuestion]]:
+    """PIAF's paragraphs as Documents and its questions by id. Every PIAF benchmark reads the corpus here, so their
+    Documents (ids and text) are the same and a collection built for one lends its vectors to the others."""
     data = json.loads((Path(root) / "piaf" / "piaf-v1.1.json").read_text(encoding="utf-8"))
     documents: list[Document] = []
-    queries: dict[str, Query] = {}
-    qrels: Qrels = {}
+    questions: dict[str, PiafQuestion] = {}
     by_context: dict[str, str] = {}
     for article in data["data"]:
         title = article["title"]
@@ -365,13 +374,79 @@ def piaf_fr(root: Path) -> Benchmark:
                 )
             for qa in para["qas"]:
                 answers = [a["text"] for a in qa.get("answers", [])]
-                queries[qa["id"]] = Query(qa["id"], qa["question"].strip(), "question", "fr", {"answers": answers})
-                qrels[qa["id"]] = {doc_id: 1}
+                questions[qa["id"]] = PiafQuestion(qa["question"].strip(), doc_id, answers)
+    return documents, questions
+
+
+def piaf_fr(root: Path) -> Benchmark:
+    """PIAF (French SQuAD): passage retrieval, each question's own paragraph is its one relevant document."""
+    documents, questions = piaf_corpus(root)
+    queries = {qid: Query(qid, q.text, "question", "fr", {"answers": q.answers}) for qid, q in questions.items()}
+    qrels: Qrels = {qid: {q.doc_id: 1} for qid, q in questions.items()}
     description = (
         "PIAF v1.1 French questions over Wikipedia paragraphs. Judgments are derived: a question's relevant "
         "document (grade 1) is the paragraph it was written on; other paragraphs may answer it too."
     )
     return Benchmark("piaf-fr", description, documents, queries, qrels)
+
+
+# The translated questions live in the repository (benchmarks/crosslingual), not in the package nor the datasets
+# folder: they are the project's own data, reviewed with the code. Located from the source tree (src/tracerag/eval).
+CROSSLINGUAL_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "crosslingual"
+XLING_PIAF_FILES = "piaf-*.jsonl"  # one file per question language; every one present is read
+
+
+def _translated_questions(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, record) of a questions file; a record without its fields is an error naming file:line."""
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RecordError(f"not JSON ({exc.msg})", file=str(path), line=n) from None
+            if not isinstance(rec, dict):
+                raise RecordError("not a JSON object", file=str(path), line=n)
+            missing = [k for k in ("id", "language", "text", "source") if not isinstance(rec.get(k), str) or not rec[k]]
+            if missing:
+                raise RecordError(f"lacks {', '.join(missing)} (non-empty strings)", file=str(path), line=n)
+            yield n, rec
+
+
+def xling_piaf(root: Path, questions: Path | None = None) -> Benchmark:
+    """Cross-lingual PIAF: questions translated from PIAF's French into other languages, over the French paragraphs.
+
+    The corpus is piaf-fr's. Each question's relevant document is the paragraph of the PIAF question it was
+    translated from (`source`). Query.type is "question language->document language" (e.g. "en->fr")."""
+    folder = Path(questions) if questions is not None else CROSSLINGUAL_DIR
+    files = sorted(folder.glob(XLING_PIAF_FILES)) if folder.is_dir() else []
+    if not files:
+        raise DataUnavailableError(f"xling-piaf: no translated questions ({XLING_PIAF_FILES}) in {folder}")
+    documents, piaf_questions = piaf_corpus(root)
+    doc_language = {d.id: d.language for d in documents}
+    queries: dict[str, Query] = {}
+    qrels: Qrels = {}
+    for path in files:
+        for n, rec in _translated_questions(path):
+            where = Where(file=str(path), line=n)
+            source = piaf_questions.get(rec["source"])
+            if source is None:
+                raise RecordError(f"source {rec['source']!r} is not a PIAF question id", **where)
+            if rec["id"] in queries:
+                raise RecordError(f"id {rec['id']!r} is used twice", **where)
+            language = rec["language"]
+            meta = {"source": rec["source"], "source_text": source.text, "answers": source.answers}
+            queries[rec["id"]] = Query(
+                rec["id"], rec["text"].strip(), f"{language}->{doc_language[source.doc_id]}", language, meta
+            )
+            qrels[rec["id"]] = {source.doc_id: 1}
+    description = (
+        "PIAF v1.1 questions translated from French into other languages (benchmarks/crosslingual/README.md says "
+        "how), over PIAF's French Wikipedia paragraphs. Judgments are derived: a question's relevant document "
+        "(grade 1) is the paragraph its French original was written on; other paragraphs may answer it too."
+    )
+    return Benchmark("xling-piaf", description, documents, queries, qrels)
 
 
 # ----------------------------------------------------------------------------------- the miami211 directory
@@ -532,6 +607,7 @@ BENCHMARKS: dict[str, Callable[[Path], Benchmark]] = {
     "ocr-known-item": ocr_known_item,
     "cranfield": cranfield,
     "piaf-fr": piaf_fr,
+    "xling-piaf": xling_piaf,
     "miami211-services": miami211_services,
     "miami211-services-city": miami211_services_city,
 }
