@@ -114,10 +114,14 @@ def main() -> None:
         print(name, json.dumps(row, default=lambda x: round(x, 4)))
     if args.grid:
         grid = []
-        for low, high, floor in itertools.product((0.0, 0.1, 0.15, 0.2, 0.25), (0.3, 0.4, 0.5, 0.6), (0.1, 0.3, 0.5)):
-            if high <= low:
-                continue
-            rule = QueryRule(low, high, floor)
+        rules = [
+            QueryRule(low, high, floor, sure, damp)
+            for low, high, floor, sure, damp in itertools.product(
+                (0.1, 0.15, 0.2), (0.3, 0.4), (0.3, 0.5, 0.7), (0.6, 0.8, 1.0), (0.5, 0.9)
+            )
+            if high > low and not (sure == 1.0 and damp != 0.5)
+        ]
+        for rule in rules:
             per = {n: scores(b, fuse(b, rule)) for n, b in loaded.items()}
             worst = min(per[n]["nDCG@10"] - max(table[n][c]["nDCG@10"] for c in ("bm25", "dense", "fixed") if c in table[n]) for n in per)
             grid.append((worst, rule, per))

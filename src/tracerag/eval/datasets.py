@@ -396,7 +396,9 @@ CROSSLINGUAL_DIR = Path(__file__).resolve().parents[3] / "benchmarks" / "crossli
 XLING_PIAF_FILES = "piaf-*.jsonl"  # one file per question language; every one present is read
 
 
-def _translated_questions(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _translated_questions(
+    path: Path, fields: tuple[str, ...] = ("id", "language", "text", "source")
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record) of a questions file; a record without its fields is an error naming file:line."""
     with path.open(encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
@@ -408,7 +410,7 @@ def _translated_questions(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise RecordError(f"not JSON ({exc.msg})", file=str(path), line=n) from None
             if not isinstance(rec, dict):
                 raise RecordError("not a JSON object", file=str(path), line=n)
-            missing = [k for k in ("id", "language", "text", "source") if not isinstance(rec.get(k), str) or not rec[k]]
+            missing = [k for k in fields if not isinstance(rec.get(k), str) or not rec[k]]
             if missing:
                 raise RecordError(f"lacks {', '.join(missing)} (non-empty strings)", file=str(path), line=n)
             yield n, rec
@@ -447,6 +449,44 @@ def xling_piaf(root: Path, questions: Path | None = None) -> Benchmark:
         "(grade 1) is the paragraph its French original was written on; other paragraphs may answer it too."
     )
     return Benchmark("xling-piaf", description, documents, queries, qrels)
+
+
+XLING_HIPE_FILE = "hipe-questions.jsonl"
+
+
+def xling_hipe(root: Path, questions: Path | None = None) -> Benchmark:
+    """Cross-lingual HIPE-2022: questions written in one language about newspaper articles in another, over every
+    HIPE-2022 document (fr, de, en, fi, sv, as hipe-entities reads them).
+
+    Each record names its relevant `documents` (the one the question was written on, and any other the writer
+    found answering it) and their `document_language`; Query.type is "question language->document language"."""
+    path = (Path(questions) if questions is not None else CROSSLINGUAL_DIR) / XLING_HIPE_FILE
+    if not path.is_file():
+        raise DataUnavailableError(f"xling-hipe: no questions file {path}")
+    documents = _hipe_documents(root)
+    language_of = {d.id: d.language for d in documents}
+    queries: dict[str, Query] = {}
+    qrels: Qrels = {}
+    for n, rec in _translated_questions(path, ("id", "language", "text", "document_language")):
+        where = Where(file=str(path), line=n)
+        relevant = rec.get("documents")
+        if not isinstance(relevant, list) or not relevant or not all(isinstance(d, str) for d in relevant):
+            raise RecordError("documents must be a non-empty list of HIPE document ids", **where)
+        unknown = [d for d in relevant if d not in language_of]
+        if unknown:
+            raise RecordError(f"documents {unknown} are not HIPE-2022 document ids", **where)
+        if rec["id"] in queries:
+            raise RecordError(f"id {rec['id']!r} is used twice", **where)
+        queries[rec["id"]] = Query(
+            rec["id"], rec["text"].strip(), f"{rec['language']}->{rec['document_language']}", rec["language"]
+        )
+        qrels[rec["id"]] = {d: 1 for d in relevant}
+    description = (
+        "HIPE-2022 newspapers (fr, de, en, fi, sv) with questions written in another language than the article "
+        "they ask about (benchmarks/crosslingual/NOTES-hipe.md says how). Judgments are derived from the writer's "
+        "reading: the article the question was written on, and any other the writer found answering it."
+    )
+    return Benchmark("xling-hipe", description, documents, queries, qrels)
 
 
 # ----------------------------------------------------------------------------------- the miami211 directory
@@ -607,6 +647,7 @@ BENCHMARKS: dict[str, Callable[[Path], Benchmark]] = {
     "ocr-known-item": ocr_known_item,
     "cranfield": cranfield,
     "piaf-fr": piaf_fr,
+    "xling-hipe": xling_hipe,
     "xling-piaf": xling_piaf,
     "miami211-services": miami211_services,
     "miami211-services-city": miami211_services_city,

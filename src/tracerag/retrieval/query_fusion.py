@@ -90,8 +90,18 @@ class QueryRule:
     w + (1 - w) * (1 - trust), all of it where BM25 matched little. Measured on the benchmarks (README)."""
 
     low: float = 0.15
-    high: float = 0.45
-    floor: float = 0.3
+    high: float = 0.3
+    floor: float = 0.5
+    # Where BM25's best chunk holds nearly all of the query (a pasted span, a name written as the documents write
+    # it), the dense channel's weight falls further, by up to `damp` of itself at a full match.
+    sure: float = 1.0
+    damp: float = 0.0
+
+    def dense_share(self, matched: float) -> float:
+        """What remains of the dense channel's calibrated weight where the words are sure (1: nothing taken)."""
+        if matched <= self.sure or self.sure >= 1.0:
+            return 1.0
+        return 1.0 - self.damp * (matched - self.sure) / (1.0 - self.sure)
 
     def trust(self, matched: float) -> float:
         if self.high <= self.low:
@@ -140,7 +150,7 @@ def weigh(
         if c in weights:
             factors[c] = rule.floor + (1.0 - rule.floor) * trust
             weights[c] = start[c] * factors[c]
-    dense = start["dense"] + (1.0 - start["dense"]) * (1.0 - trust)
+    dense = (start["dense"] + (1.0 - start["dense"]) * (1.0 - trust)) * rule.dense_share(ev.matched)
     factors["dense"] = dense / start["dense"] if start["dense"] > 0 else 1.0
     weights["dense"] = dense
     return QueryWeights(weights, start, factors, ev, _why(ev, trust))
