@@ -153,10 +153,10 @@ def weigh(
     dense = (start["dense"] + (1.0 - start["dense"]) * (1.0 - trust)) * rule.dense_share(ev.matched)
     factors["dense"] = dense / start["dense"] if start["dense"] > 0 else 1.0
     weights["dense"] = dense
-    return QueryWeights(weights, start, factors, ev, _why(ev, trust))
+    return QueryWeights(weights, start, factors, ev, _why(ev, trust, rule.dense_share(ev.matched)))
 
 
-def _why(ev: QueryEvidence, trust: float) -> str:
+def _why(ev: QueryEvidence, trust: float, dense_share: float = 1.0) -> str:
     matched = f"BM25's best chunk holds {ev.matched:.0%} of the query's weight"
     known = ""
     if ev.known is not None and ev.index is not None:
@@ -169,4 +169,6 @@ def _why(ev: QueryEvidence, trust: float) -> str:
         verdict = "the words are weak evidence: the dense channel carries the query"
     else:
         verdict = f"the words are trusted at {trust:.0%}, the dense channel weighs the rest"
+    if dense_share < 1.0:
+        verdict += f"; so sure a match that the dense channel keeps {dense_share:.0%} of its weight"
     return f"{matched}{known}: {verdict}"
