@@ -219,9 +219,10 @@ Progress = Callable[[str, int, int], None]  # (what, chunks done, chunks to do)
 
 
 def find_entities(store: EntityStore, pipelines: Pipelines, progress: Progress | None = None) -> EntityReport:
-    """Find the entities of every chunk not yet looked at: the pipelines' languages first, then the gazetteer
-    built from what they found over the rest (again over chunks an older gazetteer matched). Resumable: each
-    batch is committed with its chunks marked, so an interrupted run goes on where it stopped."""
+    """Find the entities of every chunk not yet looked at: the pipelines' languages first (again over chunks of
+    their language that the gazetteer or another model version looked at), then the gazetteer built from what they
+    found over the rest (again over chunks an older gazetteer matched). Resumable: each batch is committed with
+    its chunks marked, so an interrupted run goes on where it stopped."""
     report = EntityReport()
     began = time.perf_counter()
     done, total = store.count_chunks_for_entities()
@@ -239,8 +240,10 @@ def find_entities(store: EntityStore, pipelines: Pipelines, progress: Progress |
             after = (batch[-1].doc_id, batch[-1].n)
             yield batch
 
-    # 1. the pipelines, language by language in each page
-    for batch in page(()):
+    # 1. the pipelines, language by language in each page: a chunk of a pipeline's language that this pipeline
+    # (at this version) has not looked at, so that a pipeline configured or upgraded later replaces what the
+    # gazetteer or an older model found there
+    for batch in page(sorted(model_finders.values())):
         by_lang: dict[str, list[EntityWork]] = {}
         for w in batch:
             if w.language in model_finders:
@@ -254,7 +257,7 @@ def find_entities(store: EntityStore, pipelines: Pipelines, progress: Progress |
                 seen_docs.update(w.doc_id for w in part)
                 count += len(part)
                 if progress:
-                    progress(f"entities ({lang}, {pipelines.names[lang]})", count, todo)
+                    progress(f"entities ({lang}, {pipelines.names[lang]})", count, max(todo, count))
     # 2. the gazetteer over the languages without a pipeline
     if model_finders:
         gazetteer = Gazetteer.of(store.entity_forms(sorted(model_finders.values())))
