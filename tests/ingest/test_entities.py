@@ -169,6 +169,29 @@ def test_a_second_pass_finds_nothing_new_and_a_changed_document_loses_its_entiti
         col.close()
 
 
+def test_a_pipeline_configured_later_looks_again_at_what_the_gazetteer_matched(tmp_path: Path) -> None:
+    """A language's chunks matched by the gazetteer are looked at by a pipeline configured for it afterwards (no
+    German pipeline ships: the French one stands in), once; the other languages' chunks are left as they were."""
+    require_ner()
+    docs = hipe_files(FRENCH[:1])[:4] + hipe_files(GERMAN)[:3]
+    col = build(tmp_path / "c", docs)
+    try:
+        before = dict(col.store._db.execute("SELECT chunk_id, finder FROM entity_chunks").fetchall())
+        german = {c for c, f in before.items() if f.startswith(GAZETTEER + ":")}
+        assert german and all(c.split("#")[0] in {d.id for d in docs if d.language == "de"} for c in german)
+        report = find_entities(col.store, Pipelines({"fr": FR_PIPELINE, "de": FR_PIPELINE}))
+        after = dict(col.store._db.execute("SELECT chunk_id, finder FROM entity_chunks").fetchall())
+        assert report.chunks == {after[next(iter(german))]: len(german)}  # the German chunks, and only they
+        assert all(after[c].startswith(FR_PIPELINE + " 3.8") for c in german)
+        assert {c: f for c, f in after.items() if c not in german} == {
+            c: f for c, f in before.items() if c not in german
+        }
+        again = find_entities(col.store, Pipelines({"fr": FR_PIPELINE, "de": FR_PIPELINE}))
+        assert again.chunks == {} and again.mentions == 0
+    finally:
+        col.close()
+
+
 def test_the_gazetteer_matches_whole_folded_words_longest_first() -> None:
     from tracerag.ingest.entities import EntityForm
 

