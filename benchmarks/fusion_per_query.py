@@ -31,7 +31,8 @@ from tracerag.eval.trec import Run, read_run
 from tracerag.model import Hit
 from tracerag.retrieval import weights as stored
 from tracerag.retrieval.fusion import Normalisation, fuse_scored
-from tracerag.retrieval.query_fusion import DEFAULT_RULE, QueryRule, evidence, weigh
+from tracerag.engine.points import field_language, text_field
+from tracerag.retrieval.query_fusion import CANDIDATES, DEFAULT_RULE, QueryRule, evidence, weigh
 from tracerag.retrieval.search import CALIBRATED_METHOD, CALIBRATED_SCALES, FusionPlan
 
 DEPTH = 100
@@ -53,10 +54,13 @@ def load(name: str, report: Path, collection: Path | None, data: Path) -> dict:
             raise SystemExit(f"{path}: {why}")
         k1 = col.settings.retrieval.bm25_k1
         found = {}
+        field_of = {d.id: field_language(text_field(d.language)) for d in bench.documents}
         for qid in queries:
             bm25 = channels.get("bm25", {}).get(qid, [])
             hits = {"bm25": [Hit("", d, "bm25", i + 1, s) for i, (d, s) in enumerate(bm25)]} if "bm25" in channels else {}
-            found[qid] = evidence(hits, col.engine.field_stats(bench.queries[qid].text), k1)
+            dense = [d for d, _ in channels.get("dense", {}).get(qid, [])[:CANDIDATES]]
+            indexes = [field_of[d] for d in dense if d in field_of]
+            found[qid] = evidence(hits, col.engine.field_stats(bench.queries[qid].text), k1, indexes)
     return {
         "bench": bench,
         "channels": channels,
@@ -105,21 +109,24 @@ def main() -> None:
         row["fixed"] = scores(b, fuse(b, None))
         row["per-query"] = scores(b, fuse(b, DEFAULT_RULE))
         matched = [e.matched for e in b["evidence"].values() if e.matched is not None]
-        known = [e.known for e in b["evidence"].values() if e.known is not None]
+        known = [e.known_there for e in b["evidence"].values() if e.known_there is not None]
         row["evidence"] = {
             "matched_median": statistics.median(matched) if matched else float("nan"),
-            "known_median": statistics.median(known) if known else float("nan"),
+            "known_there_median": statistics.median(known) if known else float("nan"),
         }
         table[name] = row
         print(name, json.dumps(row, default=lambda x: round(x, 4)))
     if args.grid:
         grid = []
         rules = [
-            QueryRule(low, high, floor, sure, damp)
-            for low, high, floor, sure, damp in itertools.product(
-                (0.1, 0.15, 0.2), (0.3, 0.4), (0.3, 0.5, 0.7), (0.6, 0.8, 1.0), (0.5, 0.9)
+            QueryRule(low, high, floor, kl, kh, sure, damp)
+            for low, high, floor, (kl, kh), (sure, damp) in itertools.product(
+                (0.1, 0.15, 0.2),
+                (0.3, 0.4),
+                (0.3, 0.5),
+                ((0.5, 0.8), (0.6, 0.9), (0.7, 0.95), (0.8, 1.0), (1.0, 1.01)),
+                ((1.0, 0.0), (0.7, 0.5), (0.8, 0.9)),
             )
-            if high > low and not (sure == 1.0 and damp != 0.5)
         ]
         for rule in rules:
             per = {n: scores(b, fuse(b, rule)) for n, b in loaded.items()}

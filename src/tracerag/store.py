@@ -397,6 +397,15 @@ class DocumentStore:
                 )
         return out
 
+    def languages_of(self, doc_ids: Sequence[str]) -> dict[str, str | None]:
+        """The stated or detected language of each stored document of `doc_ids` (None: neither)."""
+        out: dict[str, str | None] = {}
+        for part in _batches(list(doc_ids), 500):
+            marks = ",".join("?" * len(part))
+            for row in self._db.execute(f"SELECT id, language FROM documents WHERE id IN ({marks})", part):
+                out[row[0]] = row[1]
+        return out
+
     def _huge_text(self, doc_id: str) -> str:
         """The text of a document stored in parts ('' for one whose text is empty)."""
         if not self._has_parts():

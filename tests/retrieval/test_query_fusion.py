@@ -21,8 +21,8 @@ from tracerag.retrieval.query_fusion import DEFAULT_RULE, QueryEvidence, QueryRu
 CALIBRATED = {"bm25": 1.0, "dense": 0.5, "phrase": 1.0}
 
 
-def _ev(matched: float | None, known: float | None = 1.0) -> QueryEvidence:
-    return QueryEvidence(matched, known, "fr", ("fr",))
+def _ev(matched: float | None, known: float | None = 1.0, there: float | None = 0.3) -> QueryEvidence:
+    return QueryEvidence(matched, known, "fr", ("fr",), there, ("fr",))
 
 
 def test_a_query_bm25_barely_matches_is_carried_by_the_dense_channel() -> None:
@@ -53,6 +53,14 @@ def test_a_sure_match_can_take_from_the_dense_channel() -> None:
     assert weigh(CALIBRATED, ["bm25", "dense"], _ev(1.0), rule).weights["dense"] == pytest.approx(0.25)
 
 
+def test_words_the_dense_documents_language_knows_keep_their_trust() -> None:
+    """BM25 matching little of a query whose words the dense channel's documents' language holds is OCR noise or a
+    loose question, not another language: the weights stay."""
+    rule = QueryRule(known_low=0.6, known_high=0.9)
+    assert weigh(CALIBRATED, ["bm25", "dense"], _ev(0.05, there=0.95), rule).weights == {"bm25": 1.0, "dense": 0.5}
+    assert weigh(CALIBRATED, ["bm25", "dense"], _ev(0.05, there=0.4), rule).weights["dense"] == pytest.approx(1.0)
+
+
 def test_nothing_moves_without_both_the_words_and_the_dense_channel() -> None:
     assert weigh(CALIBRATED, ["bm25", "phrase"], _ev(0.0)).weights == {"bm25": 1.0, "phrase": 1.0}
     assert weigh(CALIBRATED, ["dense"], _ev(0.0)).weights == {"dense": 0.5}
@@ -65,9 +73,11 @@ def test_evidence_reads_the_merged_score_and_the_indexes_vocabulary() -> None:
         "fr": FieldStats(100, (TermStats("quand", 1, 20), TermStats("tour", 1, 3), TermStats("eiffel", 1, 2))),
         "en": FieldStats(50, (TermStats("when", 1, 0), TermStats("tower", 1, 0), TermStats("eiffel", 1, 1))),
     }
-    ev = evidence(hits, stats, k1=1.2)
+    ev = evidence(hits, stats, k1=1.2, candidate_indexes=["en", "en", "fr"])
     assert ev.matched == pytest.approx(0.5)  # 1.1 of BM25's ceiling k1 + 1 = 2.2
     assert (ev.known, ev.index, ev.indexes) == (1.0, "fr", ("en", "fr"))
+    assert ev.known_there == pytest.approx((1 / 3 + 1 / 3 + 1) / 3)  # the words the dense documents' indexes know
+    assert ev.candidate_indexes == ("en", "fr")
     assert evidence({}, None, 1.2).matched is None
     assert evidence({"bm25": []}, stats, 1.2).matched == 0.0
 

@@ -16,7 +16,16 @@ from tracerag.retrieval import weights as calibration
 from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel, Reading, read_phrases
 from tracerag.retrieval.entities import EntityChannel, name_share
 from tracerag.retrieval.fusion import Method, Normalisation, fuse, merge_fields
-from tracerag.retrieval.query_fusion import DEFAULT_RULE, QueryEvidence, QueryRule, QueryWeights, evidence, weigh
+from tracerag.engine.points import field_language, text_field
+from tracerag.retrieval.query_fusion import (
+    CANDIDATES,
+    DEFAULT_RULE,
+    QueryEvidence,
+    QueryRule,
+    QueryWeights,
+    evidence,
+    weigh,
+)
 from tracerag.retrieval.window_share import shares, year_of
 from tracerag.retrieval.windows import equal_share, parse_window, window_of
 
@@ -221,7 +230,10 @@ class Retriever:
         """What this query shows about its channels (retrieval/query_fusion.py); the term statistics only when
         BM25 ran (the engine counts each word once and keeps it)."""
         stats = self.collection.engine.field_stats(query) if "bm25" in hits else None
-        return evidence(hits, stats, self.settings.bm25_k1)
+        first = list(dict.fromkeys(h.doc_id for h in sorted(hits.get("dense", []), key=lambda h: h.rank)))
+        languages = self.collection.store.languages_of(first[:CANDIDATES]) if stats else {}
+        indexes = [field_language(text_field(languages.get(d))) for d in first[:CANDIDATES] if d in languages]
+        return evidence(hits, stats, self.settings.bm25_k1, indexes)
 
     def time_windows(self, docs: list[RankedDocument], flt: Filter, years: int | None, chosen: str) -> dict:
         """Each time window's share of `docs` against its share of the documents `flt` admits (undated ones
