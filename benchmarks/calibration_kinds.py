@@ -19,7 +19,11 @@ fuses the benchmark's own queries' channel rankings as the default search does (
     python benchmarks/calibration_kinds.py --collection cranfield=~/.cache/tracerag/eval/cranfield-… \
         --report cranfield=reports/base-cranfield --out benchmarks/results/calibration_kinds
 
-Writes OUT.json and OUT.md (the markdown is appended to by each run when --append is given).
+With `--llm MODEL` (as `llm.model`: `local`, `openai:NAME`) the question kind is asked of that model, for
+`--questions N` passages drawn with the seed (a draw of N per kind, of which only the questions are kept: a small
+model on 2 cores writes one in about ten seconds), and the questions are kept in OUT.json.
+
+Writes OUT.json and OUT.md.
 """
 
 from __future__ import annotations
@@ -46,6 +50,30 @@ from tracerag.retrieval import Retriever, calibration  # noqa: E402
 from tracerag.retrieval.calibration import CANDIDATES, KINDS, Measured, weigh  # noqa: E402
 
 OLD_KINDS = ("span", "keywords", "phrase")
+
+
+def with_questions(measured: Measured, retriever: Retriever, args: argparse.Namespace) -> Measured:
+    """`measured` with the question kind of a draw of `args.questions` per kind, asked of `args.llm`."""
+    from tracerag.llm import load_llm
+    from tracerag.research.pseudo_questions import PassageQuestions
+
+    model = load_llm(load_settings(llm={"model": args.llm}))
+    assert model is not None
+    asker = PassageQuestions(model)
+    asked = calibration.measure(retriever, args.questions, args.seed, questioner=asker)
+    keep = [i for i, q in enumerate(asked.queries) if q.kind == "question"]
+    notes = dict(measured.notes)
+    notes.pop("question", None)
+    if "question" in asked.notes:
+        notes["question"] = asked.notes["question"]
+    return replace(
+        measured,
+        queries=measured.queries + [asked.queries[i] for i in keep],
+        ranks=measured.ranks + [asked.ranks[i] for i in keep],
+        scored=measured.scored + [asked.scored[i] for i in keep],
+        notes=notes,
+        seconds=measured.seconds + asked.seconds,
+    )
 
 
 def subset(measured: Measured, kinds: tuple[str, ...]) -> Measured:
@@ -128,6 +156,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=calibration.SEED)
     parser.add_argument("--data", type=Path, default=Path(os.environ.get("TRACERAG_DATASETS", "../shared/datasets")))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/calibration_kinds"))
+    parser.add_argument("--llm", default="", help="llm.model for the question kind (none: no questions)")
+    parser.add_argument("--questions", type=int, default=40, help="passages asked for a question, with --llm")
+    parser.add_argument("--note", default="", help="a line for the markdown: where the collections come from")
     args = parser.parse_args()
     reports = dict(item.split("=", 1) for item in args.report)
     rows = []
@@ -137,6 +168,8 @@ def main() -> None:
         with Collection.open(path, load_settings(), mode="read") as col:
             started = time.perf_counter()
             measured = calibration.measure(Retriever(col), args.per_kind, args.seed)
+            if args.llm:
+                measured = with_questions(measured, Retriever(col), args)
             table = calibration.kind_table(measured, weigh(measured)[2])
             stored = _stored_weights(path)
             documents = col.store.count_documents()
@@ -155,6 +188,11 @@ def main() -> None:
             "kinds": {k: _kind(v) for k, v in table.items()},
             "weights": weights,
             "stored": stored,
+            "questions": [
+                {"doc_id": q.doc_id, "question": q.text, "ranks": measured.ranks[i]}
+                for i, q in enumerate(measured.queries)
+                if q.kind == "question"
+            ],
         }
         if name in reports:
             row["benchmark"] = scored_on_benchmark(name.split("+")[0], Path(reports[name]), args.data, weights)
@@ -183,7 +221,9 @@ def _kind(report: calibration.KindReport) -> dict:
 
 
 def _markdown(rows: list[dict], args: argparse.Namespace) -> str:
-    lines = [f"Pseudo-queries: {args.per_kind} of each kind, seed {args.seed}; 2 cores.", ""]
+    lines = [f"Pseudo-queries: {args.per_kind} of each kind, seed {args.seed}; {os.cpu_count()} cores.", ""]
+    if args.note:
+        lines += [args.note, ""]
     for row in rows:
         channels = row["channels"]
         lines += [f"### {row['collection']} ({row['documents']:,} documents, {row['seconds']} s)", ""]
