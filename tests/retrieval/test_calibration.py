@@ -76,7 +76,7 @@ def test_calibration_weighs_each_channel_by_its_pseudo_mrr(hipe_collection) -> N
     # every kind is in the table, those without queries with why
     assert list(found.kinds) == list(calibration.KINDS)
     assert {k for k, r in found.kinds.items() if r.queries} == {"span", "keywords", "phrase", "shuffled"}
-    assert "no entities" in found.kinds["entity"].note and "no model configured" in found.kinds["question"].note
+    assert "no entities" in found.kinds["entity"].note and "no model asked" in found.kinds["question"].note
     # each kind weighs the same: bm25 acts on every query, so its MRR is the mean of its MRR on each kind
     kinds = [r for r in found.kinds.values() if r.queries]
     assert found.mrr["bm25"] == pytest.approx(sum(r.mrr["bm25"] for r in kinds) / len(kinds), abs=1e-3)
@@ -226,7 +226,7 @@ def test_the_calibrate_command_and_ingest_keep_the_weights(tmp_path: Path, small
     }
     assert set(rows) == {"span", "keywords", "phrase", "shuffled"}
     assert rows["span"][0] == "12" and rows["span"][2] == "(12)"  # 60 documents drawn for 5 kinds; bm25 acted on all
-    assert "question: not asked (--no-questions)" in result.output
+    assert "question: not asked (--no-questions): no questions asked" in result.output
     assert "entity: the collection has no entities" in result.output
 
 

@@ -68,7 +68,7 @@ def test_questions_are_asked_in_the_passage_language_and_answered_by_it(hipe_col
     # the draw does not depend on the model: every other kind is what it is without one
     without = make(col, per_kind=20, seed=1)
     assert [q for q in made.queries if q.kind != "question"] == without.queries
-    assert "no model configured" in without.notes["question"]
+    assert "no model asked" in without.notes["question"]
     # each passage travelled fenced as data, with its document's language
     languages = {d: doc.language for d, doc in col.store.get_documents([q.doc_id for q in asked], text=False).items()}
     for q, messages in zip(asked, model.asked, strict=True):

@@ -78,8 +78,9 @@ def calibrate(
             else:
                 out.print(message)
             return
-        if not questions:
-            found.kinds["question"].note = "not asked (--no-questions)"
+        if questioner is None:  # say why more precisely than the library can
+            why = "not asked (--no-questions)" if not questions else "no model configured (llm.model)"
+            found.kinds["question"].note = f"{why}: no questions asked"
         path = calibration.save(col, found)
     if json_out:
         write_json({"calibrated": True, "path": str(path), **calibration.as_dict(found)})

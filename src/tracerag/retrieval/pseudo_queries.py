@@ -41,6 +41,9 @@ ENTITY_MAX_DOCUMENTS = 3  # an entity query's answers: few enough that finding o
 QUESTION_PASSAGE_CHARS = 1500  # what the model is shown of a chunk: enough for a question, bounded in tokens
 QUESTION_GIVE_UP = 3  # failures in a row after which the model is asked no more (it is down, or cannot do it)
 
+# why a calibration without a questioner has no questions (ingest and embed ask no model; `tracerag calibrate` says
+# more precisely why it had none)
+NO_QUESTIONER = "no model asked (`tracerag calibrate` asks llm.model's)"
 DRAWN = ("span", "keywords", "phrase", "shuffled", "question")  # the kinds cut from drawn documents, in turn
 KINDS = ("span", "keywords", "phrase", "shuffled", "entity", "question")
 _WORD = re.compile(r"[^\W_]+")
@@ -124,7 +127,7 @@ def make(
     if why:
         notes["entity"] = why
     if questioner is None:
-        notes["question"] = "no model configured (llm.model): no questions asked"
+        notes["question"] = NO_QUESTIONER
     else:
         questions, why = _questions(store, {d: texts[d] for d in to_ask}, questioner)
         out += questions
