@@ -103,7 +103,7 @@ def print_calibration(found: calibration.Calibration) -> None:
             f"[bold]{weight:.2f}[/bold]",
         )
     out.print(table)
-    out.print("each kind weighs the same in a channel's pseudo-MRR; per kind (queries it acted on):")
+    out.print("per kind: pseudo-MRR (queries acted on); each kind weighs the same")
     out.print(kind_table(found))
     for kind, report in found.kinds.items():
         if report.note:

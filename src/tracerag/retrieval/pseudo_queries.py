@@ -204,8 +204,8 @@ def entity_queries(store: DocumentStore, per_kind: int, rng: random.Random) -> t
                 out.append(PseudoQuery("entity", name, min(docs), frozenset(docs)))
             if len(out) == per_kind:
                 return out, ""
-    held = f"held by at most {ENTITY_MAX_DOCUMENTS} documents"
-    return out, f"{len(out)} of the collection's {len(forms):,} entity names are {held}"
+    held = f"held by 1 to {ENTITY_MAX_DOCUMENTS} documents"
+    return out, f"only {len(out)} of the collection's {len(forms):,} entity names are {held}"
 
 
 def _questions(
