@@ -144,6 +144,14 @@ def test_entity_names_are_answered_by_every_document_holding_them(french_entitie
         assert "\n" not in q.text and q.doc_id in holding
         several += len(holding) > 1
     assert several > 0  # measured: names in two or three documents are drawn too
+    # asked for more names than the collection has rare ones: all of them, and why no more
+    every, why = entity_queries(col.store, 100_000, random.Random("0/entity"))
+    named = int(
+        re.match(rf"only {len(every)} of the collection's ([\d,]+) entity names are held by 1 to 3 documents$", why)
+        .group(1)
+        .replace(",", "")
+    )  # type: ignore[union-attr]
+    assert 30 < len(every) < named <= len(col.store.entity_forms())  # numbers and 2-letter forms are no names
 
 
 def test_the_entity_channel_is_calibrated_on_entity_names(french_entities: EntityCollection) -> None:
