@@ -41,13 +41,20 @@ def test_pseudo_queries_are_cut_from_the_documents_they_answer(hipe_collection) 
     queries = calibration.pseudo_queries(col, per_kind=40, seed=3)
     assert queries == calibration.pseudo_queries(col, per_kind=40, seed=3)  # seeded: the same draw twice
     assert queries != calibration.pseudo_queries(col, per_kind=40, seed=4)
-    assert {q.kind for q in queries} == set(calibration.KINDS)
+    # a lexical collection without entities, and no model: the kinds cut from the text
+    assert {q.kind for q in queries} == {"span", "keywords", "phrase", "shuffled"}
     assert len({q.doc_id for q in queries}) == len(queries)  # one query per drawn document
     texts = {c.doc_id: " ".join(c.index_text for c in col.store.chunks_of([c.doc_id])) for q in queries for c in [q]}
     for q in queries:
         words = q.text.split()
+        text = " ".join(texts[q.doc_id].split())
+        assert q.relevant == {q.doc_id}  # a query cut from a document is answered by it alone
         if q.kind == "span":
-            assert 3 <= len(words) <= calibration.SPAN_WORDS and q.text in " ".join(texts[q.doc_id].split())
+            assert 3 <= len(words) <= calibration.SPAN_WORDS and q.text in text
+        elif q.kind == "shuffled":  # a span's words, in another order
+            assert 3 <= len(words) <= calibration.SPAN_WORDS and q.text not in text
+            spans = [text.split()[i : i + len(words)] for i in range(len(text.split()))]
+            assert any(sorted(span) == sorted(words) for span in spans)
         else:
             assert len(words) <= max(calibration.KEYWORDS, calibration.PHRASE_WORDS)
             assert all(w.casefold() in texts[q.doc_id].casefold() for w in words)
@@ -60,12 +67,25 @@ def test_calibration_weighs_each_channel_by_its_pseudo_mrr(hipe_collection) -> N
     assert found.channels == ["bm25", "phrase"]
     assert found.acted["bm25"] == sum(found.queries.values())  # bm25 acts on every query
     assert 0 < found.acted["phrase"] < found.acted["bm25"]  # phrase only on short ones
-    # measured 0.83 and 0.89 (100 of each kind); floors a little below
+    # measured 0.85 and 0.90 (60 of each kind); floors a little below
     assert found.mrr["bm25"] >= 0.75 and found.mrr["phrase"] >= 0.8
     assert max(found.weights.values()) == 1.0
     for channel, weight in found.weights.items():
         assert weight == pytest.approx(found.mrr[channel] / found.reference[channel], abs=1e-4)
     assert set(found.fused) == {name for name, *_ in calibration.CANDIDATES}
+    # every kind is in the table, those without queries with why
+    assert list(found.kinds) == list(calibration.KINDS)
+    assert {k for k, r in found.kinds.items() if r.queries} == {"span", "keywords", "phrase", "shuffled"}
+    assert "no entities" in found.kinds["entity"].note and "no model asked" in found.kinds["question"].note
+    # each kind weighs the same: bm25 acts on every query, so its MRR is the mean of its MRR on each kind
+    kinds = [r for r in found.kinds.values() if r.queries]
+    assert found.mrr["bm25"] == pytest.approx(sum(r.mrr["bm25"] for r in kinds) / len(kinds), abs=1e-3)
+    assert all(r.acted["bm25"] == r.queries for r in kinds)
+    # the phrase channel speaks on short queries only: word pairs and rare words, never a 12-word span
+    assert "phrase" not in found.kinds["span"].mrr and "phrase" not in found.kinds["shuffled"].mrr
+    assert found.kinds["phrase"].acted["phrase"] > 0
+    # measured: a span's words shuffled are found by bm25 as the span is (a bag of words)
+    assert found.kinds["shuffled"].mrr["bm25"] >= found.kinds["span"].mrr["bm25"] - 0.05
 
 
 class _Scrambled:
@@ -139,6 +159,26 @@ def test_a_damaged_calibration_file_is_said_and_not_used(tmp_path: Path, small_d
         assert plan.weights is None and "calibration.json could not be read" in plan.why
 
 
+def test_a_calibration_of_the_format_before_the_kinds_asks_to_calibrate_again(
+    tmp_path: Path, small_docs: list[Document]
+) -> None:
+    """A format 1 file (weights from spans and words only, no per-kind table) is said and not used, and the
+    writer's next refresh replaces it."""
+    with _collection(tmp_path / "c", small_docs[:60]) as col:
+        found = calibration.calibrate(Retriever(col), per_kind=10)
+        assert found is not None
+        data = calibration.as_dict(found)
+        del data["kinds"]
+        data["format"] = 1
+        (col.path / calibration.CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
+        plan = Retriever(col).fusion_plan()
+        assert plan.weights is None and plan.source == "equal"
+        assert "is in format 1 (measured on spans and words only), this TRACE reads 2" in plan.why
+        assert "run `tracerag calibrate`" in plan.why
+        assert calibration.refresh(col) is not None
+        assert Retriever(col).fusion_plan().source == "calibration"
+
+
 def test_fusion_set_in_the_settings_wins(tmp_path: Path, small_docs: list[Document]) -> None:
     with _collection(tmp_path / "c", small_docs[:20]) as col:
         settings = col.settings.retrieval.model_copy(update={"fusion": "rrf"})
@@ -165,23 +205,29 @@ def test_the_calibrate_command_and_ingest_keep_the_weights(tmp_path: Path, small
     result = runner.invoke(app, ["calibrate", "-c", str(col), "--queries", "10", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert (
-        data["calibrated"]
-        and data["weights"]["bm25"] == 1.0
-        and data["queries"]
-        == {
-            "span": 10,
-            "keywords": 10,
-            "phrase": 10,
-        }
-    )
+    assert data["calibrated"] and data["weights"]["bm25"] == 1.0 and data["format"] == 2
+    expected = {"span": 10, "keywords": 10, "phrase": 10, "shuffled": 10, "entity": 0, "question": 0}
+    assert data["queries"] == expected
+    assert {k: v["queries"] for k, v in data["kinds"].items()} == expected
+    assert data["kinds"]["span"]["acted"]["bm25"] == 10 and 0 <= data["kinds"]["span"]["mrr"]["bm25"] <= 1
+    assert data["kinds"]["question"]["note"] == "no model configured (llm.model): no questions asked"
     result = runner.invoke(app, ["search", "Paris", "-c", str(col), "--explain"])
     assert result.exit_code == 0, result.output
     shown = " ".join(result.output.split())  # the console wraps at 80 columns
     assert "fusion: combsum (bm25, date, phrase, entity: max; dense: minmax), weights bm25 1.00" in shown
     assert "calibrated" in result.output
-    result = runner.invoke(app, ["calibrate", "-c", str(col)])
+    result = runner.invoke(app, ["calibrate", "-c", str(col), "--no-questions"])
     assert result.exit_code == 0 and "pseudo-MRR" in result.output and "saved to" in result.output
+    lines = result.output.splitlines()
+    assert max(map(len, lines)) <= 80
+    # the per-kind table: one row per kind that has queries, each channel's pseudo-MRR (and count)
+    rows = {
+        line.split()[0]: line.split()[1:] for line in lines if line.split() and line.split()[0] in calibration.KINDS
+    }
+    assert set(rows) == {"span", "keywords", "phrase", "shuffled"}
+    assert rows["span"][0] == "12" and rows["span"][2] == "(12)"  # 60 documents drawn for 5 kinds; bm25 acted on all
+    assert "question: not asked (--no-questions): no questions asked" in result.output
+    assert "entity: the collection has no entities" in result.output
 
 
 def test_a_hit_list_fuses_with_the_weights(tmp_path: Path) -> None:

@@ -1,26 +1,33 @@
 """Channel weights calibrated on the collection itself, without labels.
 
 A channel that is weak on a collection (dense on OCR'd known-item spans, say) must not sink what a strong one
-found, and no collection comes with relevance judgments. So the collection is made to judge itself: pseudo-queries
-are cut from its own documents, each with the document it came from as its one answer, and every channel's
-mean reciprocal rank of that answer becomes its weight in the fusion (the best channel 1, the others in
-proportion). Three kinds of pseudo-query stand for three ways people search (`KINDS`): a span pasted from a text,
-a few of its rarer words, and a short run of adjacent words (a name, a phrase). Each channel is compared with the
-best channel on the queries it acted on, so a channel that is silent by design on some queries (the phrase
-channel on long ones) is judged where it speaks.
+found, and no collection comes with relevance judgments. So the collection is made to judge itself:
+pseudo-queries of several kinds are made from its own documents, each with the documents that answer it
+(`retrieval/pseudo_queries.py`: spans, rare words, word pairs, shuffled spans, its entity names, a model's
+questions), and every channel's mean reciprocal rank of the first answer becomes its weight in the fusion (the
+best channel 1, the others in proportion). Each channel is compared with the best channel on the queries it acted
+on, so a channel that is silent by design on some queries (the phrase channel on long ones) is judged where it
+speaks.
+
+Each kind weighs the same, whatever its count (`_balanced`: a query of a kind with n queries counts 1/n), as if
+people asked each kind equally often: a kind that came out short (a collection with few rare entity names, a
+model that failed on some passages) counts as much as the others. A channel is judged on the queries it acted on
+with those counts, so a kind it rarely acts on (the entity channel on spans) counts in proportion to how often it
+acts there. The weight is the ratio of these MRRs, not a mean of each kind's ratio: on a kind where every channel
+does poorly, or where a channel acted on a handful of queries, the ratio of two small MRRs is mostly noise, and
+pooling keeps it from counting as much as a kind the channels tell apart (benchmarks/calibration_kinds.py
+compares the ways).
 
 The date channel is not calibrated: it acts only on a date the user stated, and a stated date is the user's
 constraint, not evidence for a weight to weigh (its weight stays 1).
 
 The result is stored beside the collection with the collection's state at the time (`retrieval/weights.py`), so a
-search can tell when it no longer describes the collection.
+search can tell when it no longer describes the collection; `kinds` in it says, per kind, how each channel did.
 """
 
 from __future__ import annotations
 
 import math
-import random
-import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -31,12 +38,25 @@ from tracerag.collection import Collection
 from tracerag.model import Hit
 from tracerag.retrieval.entities import EntityChannel
 from tracerag.retrieval.fusion import Method, Normalisation, Normalisations, fuse_scored, max_pool
+from tracerag.retrieval.pseudo_queries import (
+    KEYWORDS,
+    KINDS,
+    PHRASE_WORDS,
+    QUERIES_PER_KIND,
+    SPAN_WORDS,
+    Asked,
+    PseudoQuery,
+    Questioner,
+    make,
+    pseudo_queries,
+)
 from tracerag.retrieval.search import CALIBRATED_METHOD, CALIBRATED_SCALES, Retriever, SearchRequest
 from tracerag.retrieval.weights import (
     CALIBRATION_FILE,
     MIN_DOCUMENTS,
     SEED,
     Calibration,
+    KindReport,
     as_dict,
     collection_state,
     load,
@@ -45,108 +65,57 @@ from tracerag.retrieval.weights import (
 
 __all__ = [
     "CALIBRATION_FILE",
+    "KEYWORDS",
     "KINDS",
     "MIN_DOCUMENTS",
+    "PHRASE_WORDS",
     "QUERIES_PER_KIND",
     "SEED",
+    "SPAN_WORDS",
+    "Asked",
     "Calibration",
+    "KindReport",
+    "Measured",
     "PseudoQuery",
+    "Questioner",
     "as_dict",
     "calibrate",
     "collection_state",
+    "kind_table",
     "load",
+    "measure",
     "pseudo_queries",
     "refresh",
     "save",
+    "weigh",
 ]
 
-QUERIES_PER_KIND = 100
-SPAN_WORDS = 12  # a known-item span: the median of the spans people paste (8-15 words on ocr-known-item)
-KEYWORDS = 3
-PHRASE_WORDS = 2
 UNCALIBRATED = ("date",)  # see the module docstring
-_WORD = re.compile(r"[^\W_]+")
 
 
-@dataclass(frozen=True, slots=True)
-class PseudoQuery:
-    kind: str  # one of KINDS
-    text: str
-    doc_id: str  # the document it was cut from: its one answer
+@dataclass
+class Measured:
+    """Every pseudo-query searched with every channel: what the weights and the report are computed from."""
+
+    queries: list[PseudoQuery]
+    channels: list[str]
+    ranks: list[dict[str, int | None]]  # per query: channel -> rank of its first answer (None: not found)
+    scored: list[dict[str, list[tuple[str, float]]]]  # per query: channel -> its documents, scored
+    notes: dict[str, str]  # per kind: why fewer queries than asked, or none
+    seconds: float
 
 
-KINDS = ("span", "keywords", "phrase")
-
-
-def pseudo_queries(collection: Collection, per_kind: int = QUERIES_PER_KIND, seed: int = SEED) -> list[PseudoQuery]:
-    """Up to `per_kind` queries of each kind, cut from documents drawn with `seed` (one chunk of each). Which
-    words are rare is read from the drawn chunks themselves (in how many of them a word occurs), so no word list
-    of any language is needed."""
-    store = collection.store
-    rng = random.Random(seed)
-    ids = store.document_ids()
-    drawn = rng.sample(ids, min(len(ids), per_kind * len(KINDS)))
-    chunks_by_doc: dict[str, list] = {}
-    for chunk in store.chunks_of(drawn):
-        chunks_by_doc.setdefault(chunk.doc_id, []).append(chunk)
-    texts = {d: rng.choice(chunks_by_doc[d]).index_text for d in drawn if d in chunks_by_doc}
-    frequency: dict[str, int] = {}
-    for text in texts.values():
-        for word in {w.casefold() for w in _WORD.findall(text)}:
-            frequency[word] = frequency.get(word, 0) + 1
-    out: list[PseudoQuery] = []
-    order = [d for d in drawn if d in texts]
-    for i, doc_id in enumerate(order):
-        kind = KINDS[i % len(KINDS)]
-        text = _cut(kind, texts[doc_id], frequency, rng)
-        if text:
-            out.append(PseudoQuery(kind, text, doc_id))
-    return out
-
-
-def _cut(kind: str, text: str, frequency: Mapping[str, int], rng: random.Random) -> str | None:
-    if kind == "span":
-        words = text.split()
-        if len(words) < 3:
-            return None
-        start = rng.randrange(max(1, len(words) - SPAN_WORDS + 1))
-        return " ".join(words[start : start + SPAN_WORDS])
-    words = _WORD.findall(text)
-    candidates = [i for i, w in enumerate(words) if len(w) >= 3 and not w.isdigit()]
-    if not candidates:
-        return None
-    # rarest first among words other drawn chunks also hold (a word in one chunk only is as often OCR noise as
-    # a name); ties at random, so that the draw does not favour any position in the text
-    shuffled = rng.sample(candidates, len(candidates))
-    ranked = sorted(
-        shuffled, key=lambda i: (frequency.get(words[i].casefold(), 0) < 2, frequency.get(words[i].casefold(), 0))
-    )
-    if kind == "keywords":
-        chosen: list[int] = []
-        for i in ranked:
-            if all(words[i].casefold() != words[j].casefold() for j in chosen):
-                chosen.append(i)
-            if len(chosen) == KEYWORDS:
-                break
-        return " ".join(words[i] for i in sorted(chosen))
-    first = ranked[0]
-    start = min(first, max(0, len(words) - PHRASE_WORDS))
-    return " ".join(words[start : start + PHRASE_WORDS])
-
-
-def calibrate(
+def measure(
     retriever: Retriever,
     per_kind: int = QUERIES_PER_KIND,
     seed: int = SEED,
     progress: Callable[[int, int], None] | None = None,
-) -> Calibration | None:
-    """Measure every configured channel on the collection's pseudo-queries (None when the collection holds fewer
-    than MIN_DOCUMENTS documents). Each query is one search with every channel, read channel by channel."""
-    collection = retriever.collection
-    if collection.store.count_documents() < MIN_DOCUMENTS:
-        return None
+    questioner: Questioner | None = None,
+) -> Measured:
+    """Make the pseudo-queries and search each once with every calibrated channel, read channel by channel."""
     started = time.perf_counter()
-    queries = pseudo_queries(collection, per_kind, seed)
+    collection = retriever.collection
+    made = make(collection, per_kind, seed, questioner)
     # the dense channel only on a collection whose every chunk has its vector, the entity channel on one with entities
     entities = "entity" in retriever.settings.channels and EntityChannel(collection.store).why_silent() is None
     channels = [
@@ -154,49 +123,118 @@ def calibrate(
         for c in retriever.settings.channels
         if c not in UNCALIBRATED and (c != "dense" or retriever.has_vectors) and (c != "entity" or entities)
     ]
-    ranks: list[dict[str, int | None]] = []  # per query: channel -> rank of the answer (None: not found)
+    ranks: list[dict[str, int | None]] = []
     scored: list[dict[str, list[tuple[str, float]]]] = []
-    for n, q in enumerate(queries, start=1):
+    for n, q in enumerate(made.queries, start=1):
         ranking = retriever.search(SearchRequest(q.text, k=10, channels=tuple(channels), windows=""))
         per_channel = _documents(ranking.channel_hits)
         scored.append(per_channel)
-        ranks.append({c: _rank_of(q.doc_id, per_channel[c]) if c in per_channel else None for c in channels})
+        ranks.append({c: _rank_of(q.relevant, per_channel[c]) if c in per_channel else None for c in channels})
         if progress:
-            progress(n, len(queries))
-    acted = {c: [i for i, r in enumerate(scored) if r.get(c)] for c in channels}
-    mrr: dict[str, float] = {}
-    reference: dict[str, float] = {}
-    weights: dict[str, float] = {}
-    for c in channels:
-        if not acted[c]:
-            continue
-        mrr[c] = _mean(_rr(ranks[i][c]) for i in acted[c])
-        reference[c] = max(_mean(_rr(ranks[i].get(o)) for i in acted[c]) for o in channels)
-        weights[c] = round(mrr[c] / reference[c], 4) if reference[c] > 0 else 0.0
-    fused = _fused_mrr(queries, scored, weights)
-    counts = {kind: sum(1 for q in queries if q.kind == kind) for kind in KINDS}
+            progress(n, len(made.queries))
+    return Measured(made.queries, channels, ranks, scored, made.notes, time.perf_counter() - started)
+
+
+def calibrate(
+    retriever: Retriever,
+    per_kind: int = QUERIES_PER_KIND,
+    seed: int = SEED,
+    progress: Callable[[int, int], None] | None = None,
+    questioner: Questioner | None = None,
+) -> Calibration | None:
+    """Measure every configured channel on the collection's pseudo-queries (None when the collection holds fewer
+    than MIN_DOCUMENTS documents); questions only with a `questioner`. Each query is one search with every
+    channel, read channel by channel."""
+    collection = retriever.collection
+    if collection.store.count_documents() < MIN_DOCUMENTS:
+        return None
+    measured = measure(retriever, per_kind, seed, progress, questioner)
+    mrr, reference, weights = weigh(measured)
+    queries, kinds = measured.queries, _kind_of(measured.queries)
+    acted = {c: sum(1 for r in measured.scored if r.get(c)) for c in measured.channels}
     return Calibration(
         weights=weights,
         mrr={c: round(v, 4) for c, v in mrr.items()},
         reference={c: round(v, 4) for c, v in reference.items()},
-        acted={c: len(v) for c, v in acted.items() if v},
-        queries=counts,
-        fused=fused,
+        acted={c: n for c, n in acted.items() if n},
+        queries={kind: len(kinds.get(kind, [])) for kind in KINDS},
+        fused=_fused_mrr(queries, measured.scored, weights),
         state=collection_state(collection),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
-        seconds=round(time.perf_counter() - started, 2),
+        seconds=round(measured.seconds, 2),
+        kinds=kind_table(measured, weights),
         seed=seed,
-        channels=list(map(str, channels)),
+        channels=list(measured.channels),
     )
+
+
+def weigh(measured: Measured) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """Each channel's kind-balanced MRR on the queries it acted on, the best channel's on the same queries, and
+    their ratio: the weight (see the module docstring)."""
+    kinds = _kind_of(measured.queries)
+    ranks, channels = measured.ranks, measured.channels
+    mrr: dict[str, float] = {}
+    reference: dict[str, float] = {}
+    weights: dict[str, float] = {}
+    rr = {o: [_rr(r.get(o)) for r in ranks] for o in channels}
+    for c in channels:
+        acted = [i for i in range(len(ranks)) if measured.scored[i].get(c)]
+        if not acted:
+            continue
+        mrr[c] = _balanced(acted, rr[c], measured.queries, kinds)
+        reference[c] = max(_balanced(acted, rr[o], measured.queries, kinds) for o in channels)
+        weights[c] = round(mrr[c] / reference[c], 4) if reference[c] > 0 else 0.0
+    return mrr, reference, weights
+
+
+def _kind_of(queries: Sequence[PseudoQuery]) -> dict[str, list[int]]:
+    """Query indexes by kind, in KINDS order."""
+    out: dict[str, list[int]] = {}
+    for i, q in enumerate(queries):
+        out.setdefault(q.kind, []).append(i)
+    return {k: out[k] for k in KINDS if k in out}
+
+
+def _balanced(
+    acted: Sequence[int], values: Sequence[float], queries: Sequence[PseudoQuery], kinds: Mapping[str, Sequence[int]]
+) -> float:
+    """The mean of `values` (by query index) over the `acted` queries, a query of a kind with n queries counting
+    1/n: as if every kind were asked equally often, whatever its count."""
+    share = {k: 1.0 / len(idx) for k, idx in kinds.items()}
+    total = math.fsum(share[queries[i].kind] for i in acted)
+    return math.fsum(share[queries[i].kind] * values[i] for i in acted) / total if total else 0.0
+
+
+def kind_table(measured: Measured, weights: Mapping[str, float]) -> dict[str, KindReport]:
+    """Per kind, each channel's MRR where it acted and the default fusion's; every kind is named, an absent one
+    with why."""
+    kinds = _kind_of(measured.queries)
+    out: dict[str, KindReport] = {}
+    for kind in KINDS:
+        idx = kinds.get(kind, [])
+        mrr: dict[str, float] = {}
+        acted: dict[str, int] = {}
+        for c in measured.channels:
+            where = [i for i in idx if measured.scored[i].get(c)]
+            if where:
+                mrr[c] = round(_mean(_rr(measured.ranks[i][c]) for i in where), 4)
+                acted[c] = len(where)
+        fused = None
+        if idx:
+            subset = [measured.queries[i] for i in idx]
+            fused = _fused_mrr(subset, [measured.scored[i] for i in idx], weights, only="calibrated")["calibrated"]
+        out[kind] = KindReport(len(idx), mrr, acted, fused, measured.notes.get(kind, ""))
+    return out
 
 
 def _documents(hits_by_channel: Mapping[str, Sequence[Hit]]) -> dict[str, list[tuple[str, float]]]:
     return {name: [(e.doc_id, e.score) for e in max_pool(hits)] for name, hits in hits_by_channel.items() if hits}
 
 
-def _rank_of(doc_id: str, ranking: Sequence[tuple[str, float]]) -> int | None:
+def _rank_of(relevant: frozenset[str], ranking: Sequence[tuple[str, float]]) -> int | None:
+    """The rank of the first document that answers the query."""
     for rank, (d, _) in enumerate(ranking, start=1):
-        if d == doc_id:
+        if d in relevant:
             return rank
     return None
 
@@ -230,24 +268,31 @@ def _fused_mrr(
     queries: Sequence[PseudoQuery],
     scored: Sequence[Mapping[str, list[tuple[str, float]]]],
     weights: Mapping[str, float],
+    only: str | None = None,
 ) -> dict[str, float]:
+    """Each fusion method's MRR (of `only`, when given), each kind weighing the same."""
+    kinds = _kind_of(queries)
     out = {}
     for name, method, normalisation, weighted in CANDIDATES:
-        total = 0.0
+        if only is not None and name != only:
+            continue
+        rr: list[float] = []
         for q, rankings in zip(queries, scored, strict=True):
             if not rankings:
+                rr.append(0.0)
                 continue
             w = {c: weights.get(c, 1.0) for c in rankings} if weighted else None
             fused = fuse_scored(method, rankings, weights=w, normalisation=normalisation)
-            total += _rr(next((i for i, f in enumerate(fused, start=1) if f.key == q.doc_id), None))
-        out[name] = round(total / len(queries), 4) if queries else 0.0
+            rr.append(_rr(next((i for i, f in enumerate(fused, start=1) if f.key in q.relevant), None)))
+        out[name] = round(_balanced(range(len(queries)), rr, queries, kinds), 4)
     return out
 
 
 def refresh(collection: Collection, progress: Callable[[int, int], None] | None = None) -> Calibration | None:
     """Calibrate again and save when the stored weights are missing or no longer describe the collection
     (`Calibration.staleness`); the new calibration, or None when nothing was done (still valid, or the collection
-    too small to calibrate). Called by the writer at the end of an ingest or an embed."""
+    too small to calibrate). Called by the writer at the end of an ingest or an embed, which asks no model: the
+    question kind is for `tracerag calibrate`, where the cost of the model's calls is asked for."""
     stored, _ = load(collection)
     if stored is not None and stored.staleness(collection_state(collection)) is None:
         return None

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from tracerag.collection import Collection
 
 CALIBRATION_FILE = "calibration.json"
-FORMAT = 1  # of calibration.json
+FORMAT = 2  # of calibration.json: 2 added the pseudo-query kinds and their table (`kinds`)
 MIN_DOCUMENTS = 50  # below this, a weight measured on a few dozen queries says more about chance than channels
 SEED = 0
 # A stored calibration no longer describes a collection whose documents grew or shrank by more than this share.
@@ -28,10 +28,24 @@ STALE_SHARE = 0.25
 
 
 @dataclass(slots=True)
+class KindReport:
+    """How the channels did on one kind of pseudo-query: `mrr[c]` over the `acted[c]` queries of the kind that
+    channel c returned anything for, `fused` the default fusion's MRR on all `queries` of the kind, and `note` why
+    the kind has fewer queries than asked, or none (no model for questions, no entities, failures)."""
+
+    queries: int
+    mrr: dict[str, float]
+    acted: dict[str, int]
+    fused: float | None = None
+    note: str = ""
+
+
+@dataclass(slots=True)
 class Calibration:
     """Channel weights and how they were measured. `mrr[c]` is channel c's mean reciprocal rank over the
-    `acted[c]` pseudo-queries it returned anything for, `reference[c]` the best channel's over those same queries,
-    and `weights[c] = mrr[c] / reference[c]` (at most 1). `fused` is each fusion method's MRR on all of them."""
+    `acted[c]` pseudo-queries it returned anything for, each kind of query weighing the same whatever its count,
+    `reference[c]` the best channel's over those same queries, alike, and `weights[c] = mrr[c] / reference[c]` (at
+    most 1). `fused` is each fusion method's MRR on all of them, and `kinds` each kind's table."""
 
     weights: dict[str, float]
     mrr: dict[str, float]
@@ -42,6 +56,7 @@ class Calibration:
     state: dict[str, Any]  # the collection when measured (`collection_state`)
     created: str
     seconds: float
+    kinds: dict[str, KindReport]
     seed: int = SEED
     format: int = FORMAT
     channels: list[str] = field(default_factory=list)
@@ -68,7 +83,11 @@ class Calibration:
             for c in self.weights
         ]
         total = sum(self.queries.values())
-        return f"calibrated {self.created[:10]} on {total} pseudo-queries from this collection: " + ", ".join(parts)
+        kinds = sum(1 for n in self.queries.values() if n)
+        return (
+            f"calibrated {self.created[:10]} on {total} pseudo-queries of {kinds} kinds from this collection: "
+            + ", ".join(parts)
+        )
 
 
 def collection_state(collection: Collection) -> dict[str, Any]:
@@ -125,7 +144,8 @@ def load(collection: Collection) -> tuple[Calibration | None, str]:
         return None, f"{where} could not be read ({exc}): run `tracerag calibrate`"
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        return None, f"{where} is in format {found}, this TRACE reads {FORMAT}: run `tracerag calibrate`"
+        older = " (measured on spans and words only)" if found == 1 else ""
+        return None, f"{where} is in format {found}{older}, this TRACE reads {FORMAT}: run `tracerag calibrate`"
     try:
         return _checked(_ADAPTER.validate_python(data)), ""
     except ValidationError as exc:
@@ -148,6 +168,10 @@ def _checked(calibration: Calibration) -> Calibration:
         for table in ("mrr", "reference", "acted"):
             if channel not in getattr(calibration, table):
                 raise ValueError(f"{table} has no {channel!r}, which weights names")
+    for kind, report in calibration.kinds.items():
+        for channel, value in report.mrr.items():
+            if not (math.isfinite(value) and 0 <= value <= 1):
+                raise ValueError(f"kinds.{kind}.mrr.{channel} must be between 0 and 1, got {value!r}")
     if not isinstance(calibration.state.get("documents"), int):
         raise ValueError("state.documents must be a number of documents")
     return calibration
