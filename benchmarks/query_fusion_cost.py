@@ -3,6 +3,12 @@
     python benchmarks/scale.py --sizes 100000 --stacks trace --queries 200 --filtered 60 --out /tmp/scale-100k
     python benchmarks/query_fusion_cost.py /tmp/scale-100k/scale.json --out benchmarks/results
 
+    # the search measured again on the collection that run kept (its size folder), then written with that run:
+    python benchmarks/scale.py --child trace_search --corpus <corpus> --size-dir <corpus>/size-100000 \
+        --fusion-rounds 8
+    python benchmarks/query_fusion_cost.py /tmp/scale-100k/scale.json \
+        --search <corpus>/size-100000/result-trace_search.json --out benchmarks/results
+
 `scale.py` times TRACE's fused search (BM25 + dense, query vector given) with the per-query weights on and off,
 query by query in turn in its search child (`query_fusion_cost`); this writes that measurement alone, with the
 run's hardware, commit and size, as `query_fusion_cost.json` and `.md`, so that the figure has a page of its own
@@ -24,17 +30,26 @@ from scale_report import _fmt, query_fusion_lines  # noqa: E402
 TARGET_MS = 1.0  # issue 23: fusion per query adds at most 1 ms to a search at 100k chunks
 
 
-def extract(res: dict) -> dict:
-    """The run's context and each size's paired measurement."""
+def extract(res: dict, again: Path | None = None) -> dict:
+    """The run's context and each size's paired measurement; `again`: a search child's result measured later on
+    one of the run's size folders, which replaces that size's."""
+    later = json.loads(again.read_text()) if again else None
+    later_n = json.loads((again.parent / "size.json").read_text())["n_chunks"] if again else None
     sizes = []
     for entry in res["sizes"]:
         search = entry["results"].get("trace", {}).get("trace_search") or {}
+        if later is not None and entry["n_chunks"] == later_n:
+            search = {**later, "measured_again": str(again)}
         if "query_fusion_cost" in search:
             sizes.append(
                 {
                     "n_chunks": entry["n_chunks"],
                     "n_docs": entry["n_docs"],
                     "load_avg_1min": search.get("load_avg_1min"),
+                    "load_avg_1min_end": search.get("child_load_avg_1min_end"),
+                    "measured_again": search.get("measured_again"),
+                    "child_command": search.get("child_command"),
+                    "child_finished": search.get("child_finished"),
                     "fused_hybrid_given": search["latency"]["fused_hybrid_given"],
                     "query_fusion_cost": search["query_fusion_cost"],
                 }
@@ -63,25 +78,51 @@ def markdown(out: dict) -> str:
     ]
     for s in out["sizes"]:
         c = s["query_fusion_cost"]
-        p50 = c["difference_ms"]["p50"]
-        verdict = "met" if p50 <= out["target_ms"] else "MISSED"
-        lines += [
-            "",
-            f"## N = {s['n_chunks']:,} chunks ({s['n_docs']:,} documents)",
-            "",
-            f"**{_fmt(p50)} ms** (p50 of {c['pairs']} paired differences): {verdict}. Load average (1 min) at the "
-            f"search child's start and end: {s['load_avg_1min']}.",
-            *query_fusion_lines(c),
-        ]
+        p50, ci = c["difference_ms"]["p50"], c["difference_ms"].get("p50_ci95")
+        lines += ["", f"## N = {s['n_chunks']:,} chunks ({s['n_docs']:,} documents)", ""]
+        head = f"**{_fmt(p50)} ms** (p50 of {c['pairs']} paired differences"
+        head += f", 95% interval {_fmt(ci[0])} to {_fmt(ci[1])}): " if ci else "): "
+        head += verdict(p50, ci, out["target_ms"]) + "."
+        cpu = c.get("cpu_difference_ms")
+        if cpu:
+            head += (
+                f" In CPU time, which other jobs on the machine do not lengthen: **{_fmt(cpu['p50'])} ms** (95% "
+                f"interval {_fmt(cpu['p50_ci95'][0])} to {_fmt(cpu['p50_ci95'][1])}): "
+                + verdict(cpu["p50"], cpu["p50_ci95"], out["target_ms"])
+                + "."
+            )
+        if s.get("measured_again"):
+            head += (
+                f" The search child was run again on the run's collection (`{s['child_command']}`, finished "
+                f"{s['child_finished']}; 1-min load at its end {s['load_avg_1min_end']})."
+            )
+        elif s.get("load_avg_1min"):
+            head += f" Load average (1 min) at the search child's start and end: {s['load_avg_1min']}."
+        lines += [head, *query_fusion_lines(c)]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def verdict(p50: float, ci: list[float] | None, target: float) -> str:
+    """Met only when the interval lies under the target too: on a noisy machine a median under it may be luck."""
+    if p50 > target:
+        return "MISSED"
+    if ci is not None and ci[1] > target:
+        return "under the target, but its interval reaches above it"
+    return "met"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("result", type=Path, help="A scale.py result JSON (scale.json of its --out).")
     ap.add_argument("--out", type=Path, default=HERE / "results", help="Folder for query_fusion_cost.json/.md.")
+    ap.add_argument(
+        "--search",
+        type=Path,
+        help="A result-trace_search.json that `scale.py --child trace_search` wrote later in one of the run's size "
+        "folders: it replaces that size's search.",
+    )
     args = ap.parse_args()
-    out = extract(json.loads(args.result.read_text()))
+    out = extract(json.loads(args.result.read_text()), args.search)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "query_fusion_cost.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     (args.out / "query_fusion_cost.md").write_text(markdown(out))
