@@ -3,11 +3,11 @@
     python benchmarks/scale.py --sizes 100000 --stacks trace --queries 200 --filtered 60 --out /tmp/scale-100k
     python benchmarks/query_fusion_cost.py /tmp/scale-100k/scale.json --out benchmarks/results
 
-    # the search measured again on the collection that run kept (its size folder), then written with that run:
-    python benchmarks/scale.py --child trace_search --corpus <corpus> --size-dir <corpus>/size-100000 \
-        --fusion-rounds 8
-    python benchmarks/query_fusion_cost.py /tmp/scale-100k/scale.json \
-        --search <corpus>/size-100000/result-trace_search.json --out benchmarks/results
+    # the search measured again on the collection that run kept (its size folder), and where the time goes:
+    python benchmarks/scale.py --child trace_search --corpus <corpus> --size-dir <corpus>/size-100000 --fusion-rounds 8
+    python benchmarks/query_fusion_profile.py <corpus>/size-100000 > benchmarks/results/query_fusion_profile.json
+    python benchmarks/query_fusion_cost.py /tmp/scale-100k/scale.json --out benchmarks/results --search
+        <corpus>/size-100000/result-trace_search.json --profile benchmarks/results/query_fusion_profile.json
 
 `scale.py` times TRACE's fused search (BM25 + dense, query vector given) with the per-query weights on and off,
 query by query in turn in its search child (`query_fusion_cost`); this writes that measurement alone, with the
@@ -30,9 +30,11 @@ from scale_report import _fmt, query_fusion_lines  # noqa: E402
 TARGET_MS = 1.0  # issue 23: fusion per query adds at most 1 ms to a search at 100k chunks
 
 
-def extract(res: dict, again: Path | None = None) -> dict:
+def extract(res: dict, again: Path | None = None, profile: Path | None = None) -> dict:
     """The run's context and each size's paired measurement; `again`: a search child's result measured later on
-    one of the run's size folders, which replaces that size's."""
+    one of the run's size folders, which replaces that size's; `profile`: `query_fusion_profile.py`'s JSON on one
+    of them."""
+    prof = json.loads(profile.read_text()) if profile else None
     later = json.loads(again.read_text()) if again else None
     later_n = json.loads((again.parent / "size.json").read_text())["n_chunks"] if again else None
     sizes = []
@@ -52,12 +54,43 @@ def extract(res: dict, again: Path | None = None) -> dict:
                     "child_finished": search.get("child_finished"),
                     "fused_hybrid_given": search["latency"]["fused_hybrid_given"],
                     "query_fusion_cost": search["query_fusion_cost"],
+                    "profile": prof if prof and Path(prof["collection"]).parent.name == f"size-{entry['n']}" else None,
                 }
             )
     if not sizes:
         raise SystemExit("no size of this run has TRACE's query_fusion_cost (a scale.py older than it?)")
     keys = ("started", "command", "hardware", "versions", "git", "k", "depth")
     return {**{k: res[k] for k in keys if k in res}, "target_ms": TARGET_MS, "sizes": sizes}
+
+
+def profile_lines(p: dict) -> list[str]:
+    """Where the 'on' searches spend the extra time (`query_fusion_profile.py`'s JSON)."""
+    steps = p["steps_cpu_ms_per_search"]
+    calls = p["steps_calls_per_search"]
+    lines = [
+        "### Where the time goes",
+        "",
+        f"`python benchmarks/query_fusion_profile.py <size-dir>` on `{Path(p['collection']).name}`: "
+        f"{p['searches_each']} searches each way, in turn; CPU time of each step summed by a wrapper (which adds "
+        "its own few µs a call) and divided by the searches; the whole search "
+        f"{_fmt(p['cpu_ms_per_search']['on'])} ms on, "
+        f"{_fmt(p['cpu_ms_per_search']['off'])} ms off (means, wrappers included).",
+        "",
+        "| step | CPU ms per search | calls per search |",
+        "|---|---:|---:|",
+        *(f"| {k} | {_fmt(v)} | {_fmt(calls.get(k))} |" for k, v in steps.items()),
+    ]
+    py = p.get("pyspy_on") or {}
+    if py.get("samples"):
+        lines += [
+            "",
+            f"py-spy over the 'on' searches ({py['samples']:,} samples at {py['rate_hz']} Hz), inclusive share of "
+            "the samples in the steps only fusion per query runs (and in the engine's term statistics, which the "
+            "BM25 merge asks too): "
+            + ", ".join(f"{f} {pct}%" for f, pct in py["steps_inclusive_pct"] if pct >= 0.1)
+            + ".",
+        ]
+    return lines
 
 
 def markdown(out: dict) -> str:
@@ -91,6 +124,13 @@ def markdown(out: dict) -> str:
                 + verdict(cpu["p50"], cpu["p50_ci95"], out["target_ms"])
                 + "."
             )
+            stretch = c["on"]["p50_ms"] / c["cpu_on"]["p50_ms"] if c["cpu_on"].get("p50_ms") else None
+            if stretch and stretch > 1.2:
+                head += (
+                    f" At this load a search's wall time was {stretch:.1f}× its CPU time (p50s, 'on'), so each ms of "
+                    f"work added ~{stretch:.1f} ms of wall time: the CPU difference so stretched is "
+                    f"{_fmt(cpu['p50'] * stretch)} ms; on an idle machine the two are alike."
+                )
         if s.get("measured_again"):
             head += (
                 f" The search child was run again on the run's collection (`{s['child_command']}`, finished "
@@ -99,6 +139,8 @@ def markdown(out: dict) -> str:
         elif s.get("load_avg_1min"):
             head += f" Load average (1 min) at the search child's start and end: {s['load_avg_1min']}."
         lines += [head, *query_fusion_lines(c)]
+        if s.get("profile"):
+            lines += profile_lines(s["profile"])
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -121,8 +163,9 @@ def main() -> None:
         help="A result-trace_search.json that `scale.py --child trace_search` wrote later in one of the run's size "
         "folders: it replaces that size's search.",
     )
+    ap.add_argument("--profile", type=Path, help="The JSON `query_fusion_profile.py` printed for one of the sizes.")
     args = ap.parse_args()
-    out = extract(json.loads(args.result.read_text()), args.search)
+    out = extract(json.loads(args.result.read_text()), args.search, args.profile)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "query_fusion_cost.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     (args.out / "query_fusion_cost.md").write_text(markdown(out))
