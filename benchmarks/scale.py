@@ -708,6 +708,7 @@ def child_trace_search(size: Size, args) -> dict:
             throughput(queries, lambda q: retriever.search(SearchRequest(q, k=K, channels=hybrid)), n) for n in (1, 2)
         ],
     }
+    out_cost = query_fusion_cost(col, queries, hybrid, args.fusion_rounds)
     progress(2, 4, "fused")
     # filtered: the channels and the fused search with a date range or a sub-corpus
     filt = []
@@ -739,6 +740,7 @@ def child_trace_search(size: Size, args) -> dict:
         "throughput": tput,
         "mean_hits": hits,
         "fused_short_of_k": short,
+        "query_fusion_cost": out_cost,
         "filtered": filtered,
         "phrase_queries": len(phrase_q),
         "dated_queries": len(dated_q),
@@ -749,6 +751,123 @@ def child_trace_search(size: Size, args) -> dict:
     progress(4, 4, "done")
     col.close()
     return out
+
+
+def query_fusion_cost(col, queries: list[str], channels: tuple[str, ...], rounds: int) -> dict:
+    """What fusion per query (`retrieval.query_weights`, retrieval/query_fusion.py) adds to a fused search: two
+    retrievers, on and off, timed query by query in turn (which goes first alternates), so the machine's noise
+    falls on both alike; the figure is the median of the per-query differences. The weights only apply under the
+    calibrated fusion, so the 'on' retriever is checked to compute the query's evidence for every search, the
+    'off' one never, and the searches where the evidence moved the weights are counted: the figure cannot measure
+    nothing. Also timed alone: the evidence (`Retriever._evidence`) and the weights (`FusionPlan.query_weights`)
+    of each query, from the hits its search found."""
+    from dataclasses import replace
+
+    from tracerag.retrieval.search import Retriever, SearchRequest
+
+    base = col.settings.retrieval
+    if base.fusion != "calibrated":
+        raise SystemExit(f"fusion per query needs retrieval.fusion = 'calibrated', the collection has {base.fusion!r}")
+    on = Retriever(col, base.model_copy(update={"query_weights": True}))
+    off = Retriever(col, base.model_copy(update={"query_weights": False}))
+    calls = {"on": 0, "off": 0}
+    for name, r in (("on", on), ("off", off)):  # counted in an untimed pass over every query (also a warm-up)
+        real = r._evidence
+
+        def counted(query, hits, _real=real, _name=name):
+            calls[_name] += 1
+            return _real(query, hits)
+
+        r._evidence = counted  # type: ignore[method-assign]
+        for q in queries:
+            r.search(SearchRequest(q, k=K, channels=channels))
+        del r._evidence
+    if calls["on"] < len(queries) or calls["off"]:
+        raise RuntimeError(f"evidence computed {calls} times over {len(queries)} queries: 'on' must read every query")
+    time.sleep(0.3)
+    t_on, t_off, diff = [], [], []
+    best: dict[str, list[float]] = {"on": [float("inf")] * len(queries), "off": [float("inf")] * len(queries)}
+    moved = {"on": 0, "off": 0}
+    # CPU time too (this process, all its threads): other jobs on the machine lengthen the wall time of either
+    # side of a pair, not the work the search does
+    cpu: dict[str, list[float]] = {"on": [], "off": []}
+    for i in range(rounds * len(queries)):
+        j, round_ = i % len(queries), i // len(queries)
+        req = SearchRequest(queries[j], k=K, channels=channels)
+        took = {}
+        # which goes first alternates from query to query and, for one query, from pass to pass
+        for name in ("on", "off") if (j + round_) % 2 == 0 else ("off", "on"):
+            r = on if name == "on" else off
+            t, c = time.perf_counter(), time.process_time()
+            found = r.search(req)
+            took[name] = time.perf_counter() - t
+            cpu[name].append(time.process_time() - c)
+            best[name][j] = min(best[name][j], took[name])
+            if found.params["fusion"]["per_query"] is not None:
+                moved[name] += 1
+        t_on.append(took["on"])
+        t_off.append(took["off"])
+        diff.append(took["on"] - took["off"])
+    if moved["off"]:
+        raise RuntimeError(f"weights moved per query in {moved['off']} searches with query_weights off")
+    # the extra work alone: the evidence of each query from its search's hits, and its weights
+    plan = on.fusion_plan()
+    alone, matched = [], []
+    for q in queries:
+        found = on.search(SearchRequest(q, k=K, channels=channels))
+        hits = found.channel_hits
+        t = time.perf_counter()
+        ev = on._evidence(q, hits)
+        replace(plan, evidence=ev).query_weights([c for c, h in hits.items() if h])
+        alone.append(time.perf_counter() - t)
+        if ev.matched is not None:
+            matched.append(ev.matched)
+    ms = np.asarray(diff) * 1000
+    cpu_ms = (np.asarray(cpu["on"]) - np.asarray(cpu["off"])) * 1000
+    # On a shared machine one side of a pair is often hit by another job: the median's 95% interval (bootstrap),
+    # and the per-query difference of each side's fastest of its passes, which such hits do not reach.
+    fastest = (np.asarray(best["on"]) - np.asarray(best["off"])) * 1000
+    return {
+        "channels": list(channels),
+        "weights_from": plan.source,
+        "rounds": rounds,
+        "pairs": len(diff),
+        "on": lat_stats(t_on),
+        "off": lat_stats(t_off),
+        "difference_ms": _paired(ms),
+        "cpu_on": lat_stats(cpu["on"]),
+        "cpu_off": lat_stats(cpu["off"]),
+        "cpu_difference_ms": _paired(cpu_ms),
+        "fastest_difference_ms": {
+            "queries": len(fastest),
+            "p50": round(float(np.percentile(fastest, 50)), 3),
+            "p25": round(float(np.percentile(fastest, 25)), 3),
+            "p75": round(float(np.percentile(fastest, 75)), 3),
+        },
+        "evidence_and_weights_alone": lat_stats(alone),
+        "evidence_calls": calls,
+        "searches_with_weights_moved": moved["on"],
+        "searches_on": len(t_on),
+        "matched": {
+            "n": len(matched),
+            "p10": round(float(np.percentile(matched, 10)), 3) if matched else None,
+            "p50": round(float(np.percentile(matched, 50)), 3) if matched else None,
+            "under_high": sum(1 for m in matched if m < plan.rule.high) if plan.rule else None,
+        },
+    }
+
+
+def _paired(ms: np.ndarray) -> dict:
+    """Quartiles and mean of paired differences (ms), with the 95% bootstrap interval of their median."""
+    boot = np.random.default_rng(0).choice(ms, size=(2000, len(ms)), replace=True)
+    ci = np.percentile(np.median(boot, axis=1), [2.5, 97.5])
+    return {
+        "p50": round(float(np.percentile(ms, 50)), 3),
+        "p25": round(float(np.percentile(ms, 25)), 3),
+        "p75": round(float(np.percentile(ms, 75)), 3),
+        "mean": round(float(ms.mean()), 3),
+        "p50_ci95": [round(float(x), 3) for x in ci],
+    }
 
 
 def _trace_search_lexical(size, args, col, retriever, bm25, phrase, dated_q, phrase_q, half_life, out) -> dict:
@@ -1426,6 +1545,9 @@ def run_child_main(args) -> None:
     size = Size(Path(args.corpus), Path(args.size_dir), 0)
     result = CHILDREN[args.child](size, args)
     result["rss_hwm_mb"] = max(vm_hwm_mb(), result.get("jvm_rss_hwm_mb", 0.0))
+    result["child_command"] = "python benchmarks/scale.py " + " ".join(sys.argv[1:])
+    result["child_finished"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    result["child_load_avg_1min_end"] = round(os.getloadavg()[0], 1)
     (Path(args.size_dir) / f"result-{args.child}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
 
 
@@ -1450,6 +1572,7 @@ def run_child(role: str, corpus: Path, size_dir: Path, args) -> dict:
         cmd.append("--profile")
     if args.keep_lexical:
         cmd.append("--keep-lexical")
+    cmd += ["--fusion-rounds", str(args.fusion_rounds)]
     env = dict(os.environ, PYTHONUNBUFFERED="1", LANCE_LOG="error", RUST_LOG="error")
     env["PYTHONPATH"] = os.pathsep.join(
         [str(REPO / "src"), str(HERE)] + ([env["PYTHONPATH"]] if "PYTHONPATH" in env else [])
@@ -1551,6 +1674,9 @@ def main() -> None:
     ap.add_argument("--profile-seconds", type=float, default=30.0, help="Query loop length of each profile.")
     ap.add_argument("--profile-from", type=int, default=100_000, help="Profile only at sizes from this many chunks.")
     ap.add_argument("--keep-lexical", action="store_true", help="Keep TRACE's lexical-only collection.")
+    ap.add_argument(
+        "--fusion-rounds", type=int, default=3, help="Passes over the queries of TRACE's query_weights on/off pairs."
+    )
     ap.add_argument(
         "--lexical-only-from",
         type=int,

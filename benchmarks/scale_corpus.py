@@ -37,7 +37,6 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 
@@ -172,18 +171,13 @@ class Generator:
 
 
 def chunker(settings):
-    """TRACE's own chunking of a document into index texts (`Collection._chunk`, with these settings)."""
-    from tracerag.collection import Collection
-    from tracerag.ingest import ocr_fixes
+    """TRACE's own chunking of a document into index texts (`Preparation.chunks`, as the ingest chunks it)."""
+    from tracerag.ingest.prepare import Preparation
 
-    stub = SimpleNamespace(
-        settings=settings,
-        _spelling=None,
-        _ocr_fixed=lambda text: ocr_fixes.fix(text)[0] if settings.ingest.ocr_fixes else text,
-    )
+    prep = Preparation(settings)
 
     def chunks(doc) -> list[str]:
-        return [c.index_text for c in Collection._chunk(stub, doc)]  # type: ignore[arg-type]
+        return [c.index_text for c in prep.chunks(doc)]
 
     return chunks
 

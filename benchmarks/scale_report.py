@@ -185,6 +185,12 @@ def targets(entry: dict) -> list[tuple[str, str, str, str]]:
             f"{_fmt(t)} / {_fmt(lq)}",
             None if t is None or lq is None else t >= lq,
         )
+    cost = _get(s, "query_fusion_cost", "difference_ms", "p50")
+    add(
+        "fusion per query adds ≤ 1 ms to a fused search (p50 of paired differences, ms)",
+        cost,
+        None if cost is None else cost <= 1,
+    )
     cps = lex.get("chunks_per_s")
     add("lexical ingest ≥ 5,000 chunks/s", cps, None if cps is None else cps >= 5000)
     emb = _get(R, "trace", "trace_embed") or {}
@@ -411,6 +417,7 @@ def trace_details(entry: dict) -> list[str]:
         + f". First search {s['first_search_s']} s. Mean hits at depth 100: {s['mean_hits']}; fused searches "
         f"with fewer than k documents: {s.get('fused_short_of_k', '—')}.",
     ]
+    out += query_fusion_lines(s.get("query_fusion_cost"))
     f = s.get("filtered")
     if f:
         sel = f["selectivity"]
@@ -431,6 +438,55 @@ def trace_details(entry: dict) -> list[str]:
         out += ["", f"TRACE profile, {label} (py-spy, {p['samples']:,} samples; % of samples, inclusive):", ""]
         out += [f"- {pct}% {fn}" for fn, pct in p["inclusive_pct"][:18]]
     return out
+
+
+def query_fusion_lines(c: dict | None) -> list[str]:
+    """The paired timing of fusion per query (scale.py `query_fusion_cost`), as a paragraph and a small table."""
+    if not c:
+        return []
+    d, m, alone = c["difference_ms"], c["matched"], c["evidence_and_weights_alone"]
+    text = [
+        f"Fusion per query (`retrieval.query_weights`), fused {'+'.join(c['channels'])} with the query vector given: "
+        f"{c['pairs']} pairs ({c['rounds']} passes over the queries), on and off in turn in one process, the order "
+        f"alternating. Per-query difference on − off: p50 {_fmt(d['p50'])} ms"
+    ]
+    if "p50_ci95" in d:
+        text.append(f" (95% bootstrap interval {_fmt(d['p50_ci95'][0])} to {_fmt(d['p50_ci95'][1])})")
+    text.append(f"; p25 {_fmt(d['p25'])}, p75 {_fmt(d['p75'])}, mean {_fmt(d['mean'])}.")
+    cd = c.get("cpu_difference_ms")
+    if cd:
+        text.append(
+            f" CPU time of the process (all threads), per query, on − off: p50 {_fmt(cd['p50'])} ms (95% interval "
+            f"{_fmt(cd['p50_ci95'][0])} to {_fmt(cd['p50_ci95'][1])}; p25 {_fmt(cd['p25'])}, p75 {_fmt(cd['p75'])})."
+        )
+    f = c.get("fastest_difference_ms")
+    if f:
+        text.append(
+            f" Each side's fastest of its {c['rounds']} passes, per query, on − off: p50 {_fmt(f['p50'])} ms "
+            f"(p25 {_fmt(f['p25'])}, p75 {_fmt(f['p75'])}; {f['queries']} queries)."
+        )
+    text.append(
+        f" The evidence and the weights timed alone: p50 {_fmt(alone['p50_ms'])} ms, p95 {_fmt(alone['p95_ms'])} ms."
+        f" Evidence read by {c['evidence_calls']['on']} of {c['searches_on'] // c['rounds']} 'on' searches (untimed "
+        f"check pass), by {c['evidence_calls']['off']} 'off' ones; the weights moved in "
+        f"{c['searches_with_weights_moved']} of {c['searches_on']} timed 'on' searches (BM25's best chunk matched "
+        f"under the rule's `high` in {m['under_high']} of {m['n']} queries; matched p10 {_fmt(m['p10'])}, p50 "
+        f"{_fmt(m['p50'])}); weights from: {c['weights_from']}."
+    )
+    return [
+        "",
+        "".join(text),
+        "",
+        "| query_weights | p50 (ms) | p95 (ms) | p99 (ms) | mean (ms) |",
+        "|---|---:|---:|---:|---:|",
+        *(
+            f"| {label} | {_fmt(c[key]['p50_ms'])} | {_fmt(c[key]['p95_ms'])} | {_fmt(c[key]['p99_ms'])} "
+            f"| {_fmt(c[key]['mean_ms'])} |"
+            for key, label in (("on", "on"), ("off", "off"), ("cpu_on", "on, CPU time"), ("cpu_off", "off, CPU time"))
+            if key in c
+        ),
+        "",
+    ]
 
 
 def plots(res: dict, base: Path) -> None:
