@@ -50,8 +50,13 @@ def load(name: str, report: Path, collection: Path | None, data: Path) -> dict:
     queries = sorted({q for run in channels.values() for q in run} & set(bench.qrels))
     with Collection.open(path, settings, mode="read") as col:
         calibration, why = stored.load(col)
-        if calibration is None:
-            raise SystemExit(f"{path}: {why}")
+        if calibration is not None:
+            weights = dict(calibration.weights)
+        else:  # an older format still holds the weights the eval's runs were fused with
+            try:
+                weights = json.loads(stored.path_of(col).read_text(encoding="utf-8"))["weights"]
+            except (OSError, ValueError, KeyError):
+                raise SystemExit(f"{path}: {why}") from None
         k1 = col.settings.retrieval.bm25_k1
         found = {}
         field_of = {d.id: field_language(text_field(d.language)) for d in bench.documents}
@@ -65,7 +70,7 @@ def load(name: str, report: Path, collection: Path | None, data: Path) -> dict:
         "bench": bench,
         "channels": channels,
         "queries": queries,
-        "weights": dict(calibration.weights),
+        "weights": weights,
         "evidence": found,
     }
 
@@ -119,13 +124,9 @@ def main() -> None:
     if args.grid:
         grid = []
         rules = [
-            QueryRule(low, high, floor, kl, kh, sure, damp)
-            for low, high, floor, (kl, kh), (sure, damp) in itertools.product(
-                (0.1, 0.15, 0.2),
-                (0.3, 0.4),
-                (0.3, 0.5),
-                ((0.5, 0.8), (0.6, 0.9), (0.7, 0.95), (0.8, 1.0), (1.0, 1.01)),
-                ((1.0, 0.0), (0.7, 0.5), (0.8, 0.9)),
+            QueryRule(0.15, 0.3, 0.5, kl, kh, sure, damp)
+            for (kl, kh), (sure, damp) in itertools.product(
+                ((0.5, 0.8), (0.6, 0.9)), ((0.5, 0.5), (0.5, 0.9), (0.7, 0.9), (0.8, 0.9))
             )
         ]
         for rule in rules:

@@ -121,8 +121,8 @@ class QueryRule:
     # matching little of a query whose words those documents' language holds is OCR noise or a loose question, not
     # a language the lexical channel cannot read (on OCR'd known-item spans, raising the dense channel there cost
     # 0.006 nDCG@10). Full trust from `known_high` of the query's words known there, none below `known_low`.
-    known_low: float = 1.0
-    known_high: float = 1.01
+    known_low: float = 0.6
+    known_high: float = 0.9
     # Where BM25's best chunk holds nearly all of the query (a pasted span, a name written as the documents write
     # it), the dense channel's weight falls further, by up to `damp` of itself at a full match.
     sure: float = 1.0
