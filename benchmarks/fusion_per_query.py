@@ -24,14 +24,14 @@ from pathlib import Path
 
 from tracerag.collection import Collection
 from tracerag.config import Settings
+from tracerag.engine.points import field_language, text_field
 from tracerag.eval.datasets import load_benchmark
 from tracerag.eval.metrics import evaluate
 from tracerag.eval.runner import collection_dir
 from tracerag.eval.trec import Run, read_run
 from tracerag.model import Hit
 from tracerag.retrieval import weights as stored
-from tracerag.retrieval.fusion import Normalisation, fuse_scored
-from tracerag.engine.points import field_language, text_field
+from tracerag.retrieval.fusion import fuse_scored
 from tracerag.retrieval.query_fusion import CANDIDATES, DEFAULT_RULE, QueryRule, evidence, weigh
 from tracerag.retrieval.search import CALIBRATED_METHOD, CALIBRATED_SCALES, FusionPlan
 
@@ -62,7 +62,9 @@ def load(name: str, report: Path, collection: Path | None, data: Path) -> dict:
         field_of = {d.id: field_language(text_field(d.language)) for d in bench.documents}
         for qid in queries:
             bm25 = channels.get("bm25", {}).get(qid, [])
-            hits = {"bm25": [Hit("", d, "bm25", i + 1, s) for i, (d, s) in enumerate(bm25)]} if "bm25" in channels else {}
+            hits = (
+                {"bm25": [Hit("", d, "bm25", i + 1, s) for i, (d, s) in enumerate(bm25)]} if "bm25" in channels else {}
+            )
             dense = [d for d, _ in channels.get("dense", {}).get(qid, [])[:CANDIDATES]]
             indexes = [field_of[d] for d in dense if d in field_of]
             found[qid] = evidence(hits, col.engine.field_stats(bench.queries[qid].text), k1, indexes)
@@ -107,7 +109,9 @@ def main() -> None:
     loaded = {}
     for item in args.bench:
         name, folder = item.split("=", 1)
-        loaded[name] = load(name, Path(folder), Path(collections[name]) if name in collections else None, Path(args.data))
+        loaded[name] = load(
+            name, Path(folder), Path(collections[name]) if name in collections else None, Path(args.data)
+        )
     table: dict[str, dict[str, dict[str, float]]] = {}
     for name, b in loaded.items():
         row = {c: scores(b, run) for c, run in b["channels"].items() if c in ("bm25", "dense")}
@@ -131,7 +135,10 @@ def main() -> None:
         ]
         for rule in rules:
             per = {n: scores(b, fuse(b, rule)) for n, b in loaded.items()}
-            worst = min(per[n]["nDCG@10"] - max(table[n][c]["nDCG@10"] for c in ("bm25", "dense", "fixed") if c in table[n]) for n in per)
+            worst = min(
+                per[n]["nDCG@10"] - max(table[n][c]["nDCG@10"] for c in ("bm25", "dense", "fixed") if c in table[n])
+                for n in per
+            )
             grid.append((worst, rule, per))
         grid.sort(key=lambda g: -g[0])
         for worst, rule, per in grid[:15]:

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, TypedDict
 import numpy as np
 import regex
 from qdrant_edge import (
-    SearchParams,
     Bm25,
     Bm25Config,
     CountRequest,
@@ -68,6 +67,7 @@ from qdrant_edge import (
     QueryRequest,
     RangeDateTime,
     ScrollRequest,
+    SearchParams,
     SnowballLanguage,
     SnowballParams,
     SparseVector,

@@ -3,11 +3,13 @@ and time windows."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from tracerag.collection import Collection
 from tracerag.config import CHANNELS, RetrievalSettings
+from tracerag.engine import FieldStats
+from tracerag.engine.points import field_language, text_field
 from tracerag.errors import ConfigError
 from tracerag.ingest import ocr_fixes
 from tracerag.ingest.entities import Pipelines
@@ -16,7 +18,6 @@ from tracerag.retrieval import weights as calibration
 from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel, Reading, read_phrases
 from tracerag.retrieval.entities import EntityChannel, name_share
 from tracerag.retrieval.fusion import Method, Normalisation, fuse, merge_fields
-from tracerag.engine.points import field_language, text_field
 from tracerag.retrieval.query_fusion import (
     CANDIDATES,
     DEFAULT_RULE,
@@ -182,10 +183,12 @@ class Retriever:
         plan = self.fusion_plan()
         if share < 1.0:
             plan = replace(plan, entity_share=share)
+        # BM25's term statistics of the query, asked once (by the field merge, and by the fusion per query)
+        stats = _Once(lambda: self.collection.engine.field_stats(query))
         for _ in range(4):
-            hits, fields, per_group = self._run_channels(query, runners, dated, groups, depth)
+            hits, fields, per_group = self._run_channels(query, runners, dated, groups, depth, stats)
             if plan.rule is not None and plan.evidence is None:  # read once: a deeper pool has the same best chunk
-                plan = replace(plan, evidence=self._evidence(query, hits))
+                plan = replace(plan, evidence=self._evidence(hits, stats))
             docs = self._fuse_groups(per_group, plan)
             cut_off = any(len(h) >= depth for h in hits.values())
             if len(docs) >= want or not cut_off:
@@ -226,10 +229,10 @@ class Retriever:
             },
         )
 
-    def _evidence(self, query: str, hits: dict[str, list[Hit]]) -> QueryEvidence:
+    def _evidence(self, hits: dict[str, list[Hit]], once: _Once) -> QueryEvidence:
         """What this query shows about its channels (retrieval/query_fusion.py); the term statistics only when
-        BM25 ran (the engine counts each word once and keeps it)."""
-        stats = self.collection.engine.field_stats(query) if "bm25" in hits else None
+        BM25 ran (the field merge asked them already)."""
+        stats = once() if "bm25" in hits else None
         first = list(dict.fromkeys(h.doc_id for h in sorted(hits.get("dense", []), key=lambda h: h.rank)))
         languages = self.collection.store.languages_of(first[:CANDIDATES]) if stats else {}
         indexes = [field_language(text_field(languages.get(d))) for d in first[:CANDIDATES] if d in languages]
@@ -299,7 +302,13 @@ class Retriever:
         return runners
 
     def _run_channels(
-        self, query: str, runners: list, dated: DateChannel | None, groups: list[Filter], depth: int
+        self,
+        query: str,
+        runners: list,
+        dated: DateChannel | None,
+        groups: list[Filter],
+        depth: int,
+        bm25_stats: _Once,
     ) -> tuple[dict[str, list[Hit]], dict[str, dict[str, list[Hit]]], list[dict[str, list[Hit]]]]:
         """Each channel's hits (all groups), each lexical channel's per-field hits (all groups), and each
         group's channel hits (what is fused). A lexical channel's fields are merged here, in sight."""
@@ -312,7 +321,8 @@ class Retriever:
                     found = r.run_fields(query, depth, flt)
                     for field, field_hits in found.items():
                         fields.setdefault(r.name, {}).setdefault(field, []).extend(field_hits)
-                    hits[r.name] = merge_fields(found, depth, self.settings.field_merge, r.field_stats(query))
+                    stats = bm25_stats if isinstance(r, Bm25Channel) else r.field_stats(query)
+                    hits[r.name] = merge_fields(found, depth, self.settings.field_merge, stats)
                 else:
                     hits[r.name] = r.run(query, depth, flt)
             if dated is not None:
@@ -381,6 +391,19 @@ class Retriever:
         corpus_of = {d.doc_id: i for i, docs in enumerate(fused) for d in docs}
         everything = sorted((d for docs in fused for d in docs), key=lambda d: (d.rank, -d.score, d.doc_id))
         return equal_share(everything, lambda d: str(corpus_of[d.doc_id]), len(everything))
+
+
+class _Once:
+    """A value computed on first ask and kept: the query's term statistics serve the merge and the fusion."""
+
+    def __init__(self, make: Callable[[], Mapping[str, FieldStats]]):
+        self._make = make
+        self._value: Mapping[str, FieldStats] | None = None
+
+    def __call__(self) -> Mapping[str, FieldStats]:
+        if self._value is None:
+            self._value = self._make()
+        return self._value
 
 
 def _scales(normalisation: Normalisation | dict[str, Normalisation]) -> str | dict[str, str]:
