@@ -28,7 +28,7 @@ class Translator:
 
     def generate(self, messages, *, json_schema, temperature, max_tokens) -> RawAnswer:
         self.asked.append(messages[1].content)
-        answer = {"query_language": "en", "translations": [{"language": "fr", "query": "verriers en grève"}]}
+        answer = {"fr": "verriers en grève"}
         return RawAnswer(json.dumps(answer), Usage(60, 20))
 
 
