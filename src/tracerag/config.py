@@ -467,6 +467,11 @@ class ExpansionSettings(_Section):
     """Query expansion (issue 12): LLM variants, the collection's own vocabulary model, and how they are fused."""
 
     variants: int = Field(5, ge=1, le=20, description="Query variants an LLM is asked for (`search --expand llm`).")
+    translate: bool = Field(
+        True,
+        description="`search --expand llm` also asks the model for the query in the collection's other languages "
+        "(as `--expand translate` does alone).",
+    )
     neighbours: int = Field(10, ge=1, description="Vocabulary neighbours `tracerag expand` shows per word.")
     vocab_variants: int = Field(
         3, ge=1, description="Variants `search --expand vocab` makes: the query with one word's neighbour added."

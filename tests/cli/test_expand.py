@@ -100,7 +100,7 @@ def test_bad_input_is_exit_2_naming_the_place(collection, tmp_path):
     mapped = invoke("search", "gouvernement", "-c", str(collection), "--synonyms", str(bad_map))
     assert mapped.exit_code == 2 and f"{bad_map}:2:" in mapped.output.replace("\n", "")
     unknown = invoke("search", "gouvernement", "-c", str(collection), "--expand", "magic")
-    assert unknown.exit_code == 2 and "expected llm or vocab" in unknown.output
+    assert unknown.exit_code == 2 and "expected llm, translate or vocab" in unknown.output
 
 
 @pytest.mark.needs_data("hipe2022")

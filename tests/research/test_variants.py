@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tracerag.collection import Collection
+from tracerag.config import load_settings
 from tracerag.llm import Message, RawAnswer, StructuredLLM, Usage
 from tracerag.llm.replay import RecordingProvider, ReplayProvider
 from tracerag.research.search_run import run_search
@@ -67,7 +69,12 @@ def replayed(tmp_path: Path, answer: str, col=None, query: str = "query", n: int
 
 @pytest.fixture(scope="module")
 def col(hipe_collection):
-    return hipe_collection.collection
+    """The shared collection, read with `expansion.translate` off: these tests are of the variants call alone
+    (test_translations.py has `--expand llm` with both)."""
+    settings = load_settings()
+    settings = settings.model_copy(update={"expansion": settings.expansion.model_copy(update={"translate": False})})
+    with Collection.open(hipe_collection.collection.path, settings, mode="read") as reader:
+        yield reader
 
 
 @pytest.mark.needs_data("hipe2022")

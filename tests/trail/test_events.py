@@ -66,7 +66,13 @@ CATALOG_KINDS = {k for k in KINDS if k.startswith("catalog_")}
 RESEARCH_KINDS = {"expansion", "judgment", "decision", "draft", "cite_check"}
 AGENT_KINDS = set(KINDS) - CATALOG_KINDS - RESEARCH_KINDS
 CATALOG_PURPOSES = {LLMPurpose.CATALOG_PARSE, LLMPurpose.CATALOG_CHECK, LLMPurpose.CATALOG_REPLY}
-RESEARCH_PURPOSES = {LLMPurpose.VARIANTS, LLMPurpose.JUDGE, LLMPurpose.DRAFT, LLMPurpose.CITE_CHECK}
+RESEARCH_PURPOSES = {
+    LLMPurpose.VARIANTS,
+    LLMPurpose.TRANSLATE,
+    LLMPurpose.JUDGE,
+    LLMPurpose.DRAFT,
+    LLMPurpose.CITE_CHECK,
+}
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +155,9 @@ def test_read_trail_gives_typed_events(agent, catalog, research):
     studied = [e for r in research.values() for e in r.events]
     assert {e.purpose for e in studied if isinstance(e, LLMCallEvent)} == RESEARCH_PURPOSES
     (expansion,) = [e for e in studied if isinstance(e, ExpansionEvent)]
-    assert [v.source for v in expansion.variants] == ["original", "llm", "llm", "llm"]  # the repeat was dropped
+    # the repeat was dropped, and the German translation, the German variant already, searched once
+    assert [v.source for v in expansion.variants] == ["original", "llm", "llm", "llm", "llm"]
+    assert [v.why for v in expansion.variants if v.kind == "other_language"] == ["German", "the query in en"]
     judged = [e for e in studied if isinstance(e, JudgmentEvent)]
     failed = [e for e in judged if e.failure]
     assert len(failed) == 1 and failed[0].score is None  # an unusable answer: a failure, never a default score

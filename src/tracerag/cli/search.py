@@ -54,7 +54,11 @@ def search(
     iiif_base: IiifBaseOpt = None,
     expand: Annotated[
         list[str] | None,
-        typer.Option(help="Also search variants, fused by RRF: 'llm' (a model's, --llm) or 'vocab' (repeatable)."),
+        typer.Option(
+            help="Also search variants, fused by RRF: 'llm' (a model's, --llm; with the query in the collection's "
+            "other languages unless expansion.translate is false), 'translate' (those translations alone) or "
+            "'vocab' (repeatable)."
+        ),
     ] = None,
     variants: Annotated[int | None, typer.Option(min=1, help="LLM variants (default expansion.variants).")] = None,
     add: Annotated[
@@ -65,7 +69,7 @@ def search(
         str | None, typer.Option("--filter", help='Boolean filter: AND OR NOT ( ) "phrase" field:value word*.')
     ] = None,
     llm: Annotated[
-        str | None, typer.Option("--llm", help="Model for --expand llm: openai:MODEL, local, replay:DIR.")
+        str | None, typer.Option("--llm", help="Model for --expand llm/translate: openai:MODEL, local, replay:DIR.")
     ] = None,
     base_url: BaseUrlOpt = None,
     min_ocr: Annotated[
@@ -107,7 +111,7 @@ def search(
     synonym_map = SynonymMap.read(synonyms) if synonyms else None
     settings = settings_with_llm(config, llm, base_url)
     model = None
-    if "llm" in (expand or []):
+    if {"llm", "translate"} & set(expand or []):
         from tracerag.llm import load_llm
 
         model = load_llm(settings)

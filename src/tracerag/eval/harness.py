@@ -271,7 +271,7 @@ def run_evaluation(
     configured = load_run_config(run_config) if run_config else {}
     specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS and n != AGENT_RUN], configured)}
     model = None
-    if AGENT_RUN in names or any("llm" in spec.expand for spec in specs.values()):
+    if AGENT_RUN in names or any({"llm", "translate"} & set(spec.expand) for spec in specs.values()):
         model = load_llm(settings)
         if model is None and AGENT_RUN in names:
             say("agent run without a model (--llm or llm.model): it is the hybrid warm start only")

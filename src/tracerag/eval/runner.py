@@ -29,7 +29,9 @@ class RunSpec:
     channels: tuple[str, ...]
     windows: str | None = None
     fusion: str | None = None  # retrieval.fusion for this run (None: the settings')
-    expand: tuple[str, ...] = ()  # query expansion: "vocab" (the collection's vocabulary model), "llm" (variants)
+    # query expansion: "vocab" (the collection's vocabulary model), "llm" (variants), "translate" (the query in the
+    # collection's other languages)
+    expand: tuple[str, ...] = ()
     query_weights: bool | None = None  # retrieval.query_weights for this run (None: the settings')
 
 
@@ -55,6 +57,8 @@ RUNS: dict[str, RunSpec] = {
         RunSpec("expansion", _ALL, expand=("vocab",)),
         RunSpec("bm25+expansion", ("bm25",), expand=("vocab",)),
         RunSpec("expansion-llm", _ALL, expand=("llm", "vocab")),
+        # the hybrid fused with the query in the collection's other languages (a model is needed, --llm)
+        RunSpec("hybrid+translate", _ALL, expand=("translate",)),
         # the entity channel (predicted entities: ingest/entities.py), alone and with the hybrid's channels
         RunSpec("entity", ("entity",)),
         RunSpec("hybrid+entity", (*_ALL, "entity")),
@@ -215,7 +219,11 @@ def _expander(
 ) -> Callable[[Retriever, SearchRequest], Ranking]:
     """The search of an expansion run: the query and its variants fused by RRF (`retrieval/expansion.py`). The
     vocabulary model is the collection's own when it has one, else one trained on its documents and kept in the
-    cache beside it (an eval never writes into the benchmark's collection); LLM variants need `llm`."""
+    cache beside it (an eval never writes into the benchmark's collection); LLM variants and translations need
+    `llm`. A run names what it expands with: "llm" here is the variants alone, whatever `expansion.translate`
+    says, so that expansion-llm measures what it did."""
+    from tracerag.research.search_run import collection_span
+    from tracerag.research.translations import translations
     from tracerag.research.variants import query_variants
     from tracerag.retrieval import vocabulary as vocab
     from tracerag.retrieval.expansion import search_expanded, vocabulary_variants
@@ -232,13 +240,16 @@ def _expander(
             except vocab.VocabularyMissing:
                 model = vocab.train(vocab.texts_of(collection.store), cfg)
                 vocab.save(model, folder)
-    if "llm" in spec.expand and llm is None:
+    if {"llm", "translate"} & set(spec.expand) and llm is None:
         raise ConfigError(f"run {spec.name!r} asks a model for query variants: give one (--llm or llm.model)")
+    languages = collection_span(collection)[0] if "translate" in spec.expand else []
 
     def search(retriever: Retriever, request: SearchRequest) -> Ranking:
         variants = []
         if llm is not None and "llm" in spec.expand:
             variants += query_variants(llm, request.query, cfg.variants).variants  # a failure: the original alone
+        if llm is not None and "translate" in spec.expand:
+            variants += translations(llm, request.query, languages).variants
         if model is not None:
             variants += vocabulary_variants(request.query, model, cfg.vocab_variants, cfg.min_similarity)
         return search_expanded(retriever, request, variants, original_weight=cfg.original_weight).ranking

@@ -23,11 +23,13 @@ from tracerag.collection import Collection
 from tracerag.errors import TraceError
 from tracerag.llm import StructuredLLM
 from tracerag.model import RankedSource, Ranking, RunStatus
+from tracerag.research.translations import translations
 from tracerag.research.variants import query_variants
 from tracerag.retrieval import Retriever, SearchRequest
 from tracerag.retrieval import vocabulary as vocab
 from tracerag.retrieval.expansion import ORIGINAL, Expanded, Variant, search_expanded, vocabulary_variants
 from tracerag.retrieval.synonyms import SynonymMap
+from tracerag.text import fold_key
 from tracerag.trail import JsonlWriter, Trail
 from tracerag.trail.events import (
     ExpansionEvent,
@@ -41,7 +43,7 @@ from tracerag.trail.events import (
 from tracerag.trail.ranking import TRAIL_DEPTH, ranking_events
 from tracerag.trail.writer import EventListener
 
-EXPANSIONS = ("llm", "vocab")
+EXPANSIONS = ("llm", "translate", "vocab")
 
 
 @dataclass
@@ -75,12 +77,13 @@ def run_search(
     what it has. Bad input (an unknown expansion, a malformed filter) raises TraceError before anything runs."""
     unknown = [e for e in expand if e not in EXPANSIONS]
     if unknown:
-        raise TraceError(f"--expand {', '.join(unknown)}: expected {' or '.join(EXPANSIONS)}")
+        raise TraceError(f"--expand {', '.join(unknown)}: expected {', '.join(EXPANSIONS[:-1])} or {EXPANSIONS[-1]}")
     if filter_expression:
         from tracerag.retrieval.boolean import parse
 
         parse(filter_expression)  # a malformed expression is said before any model is asked
     cfg = collection.settings.expansion
+    translate = "translate" in expand or ("llm" in expand and cfg.translate)
     n = variants if variants is not None else cfg.variants
     if n < 1:
         raise TraceError(f"--variants must be at least 1, got {n}")
@@ -109,7 +112,7 @@ def run_search(
                     "expansion": cfg.model_dump(mode="json"),
                     "embed_model": collection.settings.embed.model,
                 },
-                llm={"provider": llm.name, "model": llm.model} if llm and "llm" in expand else None,
+                llm={"provider": llm.name, "model": llm.model} if llm and ("llm" in expand or translate) else None,
                 versions=_versions(),
                 run=RunKind.SEARCH,
             )
@@ -121,7 +124,7 @@ def run_search(
             if llm is None:
                 failures.append("llm variants: no language model is configured (--llm)")
             else:
-                languages, dates = _collection_span(collection)
+                languages, dates = collection_span(collection)
                 outcome = query_variants(llm, request.query, n, languages=languages, dates=dates)
                 if outcome.completion is not None:
                     llm_calls += 1
@@ -129,6 +132,18 @@ def run_search(
                 if outcome.failure:
                     failures.append(f"llm variants: {outcome.failure}")
                 found += outcome.variants
+        if translate:
+            if llm is None:
+                failures.append("translations: no language model is configured (--llm)")
+            else:
+                translated = translations(llm, request.query, collection_span(collection)[0])
+                if translated.completion is not None:
+                    llm_calls += 1
+                    trail.emit(LLMCallEvent.of(translated.completion, translated.messages, LLMPurpose.TRANSLATE))
+                if translated.failure:
+                    failures.append(f"translations: {translated.failure}")
+                have = {fold_key(v.query) for v in found}  # an LLM variant may be the same translation already
+                found += [v for v in translated.variants if fold_key(v.query) not in have]
         if "vocab" in expand:
             try:
                 model = vocab.load(vocab.folder_of(collection))
@@ -217,8 +232,9 @@ def _record_ranking(trail: Trail, ranking: Ranking, step: int) -> None:
         trail.emit(event)
 
 
-def _collection_span(collection: Collection) -> tuple[list[str], tuple[str, str] | None]:
-    """The collection's languages (most documents first) and date span, for the variants' prompt."""
+def collection_span(collection: Collection) -> tuple[list[str], tuple[str, str] | None]:
+    """The collection's languages (most documents first) and date span, for the variants' and translations'
+    prompts."""
     languages: dict[str, int] = {}
     low, high = None, None
     for c in collection.store.corpora():

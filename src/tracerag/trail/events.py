@@ -123,6 +123,7 @@ class LLMPurpose(StrEnum):
     CATALOG_CHECK = "catalog_check"  # a record's eligibility checked by the model
     CATALOG_REPLY = "catalog_reply"  # a catalog reply written by the model
     VARIANTS = "variants"  # query variants for a search (research/variants.py)
+    TRANSLATE = "translate"  # the query in the collection's other languages (research/translations.py)
     JUDGE = "judge"  # one candidate scored against the researcher's criteria
     DRAFT = "draft"  # a cited draft written from accepted sources
     CITE_CHECK = "cite_check"  # whether a cited span supports its sentence

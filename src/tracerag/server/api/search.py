@@ -39,7 +39,10 @@ class SearchBody(BaseModel):
     doc_ids: list[str] = Field([], description="Allow-list of document ids.")
     channels: list[Channel] | None = Field(None, description="The channels to run (None: the settings' channels).")
     windows: str | None = Field(None, description="Temporal windowing, e.g. 5y ('' turns it off).")
-    expand: list[Literal["llm", "vocab"]] = Field([], description="Also search variants: an LLM's, the vocabulary's.")
+    expand: list[Literal["llm", "translate", "vocab"]] = Field(
+        [],
+        description="Also search variants: an LLM's, the query in its collection's other languages, the vocabulary's.",
+    )
     variants: int | None = Field(None, ge=1, le=20, description="How many LLM variants (default expansion.variants).")
     add: list[str] = Field([], description="Words added to the query (e.g. vocabulary neighbours).")
     synonyms: str | None = Field(
@@ -178,7 +181,7 @@ def run(state: ServerState, name: str, body: SearchBody, names: OptionNames = AP
     )
     synonyms = SynonymMap.parse(body.synonyms, "synonyms") if body.synonyms else None
     model = None
-    if "llm" in body.expand:
+    if {"llm", "translate"} & set(body.expand):
         model = state.model()  # None without `serve --llm`: the search says so in its failures
     with state.reading(name) as col:
         result, _ = explained_search(

@@ -57,6 +57,7 @@ CALL_STEPS: dict[LLMPurpose, str | None] = {
     LLMPurpose.BRIEFING: "briefing",
     LLMPurpose.RERANK: "rank",
     LLMPurpose.VARIANTS: "search",
+    LLMPurpose.TRANSLATE: "search",
     LLMPurpose.JUDGE: "judge",
     LLMPurpose.DRAFT: "answer",
     LLMPurpose.CITE_CHECK: "answer",
