@@ -128,10 +128,8 @@ def main() -> None:
     if args.grid:
         grid = []
         rules = [
-            QueryRule(0.15, 0.3, 0.5, kl, kh, sure, damp)
-            for (kl, kh), (sure, damp) in itertools.product(
-                ((0.5, 0.8), (0.6, 0.9)), ((0.5, 0.5), (0.5, 0.9), (0.7, 0.9), (0.8, 0.9))
-            )
+            QueryRule(0.15, 0.3, 0.5, 0.6, 0.9, sure, damp)
+            for sure, damp in ((1.0, 0.0), (0.3, 0.9), (0.3, 0.6), (0.4, 0.9), (0.5, 0.9), (0.2, 0.9), (0.3, 0.75))
         ]
         for rule in rules:
             per = {n: scores(b, fuse(b, rule)) for n, b in loaded.items()}

@@ -34,9 +34,14 @@ def test_a_query_bm25_barely_matches_is_carried_by_the_dense_channel() -> None:
 
 
 def test_a_query_bm25_matches_well_keeps_the_calibrated_weights() -> None:
-    found = weigh(CALIBRATED, ["bm25", "dense"], _ev(0.6))
+    found = weigh(CALIBRATED, ["bm25", "dense"], _ev(0.3))
     assert found.weights == {"bm25": 1.0, "dense": 0.5}
     assert set(found.factors.values()) == {1.0}
+    # past `sure`, the dense channel keeps less of its weight, and the why says so
+    sure = weigh(CALIBRATED, ["bm25", "dense"], _ev(1.0))
+    assert sure.weights["bm25"] == 1.0
+    assert sure.weights["dense"] == pytest.approx(0.5 * (1 - DEFAULT_RULE.damp))
+    assert "keeps 10% of its weight" in sure.why
 
 
 def test_between_the_two_the_weights_move_in_proportion() -> None:

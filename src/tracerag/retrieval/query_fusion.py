@@ -123,10 +123,11 @@ class QueryRule:
     # 0.006 nDCG@10). Full trust from `known_high` of the query's words known there, none below `known_low`.
     known_low: float = 0.6
     known_high: float = 0.9
-    # Where BM25's best chunk holds nearly all of the query (a pasted span, a name written as the documents write
-    # it), the dense channel's weight falls further, by up to `damp` of itself at a full match.
-    sure: float = 1.0
-    damp: float = 0.0
+    # Where BM25's best chunk holds more of the query than `sure` (a pasted span, a name written as the documents
+    # write it), the dense channel's weight falls further, by up to `damp` of itself at a full match: on OCR'd
+    # known-item spans the dense channel's first documents only moved BM25's (0.9826 -> 0.9869 nDCG@10).
+    sure: float = 0.3
+    damp: float = 0.9
 
     def dense_share(self, matched: float) -> float:
         """What remains of the dense channel's calibrated weight where the words are sure (1: nothing taken)."""
