@@ -162,7 +162,7 @@ def test_a_damaged_calibration_file_is_said_and_not_used(tmp_path: Path, small_d
 def test_a_calibration_of_the_format_before_the_kinds_asks_to_calibrate_again(
     tmp_path: Path, small_docs: list[Document]
 ) -> None:
-    """A format 1 file (weights from spans and words only, no per-kind table) is said and not used, and the
+    """A format 1 file (weights from spans and words only, no per-kind table) is still used, and said, until the
     writer's next refresh replaces it."""
     with _collection(tmp_path / "c", small_docs[:60]) as col:
         found = calibration.calibrate(Retriever(col), per_kind=10)
@@ -172,11 +172,11 @@ def test_a_calibration_of_the_format_before_the_kinds_asks_to_calibrate_again(
         data["format"] = 1
         (col.path / calibration.CALIBRATION_FILE).write_text(json.dumps(data), encoding="utf-8")
         plan = Retriever(col).fusion_plan()
-        assert plan.weights is None and plan.source == "equal"
-        assert "is in format 1 (measured on spans and words only), this TRACE reads 2" in plan.why
-        assert "run `tracerag calibrate`" in plan.why
+        assert plan.weights == found.weights and plan.source == "calibration"
+        assert "(format 1: spans and words only, no table per kind; `tracerag calibrate`)" in plan.why
         assert calibration.refresh(col) is not None
-        assert Retriever(col).fusion_plan().source == "calibration"
+        plan = Retriever(col).fusion_plan()
+        assert plan.source == "calibration" and "format 1" not in plan.why
 
 
 def test_fusion_set_in_the_settings_wins(tmp_path: Path, small_docs: list[Document]) -> None:

@@ -294,7 +294,8 @@ def refresh(collection: Collection, progress: Callable[[int, int], None] | None 
     too small to calibrate). Called by the writer at the end of an ingest or an embed, which asks no model: the
     question kind is for `tracerag calibrate`, where the cost of the model's calls is asked for."""
     stored, _ = load(collection)
-    if stored is not None and stored.staleness(collection_state(collection)) is None:
+    # a format 1 calibration (no table per kind) is used by searches until this replaces it
+    if stored is not None and stored.kinds and stored.staleness(collection_state(collection)) is None:
         return None
     found = calibrate(Retriever(collection), progress=progress)
     if found is not None:

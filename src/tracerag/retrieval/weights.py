@@ -84,8 +84,9 @@ class Calibration:
         ]
         total = sum(self.queries.values())
         kinds = sum(1 for n in self.queries.values() if n)
+        older = "" if self.kinds else " (format 1: spans and words only, no table per kind; `tracerag calibrate`)"
         return (
-            f"calibrated {self.created[:10]} on {total} pseudo-queries of {kinds} kinds from this collection: "
+            f"calibrated {self.created[:10]} on {total} pseudo-queries of {kinds} kinds from this collection{older}: "
             + ", ".join(parts)
         )
 
@@ -142,10 +143,13 @@ def load(collection: Collection) -> tuple[Calibration | None, str]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         return None, f"{where} could not be read ({exc}): run `tracerag calibrate`"
+    if isinstance(data, dict) and data.get("format") == 1 and "kinds" not in data:
+        # Weights measured on spans and words only are still measured weights: a search keeps them (equal weights
+        # would undo what they protect) and says so; the writer's next refresh measures the kinds.
+        data = {**data, "format": FORMAT, "kinds": {}}
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         found = data.get("format") if isinstance(data, dict) else type(data).__name__
-        older = " (measured on spans and words only)" if found == 1 else ""
-        return None, f"{where} is in format {found}{older}, this TRACE reads {FORMAT}: run `tracerag calibrate`"
+        return None, f"{where} is in format {found}, this TRACE reads {FORMAT}: run `tracerag calibrate`"
     try:
         return _checked(_ADAPTER.validate_python(data)), ""
     except ValidationError as exc:
