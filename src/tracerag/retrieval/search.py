@@ -64,10 +64,10 @@ class FusionPlan:
     rule: QueryRule | None = None
     evidence: QueryEvidence | None = None
 
-    def query_weights(self, channels: Iterable[str]) -> QueryWeights | None:
+    def query_weights(self, channels: Iterable[str], *, moved_only: bool = True) -> QueryWeights | None:
         """This query's weights of `channels` (the date channel aside: a stated date is a constraint), or None
-        when the plan has no per-query rule, the query no evidence yet, or the rule moved nothing (no dense channel
-        beside the words, say)."""
+        when the plan has no per-query rule, the query no evidence yet, or (`moved_only`) the rule moved nothing (no
+        dense channel beside the words, say)."""
         if self.rule is None or self.evidence is None or self.method is Method.RRF:
             return None
         present = [c for c in channels if c != "date"]
@@ -75,7 +75,7 @@ class FusionPlan:
         if "entity" in base and self.entity_share < 1.0:
             base["entity"] *= self.entity_share
         found = weigh(base, present, self.evidence, self.rule)
-        return found if any(f != 1.0 for f in found.factors.values()) else None
+        return found if not moved_only or any(f != 1.0 for f in found.factors.values()) else None
 
     def weights_for(self, channels: Iterable[str]) -> dict[str, float] | None:
         """The weights of one fusion of `channels` (those that found something)."""
@@ -99,7 +99,7 @@ class FusionPlan:
 
     def to_dict(self, channels: Iterable[str] = ()) -> dict:
         channels = list(channels)
-        query = self.query_weights(channels)
+        query = self.query_weights(channels, moved_only=False)  # shown also when it looked and moved nothing
         return {
             "method": str(self.method),
             "normalisation": _scales(self.normalisation) if self.method in (Method.COMBSUM, Method.COMBMNZ) else None,

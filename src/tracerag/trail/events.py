@@ -301,7 +301,8 @@ class FusionEvent(TrailEvent):
         default=None,
         description="Fusion per query (retrieval/query_fusion.py): each channel's calibrated weight, the factor "
         "this query set, the weight used, the query's evidence (BM25's matched share, the words the indexes know) "
-        "and why. None: the weights were not moved (plain RRF, or retrieval.query_weights off).",
+        "and why, also where it moved nothing. None: no rule looked (plain RRF, retrieval.query_weights off, a fusion "
+        "other than the calibrated one).",
     )
 
     @model_validator(mode="before")
