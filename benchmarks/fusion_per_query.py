@@ -127,9 +127,16 @@ def main() -> None:
         print(name, json.dumps(row, default=lambda x: round(x, 4)))
     if args.grid:
         grid = []
+        # the grid the default constants were chosen from (README, Evaluation: fusion per query)
         rules = [
-            QueryRule(0.15, 0.3, 0.5, 0.6, 0.9, sure, damp)
-            for sure, damp in ((1.0, 0.0), (0.3, 0.9), (0.3, 0.6), (0.4, 0.9), (0.5, 0.9), (0.2, 0.9), (0.3, 0.75))
+            QueryRule(low, high, floor, kl, kh, sure, damp)
+            for low, high, floor, (kl, kh), (sure, damp) in itertools.product(
+                (0.1, 0.15, 0.2),
+                (0.3, 0.4),
+                (0.3, 0.5),
+                ((0.5, 0.8), (0.6, 0.9), (0.7, 0.95), (1.0, 1.01)),
+                ((1.0, 0.0), (0.3, 0.9), (0.5, 0.9)),
+            )
         ]
         for rule in rules:
             per = {n: scores(b, fuse(b, rule)) for n, b in loaded.items()}

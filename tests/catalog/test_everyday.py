@@ -368,7 +368,7 @@ def test_a_topic_of_only_who_it_is_for_is_held(small):
 
 
 def test_one_word_is_left_out_beside_an_everyday_word_never_two(small):
-    """"sleep quux" holds ("quux" left out); "sleep zorblax quux" does not: with "sports car rental" (every word but
+    """ "sleep quux" holds ("quux" left out); "sleep zorblax quux" does not: with "sports car rental" (every word but
     "sports" unknown to a youth directory) two left out would make anything held by its everyday word alone."""
     match = small.judge("sleep quux")
     assert match.held and match.via == "everyday" and match.unmatched == ("quux",)

@@ -304,7 +304,6 @@ def test_a_postal_code_named_is_never_widened(sf: dict[str, Path], tmp_path: Pat
     assert turn.recommendations and all(r.record.zip.startswith("94110") for r in turn.recommendations)
 
 
-
 # ---------------------------------------------------------------- the Miami places example (a directory of many places)
 
 MIAMI_PLACES = REPO / "examples" / "catalog" / "miami-places.toml"
