@@ -110,7 +110,7 @@ def test_english_questions_over_french_paragraphs_lean_on_the_dense_channel(tmp_
             calibrated = fusion["per_query"]["calibrated"]
             assert fusion["weights"]["dense"] >= calibrated["dense"]
             assert all(w > 0 for w in fusion["weights"].values())
-            assert "per query: BM25's best chunk holds" in fusion_summary(fusion)
+            assert "this query: BM25's best chunk holds" in fusion_summary(fusion)
         for name, found in (("per-query", ranking), ("fixed", fixed.search(SearchRequest(q.text, k=10)))):
             ids = found.doc_ids()
             rr[name] += 1 / (ids.index(gold[q.id]) + 1) if gold[q.id] in ids else 0.0

@@ -455,8 +455,9 @@ XLING_HIPE_FILE = "hipe-questions.jsonl"
 
 
 def xling_hipe(root: Path, questions: Path | None = None) -> Benchmark:
-    """Cross-lingual HIPE-2022: questions written in one language about newspaper articles in another, over every
-    HIPE-2022 document (fr, de, en, fi, sv, as hipe-entities reads them).
+    """Cross-lingual HIPE-2022: questions in one language about newspaper articles in another (all HIPE-2022).
+
+    The corpus is every HIPE-2022 document (fr, de, en, fi, sv), as hipe-entities reads them.
 
     Each record names its relevant `documents` (the one the question was written on, and any other the writer
     found answering it) and their `document_language`; Query.type is "question language->document language"."""

@@ -176,7 +176,9 @@ def weigh(
     start = dict(weights)
     factors = {c: 1.0 for c in present}
     if ev.matched is None or "dense" not in present or not any(c in present for c in LEXICAL):
-        return QueryWeights(weights, start, factors, ev, "every channel at its calibrated weight")
+        return QueryWeights(
+            weights, start, factors, ev, "no weight moved (the words or the dense channel found nothing)"
+        )
     trust = rule.trust(ev.matched, ev.known_there)
     for c in LEXICAL:
         if c in weights:
@@ -185,10 +187,10 @@ def weigh(
     dense = (start["dense"] + (1.0 - start["dense"]) * (1.0 - trust)) * rule.dense_share(ev.matched)
     factors["dense"] = dense / start["dense"] if start["dense"] > 0 else 1.0
     weights["dense"] = dense
-    return QueryWeights(weights, start, factors, ev, _why(ev, trust, rule.dense_share(ev.matched)))
+    return QueryWeights(weights, start, factors, ev, _why(ev, trust, rule.dense_share(ev.matched), dense))
 
 
-def _why(ev: QueryEvidence, trust: float, dense_share: float = 1.0) -> str:
+def _why(ev: QueryEvidence, trust: float, dense_share: float = 1.0, dense: float = 1.0) -> str:
     matched = f"BM25's best chunk holds {ev.matched:.0%} of the query's weight"
     known = ""
     if ev.known is not None and ev.index is not None:
@@ -197,13 +199,16 @@ def _why(ev: QueryEvidence, trust: float, dense_share: float = 1.0) -> str:
             known += f" (the most of {len(ev.indexes)} indexes)"
     if ev.known_there is not None and ev.candidate_indexes:
         where = "/".join(ev.candidate_indexes[:3])
-        known += f"; the dense channel's first documents are {where}, whose indexes know {ev.known_there:.0%}"
+        known += (
+            f"; the dense channel's first documents are {where}, whose indexes know {ev.known_there:.0%} of its "
+            "words on average"
+        )
     if trust >= 1.0:
         verdict = "the words are trusted at their calibrated weight"
     elif trust <= 0.0:
         verdict = "the words are weak evidence: the dense channel carries the query"
     else:
-        verdict = f"the words are trusted at {trust:.0%}, the dense channel weighs the rest"
+        verdict = f"the words are trusted at {trust:.0%}, the dense channel rises to {dense:.2f}"
     if dense_share < 1.0:
         verdict += f"; so sure a match that the dense channel keeps {dense_share:.0%} of its weight"
     return f"{matched}{known}: {verdict}"

@@ -116,7 +116,7 @@ class FusionPlan:
                 if "entity" in channels and self.entity_share < 1.0 and self.method is not Method.RRF
                 else ""
             )
-            + (f"; per query: {query.why}" if query is not None else ""),
+            + (f"; this query: {query.why}" if query is not None else ""),
             "per_query": query.to_dict() if query is not None else None,
         }
 
