@@ -32,9 +32,9 @@ from tracerag.config import INDEX_VERSION, Settings, chunk_settings
 from tracerag.dates import parse_partial_date
 from tracerag.embed import Embedder, load_embedder, mismatch, same_model
 from tracerag.engine import IndexedChunk, SearchEngine
+from tracerag.engine.embedded import TEXT as TEXT_DIR
+from tracerag.engine.embedded import EmbeddedEngine, is_embedded_index
 from tracerag.engine.private_copy import private_copy
-from tracerag.engine.qdrant_edge import QdrantEdgeEngine
-from tracerag.engine.shared import READER_PATIENCE_S, WRITER_PATIENCE_S, SharedEngine
 from tracerag.errors import (
     CollectionBusyError,
     CollectionError,
@@ -67,7 +67,8 @@ CHUNK_BATCH = 2_000
 FLUSH_CHUNKS = 10_000
 FLUSH_SECONDS = 30.0
 _Tick = Callable[[Document, int], None]  # told, after each sub-batch, the document and how far into it
-STATE_DIR = ".tracerag"  # the locks and notes by which processes share the collection (see engine/shared.py)
+STATE_DIR = ".tracerag"  # the writer lock and its holder's note (locks.py), and a migration's checkpoint
+OLD_ENGINE = "qdrant-edge"  # the embedded engine of collections made before issue 24: `tracerag migrate` converts
 Mode = Literal["read", "write"]
 
 
@@ -113,7 +114,7 @@ class IngestReport:
         }
 
 
-def _write_manifest(path: Path, data: dict) -> None:
+def write_manifest(path: Path, data: dict) -> None:
     """Atomic write of collection.toml (written by hand: the stdlib reads TOML but does not write it)."""
     lines = []
     for section, values in data.items():
@@ -150,11 +151,12 @@ class Collection:
         self.mode = mode
         self.store = store
         self.dim: int | None = manifest["embedding"].get("dim")
-        # A read-only collection's engine is made on first use (it needs a private copy of the index), and so is a
-        # reader's server engine (a connection): commands that only read the store (trail show, export) pay neither.
-        self._shared: SearchEngine | None = None if callable(engine) else engine
+        # A reader's engine is made on first use (a read-only collection's needs a private copy of its text index, a
+        # server's a connection): commands that only read the store (trail show, export) pay for none of them.
+        self._engine: SearchEngine | None = None if callable(engine) else engine
         self._make_engine = engine if callable(engine) else None
         self.read_only = read_only  # why this process cannot write the collection's files, or None
+        self.private_index: Path | None = None  # the private copy of the text index searched instead, if any
         self.trails_dir = trails_dir or self.path / "trails"  # where runs on this collection write their trails
         self.created = False  # whether this open made the collection (decided under the writer lock)
         self._writer_lock = writer_lock  # held by this process in write mode; only looked at in read mode
@@ -167,16 +169,10 @@ class Collection:
 
     @property
     def engine(self) -> SearchEngine:
-        if self._shared is None:
+        if self._engine is None:
             assert self._make_engine is not None
-            self._shared = self._make_engine()
-        return self._shared
-
-    @property
-    def private_index(self) -> Path | None:
-        """The private copy of the index searched instead of a read-only one (None when searched in place)."""
-        shared = self._shared
-        return shared.index if self.read_only and isinstance(shared, SharedEngine) else None
+            self._engine = self._make_engine()
+        return self._engine
 
     # -- lifecycle ------------------------------------------------------------------------------------
 
@@ -197,14 +193,17 @@ class Collection:
         wait: bool = False,
         notify: Callable[[str], None] | None = None,
         api_key: str | None = None,
+        old_engine: bool = False,
     ) -> Collection:
         """Open the collection at `path` for reading or for writing (`create` makes it; creating is writing).
 
         Readers (search, info, ask, trail, eval) never block each other and never harm a writer: SQLite is opened
-        read-only, and the index is served by whichever process holds it. One writer (ingest, embed) at a time: a
-        second is refused at once with CollectionBusyError naming the first, or with `wait` waits for it. A
-        collection this process cannot write is readable all the same (from a private copy of its index in
-        `settings.cache_dir`); opening it for writing raises ReadOnlyError. `embed_model` is the model the caller
+        read-only, and every process opens the index's files itself (engine/embedded.py) and sees the writer's
+        commits. One writer (ingest, embed) at a time: a second is refused at once with CollectionBusyError naming
+        the first, or with `wait` waits for it. A collection this process cannot write is readable all the same
+        (its text index from a private copy in `settings.cache_dir`); opening it for writing raises ReadOnlyError.
+        A collection made by the previous embedded engine (Qdrant Edge) is refused with what to run
+        (`tracerag migrate`), unless `old_engine` (the migration itself). `embed_model` is the model the caller
         asked for explicitly: a different one from the model that built the index is an error. `notify` is told
         about waits and copies (default: stderr). `api_key` is the key of a collection whose index is on a Qdrant
         server (default: the variable `engine.api_key_env` names); `settings.engine` says where a new one's index goes.
@@ -221,7 +220,7 @@ class Collection:
             raise CollectionError(f"{path}: not a TRACE collection (no {MANIFEST}); create it with `tracerag ingest`")
         if mode == "read":
             return cls._open_for_reading(path, settings, embed_model, wait, notify, api_key)
-        return cls._open_for_writing(path, settings, embed_model, create, wait, notify, api_key)
+        return cls._open_for_writing(path, settings, embed_model, create, wait, notify, api_key, old_engine)
 
     @classmethod
     def _open_for_writing(
@@ -233,6 +232,7 @@ class Collection:
         wait: bool,
         notify: Callable[[str], None],
         api_key: str | None,
+        old_engine: bool = False,
     ) -> Collection:
         if path.exists():
             problem = storage_problem(path)
@@ -263,15 +263,24 @@ class Collection:
             store = DocumentStore(path / STORE_FILE)
             if _on_server(manifest):
                 engine = _server_engine(path, manifest, settings, api_key=api_key, create=creating)
+            elif _made_by_old_engine(manifest) and not creating:
+                if not old_engine:
+                    raise CollectionError(_old_engine_message(path))
+                # the migration builds the new index itself (migrate.py); the old one is not opened
             else:
-                engine = _shared_engine(
-                    path, path / "index", state, manifest, settings, writer=True, wait=wait, notify=notify
-                )
-                engine.attach()
+                engine = _embedded_engine(path, path / "index", manifest, settings, writer=True)
             if creating:  # last: a collection.toml means the store and the index are there
                 (path / "trails").mkdir(exist_ok=True)
-                _write_manifest(path / MANIFEST, manifest)
-            col = cls(path, settings, manifest, store=store, engine=engine, mode="write", writer_lock=writer)
+                write_manifest(path / MANIFEST, manifest)
+            col = cls(
+                path,
+                settings,
+                manifest,
+                store=store,
+                engine=engine if engine is not None else functools.partial(_no_engine, path),
+                mode="write",
+                writer_lock=writer,
+            )
             col.created = creating
             col._embedder = embedder
             return col
@@ -306,30 +315,14 @@ class Collection:
             raise
         engine: SearchEngine | Callable[[], SearchEngine]
         trails = private_root(path, settings) / "trails" if problem is not None else None
-        if _on_server(manifest):  # every process talks to the server: no sharing, and no private copy to make
+        if _made_by_old_engine(manifest):
+            store.close()
+            raise CollectionError(_old_engine_message(path))
+        if _on_server(manifest):  # every process talks to the server: no private copy to make
             engine = functools.partial(_server_engine, path, manifest, settings, api_key=api_key)
-        elif problem is None:
-            try:
-                (path / STATE_DIR).mkdir(exist_ok=True)
-            except BaseException:
-                store.close()
-                raise
-            engine = _shared_engine(
-                path, path / "index", path / STATE_DIR, manifest, settings, writer=False, wait=wait, notify=notify
-            )
         else:
-            root = private_root(path, settings)
-
-            def make_engine() -> SharedEngine:
-                copy = private_copy(path / "index", root, label=str(path), notify=notify)
-                (copy / STATE_DIR).mkdir(exist_ok=True)
-                return _shared_engine(
-                    path, copy / "index", copy / STATE_DIR, manifest, settings, writer=False, wait=wait, notify=notify
-                )
-
-            engine = make_engine
-
-        return cls(
+            engine = functools.partial(_reading_engine, path, manifest, settings, watch)
+        col = cls(
             path,
             settings,
             manifest,
@@ -340,18 +333,29 @@ class Collection:
             read_only=problem,
             trails_dir=trails,
         )
+        if problem is not None and not _on_server(manifest):
+            col._make_engine = functools.partial(col._private_engine, watch, notify)
+        return col
+
+    def _private_engine(self, watch: WriterLock, notify: Callable[[str], None]) -> SearchEngine:
+        """The engine of a collection this user cannot write: tantivy's readers take a lock file in the index
+        folder, so the text index is searched from a private copy (made once per version of it); the vectors are
+        plain files, mapped where they are."""
+        index = self.path / "index"
+        if not is_embedded_index(index):
+            raise _missing_index(self.path, index, watch)
+        copy = private_copy(
+            index / TEXT_DIR, private_root(self.path, self.settings), label=str(self.path), notify=notify
+        )
+        self.private_index = copy / "index"
+        return EmbeddedEngine(index, self.dim, query_tf=self.settings.retrieval.query_tf, text=copy / "index")
 
     def activity(self) -> dict[str, Any]:
-        """Who else is at work on this collection: the writer, and the process serving its index (None when it
-        is this one or nobody); why it is read-only here, and the private copy searched instead."""
+        """Who else is at work on this collection (the writer, None when it is this process or nobody); why it is
+        read-only here, and the private copy of its text index searched instead."""
         writer = None if self.mode == "write" or self._writer_lock is None else _holder(self._writer_lock)
-        shared = self._shared
-        owner = None
-        if isinstance(shared, SharedEngine) and shared.role != "owner" and not self.read_only:
-            owner = shared.owner()
         return {
             "writer": asdict(writer) if writer else None,
-            "index_owner": asdict(owner) if owner else None,
             "read_only": self.read_only,
             "private_index": str(self.private_index) if self.private_index else None,
         }
@@ -359,7 +363,7 @@ class Collection:
     def discard_index(self) -> None:
         """Delete the index where the folder does not hold it (a server collection), for a first ingest that made
         nothing usable; an embedded index goes with the folder's files."""
-        drop = getattr(self._shared, "drop", None)  # the server engine's; the shared Edge engine has none
+        drop = getattr(self._engine, "drop", None)  # the server engine's; the embedded engine has none
         if _on_server(self.manifest) and callable(drop):
             drop()
 
@@ -377,7 +381,7 @@ class Collection:
         manifest["collection"]["engine"] = "qdrant"
         manifest["collection"].setdefault("id", collection_id)
         manifest["qdrant"] = dict(record)
-        _write_manifest(self.path / MANIFEST, manifest)
+        write_manifest(self.path / MANIFEST, manifest)
         self.manifest = manifest
 
     def close(self, *, before_release: Callable[[], None] | None = None) -> None:
@@ -388,8 +392,8 @@ class Collection:
             return
         self._closed = True
         try:
-            if self._shared is not None:
-                self._shared.close()
+            if self._engine is not None:
+                self._engine.close()
             if self.mode == "write":
                 _readable_as_the_rest(self.path)
         finally:
@@ -758,6 +762,27 @@ class Collection:
             fields={k: v for k, v in doc.fields.items() if isinstance(v, str | int | float | bool)},
         )
 
+    def indexed_pages(self, size: int) -> Iterator[list[tuple[IndexedChunk, np.ndarray | None]]]:
+        """Every chunk of the store as an engine indexes it, with its stored vector (None: not embedded), about
+        `size` chunks a page in document-id order: an index rebuilt or moved from the source of truth
+        (`tracerag migrate`), nothing re-chunked or re-embedded."""
+        ids = sorted(self.store.document_ids())
+        page: list[tuple[IndexedChunk, np.ndarray | None]] = []
+        step = max(1, self.settings.ingest.batch_documents)
+        for i in range(0, len(ids), step):
+            part = ids[i : i + step]
+            docs = self.store.get_documents(part, text=False)
+            spans = self.store.date_spans(part)
+            chunks = self.store.chunks_of(part)
+            vectors = self.store.vectors_by_hash(c.text_hash for c in chunks) if self.dim else {}
+            for c in chunks:
+                page.append((self._indexed(c, docs[c.doc_id], spans.get(c.doc_id)), vectors.get(c.text_hash)))
+            if len(page) >= size:
+                yield page
+                page = []
+        if page:
+            yield page
+
     def stats(self) -> dict:
         return {
             "documents": self.store.count_documents(),
@@ -926,14 +951,27 @@ def _new_manifest(settings: Settings, embedder: Embedder | None) -> dict:
 
 def _on_server(manifest: dict) -> bool:
     """Whether the collection's index is on a Qdrant server (`[collection] engine = "qdrant"`)."""
-    return manifest["collection"].get("engine", "qdrant-edge") == "qdrant"
+    return manifest["collection"].get("engine", OLD_ENGINE) == "qdrant"
+
+
+def _made_by_old_engine(manifest: dict) -> bool:
+    """Whether the collection's index is the previous embedded engine's (a manifest without an engine predates
+    the server engine, so it is one too)."""
+    return manifest["collection"].get("engine", OLD_ENGINE) == OLD_ENGINE
+
+
+def _old_engine_message(path: Path) -> str:
+    return (
+        f"{path} was made by the previous embedded engine (Qdrant Edge), which this TRACE no longer reads: "
+        f"`tracerag migrate -c {path}` converts it from its document store (nothing is re-embedded)"
+    )
 
 
 def engine_of(path: Path, manifest: dict) -> dict[str, Any]:
     """Which engine holds the collection's index, and where: what `tracerag info` says (never a key)."""
     if _on_server(manifest):
         return {"kind": "qdrant", **manifest.get("qdrant", {})}
-    return {"kind": "qdrant-edge", "index": str(Path(path) / "index")}
+    return {"kind": manifest["collection"].get("engine", OLD_ENGINE), "index": str(Path(path) / "index")}
 
 
 def _check_engine_asked(path: Path, manifest: dict, settings: Settings) -> None:
@@ -944,7 +982,7 @@ def _check_engine_asked(path: Path, manifest: dict, settings: Settings) -> None:
         return
     if not _on_server(manifest):
         raise CollectionError(
-            f"{path}'s index is embedded (Qdrant Edge, in {path / 'index'}), not on {asked.url}: "
+            f"{path}'s index is embedded (in {path / 'index'}), not on {asked.url}: "
             f"`tracerag migrate -c {path} --to qdrant --url {asked.url}` moves it there"
         )
     recorded = manifest.get("qdrant", {}).get("url")
@@ -982,49 +1020,34 @@ def _server_engine(
     return engine
 
 
-def _shared_engine(
+def _embedded_engine(path: Path, index: Path, manifest: dict, settings: Settings, *, writer: bool) -> EmbeddedEngine:
+    """The collection's embedded engine (engine/embedded.py): the writer makes its folders, a reader opens them."""
+    return EmbeddedEngine(index, manifest["embedding"].get("dim"), query_tf=settings.retrieval.query_tf, writer=writer)
+
+
+def _no_engine(path: Path) -> SearchEngine:
+    raise CollectionError(_old_engine_message(path))
+
+
+def _missing_index(path: Path, index: Path, watch: WriterLock) -> CollectionError:
+    """What a reader finding no index is told: a collection still being made, or one whose index is gone."""
+    holder = _holder(watch)
+    if holder is not None:
+        return CollectionBusyError(f"{path} is being created by {holder.describe()}; retry shortly")
+    return CollectionError(f"{path}: its index is missing ({index}); run `tracerag ingest` into it again")
+
+
+def _reading_engine(
     path: Path,
-    index: Path,
-    state: Path,
     manifest: dict,
     settings: Settings,
-    *,
-    writer: bool,
-    wait: bool,
-    notify: Callable[[str], None],
-) -> SharedEngine:
-    """The collection's engine, shared with the other processes using it (engine/shared.py)."""
-    dim = manifest["embedding"].get("dim")
-    watch = WriterLock(path / STATE_DIR, path)
-
-    def load() -> QdrantEdgeEngine:
-        # Only a writer may make a new shard; a reader finding none meets a collection still being made.
-        if not writer and not (index / "segments").is_dir():
-            holder = _holder(watch)
-            if holder is not None:
-                raise CollectionBusyError(f"{path} is being created by {holder.describe()}; retry shortly")
-            raise CollectionError(f"{path}: its index is missing ({index}); run `tracerag ingest` into it again")
-        return QdrantEdgeEngine(
-            index,
-            dim,
-            k1=settings.retrieval.bm25_k1,
-            b=settings.retrieval.bm25_b,
-            query_tf=settings.retrieval.query_tf,
-            segment_chunks=settings.engine.segment_chunks,
-            segments=settings.engine.segments,
-        )
-
-    patience = None if wait else (WRITER_PATIENCE_S if writer else READER_PATIENCE_S)
-    return SharedEngine(
-        index,
-        state_dir=state,
-        open_engine=load,
-        writer=writer,
-        label=str(path),
-        patience=patience,
-        notify=notify,
-        dim=dim,
-    )
+    watch: WriterLock,
+) -> SearchEngine:
+    """A reader's embedded engine, opened in place (any number of processes may; the writer's commits show)."""
+    index = path / "index"
+    if not is_embedded_index(index):
+        raise _missing_index(path, index, watch)
+    return _embedded_engine(path, index, manifest, settings, writer=False)
 
 
 def _batched(items: Iterable[Chunk], size: int) -> Iterator[list[Chunk]]:

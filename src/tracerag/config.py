@@ -267,7 +267,7 @@ class RaySettings(_Section):
     )
 
 
-EngineKind = Literal["qdrant-edge", "qdrant"]
+EngineKind = Literal["tantivy", "qdrant"]
 ENGINE_KINDS: tuple[EngineKind, ...] = get_args(EngineKind)
 # A Qdrant collection name TRACE makes or accepts: letters, digits, "_" and "-" (Qdrant forbids "/" and more).
 _SERVER_COLLECTION = re.compile(r"[A-Za-z0-9_-]{1,200}")
@@ -279,10 +279,10 @@ class EngineSettings(_Section):
     timeout are the client's and come from here at every open."""
 
     kind: EngineKind = Field(
-        "qdrant-edge",
-        description="Where a new collection's index lives: 'qdrant-edge' (embedded, in the collection's index/ "
-        "folder) or 'qdrant' (a Qdrant server or cluster at engine.url); a collection keeps the engine it was made "
-        "with (`tracerag migrate` moves it).",
+        "tantivy",
+        description="Where a new collection's index lives: 'tantivy' (embedded, in the collection's index/ folder: "
+        "tantivy and faiss) or 'qdrant' (a Qdrant server or cluster at engine.url); a collection keeps the engine it "
+        "was made with (`tracerag migrate` moves it).",
     )
     url: str | None = Field(
         None, description="The Qdrant server or cluster of a new 'qdrant' collection (REST, e.g. http://qdrant:6333)."
@@ -320,21 +320,6 @@ class EngineSettings(_Section):
         0.5, ge=0, description="First retry delay, doubling each retry, jittered (Retry-After from the server wins)."
     )
     timeout_s: float = Field(30.0, gt=0, description="Seconds one server request may take.")
-    segment_chunks: int = Field(
-        12_500,
-        ge=1_000,
-        le=5_000_000,
-        description="The embedded engine's segments grow by merging up to this many chunks: fewer, larger segments "
-        "make searches and opens faster and merges longer and hungrier (~15 KB of RAM a chunk while merging); taken "
-        "by the next write (an ingest or embed, which merges at its end).",
-    )
-    segments: int = Field(
-        8,
-        ge=1,
-        le=1_000,
-        description="The embedded engine merges its segments (up to segment_chunks each) while it has more than this "
-        "many; taken by the next write.",
-    )
 
     @field_validator("url")
     @classmethod

@@ -1,19 +1,23 @@
-"""A collection's index moved from the embedded engine to a Qdrant server (`tracerag migrate`), as it is stored:
-points, dense vectors and payload, without re-embedding or re-chunking.
+"""A collection's index made again from its document store (`tracerag migrate`): on a Qdrant server, or in the
+embedded engine for a collection made by the previous one (Qdrant Edge). Chunks, vectors and metadata as the store
+holds them (the source of truth): nothing is re-chunked or re-embedded, and neither direction reads the old index.
 
-The migration holds the writer lock, so nothing changes the collection meanwhile (readers go on searching the
-embedded index). It scrolls the Edge shard a page at a time in point-id order and writes each page to the server
-(idempotent upserts, retried by the engine); after each page a checkpoint in the collection's state folder
-(`.tracerag/migrate.json`) records the next offset and what has been moved, so an interrupted migration (Ctrl-C,
-kill, a server that kept failing) continues where it stopped when run again. At the end the server's counts are
-checked against the embedded index's (points, points with a vector, chunks per language field); only when they
-agree does collection.toml point at the server. The embedded index stays in `index/`, unused, for the user to
-remove.
+Both hold the writer lock, so nothing changes the collection meanwhile (readers go on searching the index it has).
+To a server: pages of chunks in document-id order, each written to the server (idempotent upserts, retried by the
+engine); after each page a checkpoint in the collection's state folder (`.tracerag/migrate.json`) records the next
+page and what has been moved, so an interrupted migration (Ctrl-C, kill, a server that kept failing) continues where
+it stopped when run again. At the end the server's counts are checked against the store's (chunks, chunks with a
+vector, chunks per language); only when they agree does collection.toml point at the server. The embedded index
+stays in `index/`, unused, for the user to remove.
+To the embedded engine: the new index is built in `index.new/` beside the old one, counted against the store, then
+put in `index/`'s place and named in collection.toml, in an order a kill at any point leaves recoverable (the next
+run finishes a swap it finds half done, or builds again: a build is minutes at thousands of chunks a second).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -21,9 +25,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracerag.collection import STATE_DIR, Collection, engine_of
+import numpy as np
+
+from tracerag.collection import MANIFEST, OLD_ENGINE, STATE_DIR, Collection, engine_of, write_manifest
 from tracerag.config import Settings
-from tracerag.engine.shared import SharedEngine
+from tracerag.engine.embedded import KIND as EMBEDDED
+from tracerag.engine.embedded import EmbeddedEngine
+from tracerag.engine.points import StoredPoint, payload, point_id, text_field
 from tracerag.errors import CollectionError
 
 CHECKPOINT = "migrate.json"
@@ -71,16 +79,14 @@ def migrate_to_server(
     start = time.perf_counter()
     # The collection is opened as the embedded one it is: engine.kind = "qdrant" (say, from the environment) asks
     # where a *new* collection goes, and would have the open refuse an embedded one.
-    settings = settings.model_copy(update={"engine": settings.engine.model_copy(update={"kind": "qdrant-edge"})})
-    with Collection.open(path, settings, mode="write", wait=wait, api_key=api_key) as col:
+    settings = settings.model_copy(update={"engine": settings.engine.model_copy(update={"kind": EMBEDDED})})
+    with Collection.open(path, settings, mode="write", wait=wait, api_key=api_key, old_engine=True) as col:
         if col.manifest["collection"].get("engine") == "qdrant":
             where = engine_of(col.path, col.manifest)
             raise CollectionError(f"{path}'s index is already on {where.get('url')} ({where.get('collection')})")
-        edge = col.engine
-        assert isinstance(edge, SharedEngine)  # an embedded collection's writer holds its shard
         checkpoint_path = col.path / STATE_DIR / CHECKPOINT
         checkpoint = _read_checkpoint(checkpoint_path)
-        total = edge.count()
+        total = col.store.count_chunks()
         if checkpoint is not None and not restart:
             _check_resumable(checkpoint, path, url, total)
         collection_id = (checkpoint or {}).get("id") or col.id or uuid.uuid4().hex
@@ -101,8 +107,8 @@ def migrate_to_server(
                 "url": url,
                 "collection": name,
                 "id": collection_id,
-                "edge_points": total,
-                "offset": None,
+                "chunks": total,
+                "offset": 0,
                 "done": False,
                 "points": 0,
                 "with_vectors": 0,
@@ -112,21 +118,25 @@ def migrate_to_server(
                 notify(f"continuing the migration to {url} ({name}): {state['points']:,} of {total:,} points moved")
             moved = 0
             size = page or settings.engine.batch_points
-            while not state["done"]:
-                points, after = edge.scroll_points(state["offset"], size)
+            for n, page in enumerate(col.indexed_pages(size)):
+                if n < state["offset"]:
+                    continue  # moved before the interruption
+                points = [
+                    StoredPoint(str(point_id(c.chunk_id)), None if v is None else v.tolist(), payload(c))
+                    for c, v in page
+                ]
                 server.write_points(points)
                 state["points"] += len(points)
                 state["with_vectors"] += sum(p.dense is not None for p in points)
-                for p in points:
-                    field_name = next((k for k in p.payload if k.startswith("text_")), None)
-                    if field_name is not None:
-                        language = field_name.removeprefix("text_")
-                        state["fields"][language] = state["fields"].get(language, 0) + 1
-                state["offset"], state["done"] = after, after is None
+                for c, _ in page:
+                    language = text_field(c.language).removeprefix("text_")
+                    state["fields"][language] = state["fields"].get(language, 0) + 1
+                state["offset"] = n + 1
                 moved += len(points)
                 _write_checkpoint(checkpoint_path, state)  # after the page is on the server: a rerun skips it
                 if progress is not None:
                     progress(state["points"], total)
+            state["done"] = True
             report = MigrateReport(
                 url,
                 name,
@@ -136,7 +146,7 @@ def migrate_to_server(
                 moved_now=moved,
                 resumed=resuming,
             )
-            _check_counts(report, total, edge, server)
+            _check_counts(report, total, col, server)
             col.use_server_index(qdrant_server.record_of(server), collection_id)
             checkpoint_path.unlink(missing_ok=True)
         finally:
@@ -169,27 +179,102 @@ def _check_resumable(checkpoint: dict[str, Any], path: Path, url: str, total: in
         raise CollectionError(
             f"{path} has an interrupted migration to {checkpoint['url']}, not {url}: finish it (same --url), or {again}"
         )
-    if checkpoint.get("edge_points") != total:
+    if checkpoint.get("chunks") != total:
         raise CollectionError(
-            f"{path} changed since the interrupted migration ({checkpoint.get('edge_points')} points then, {total} "
+            f"{path} changed since the interrupted migration ({checkpoint.get('chunks')} chunks then, {total} "
             f"now): {again}"
         )
 
 
-def _check_counts(report: MigrateReport, total: int, edge: SharedEngine, server: Any) -> None:
-    """The server holds what the embedded index holds: points, points with a vector, chunks per language field."""
-    edge_fields = {language: stats.chunks for language, stats in edge.field_stats("").items()}
+def _check_counts(report: MigrateReport, total: int, col: Collection, server: Any) -> None:
+    """The server holds what the store holds: chunks, chunks with a vector, chunks per language field."""
     server_fields = {name.removeprefix("text_"): n for name, n in server.field_sizes().items()}
+    with_vectors = total - col.store.count_chunks(without_vectors=True) if col.dim else 0
     found = {
         "points": (total, report.points, server.count()),
-        "points with a vector": (edge.count_with_vectors(), report.with_vectors, server.count_with_vectors()),
-        "chunks per language": (edge_fields, report.fields, server_fields),
+        "points with a vector": (with_vectors, report.with_vectors, server.count_with_vectors()),
+        "chunks per language": (report.fields, report.fields, server_fields),
     }
     wrong = [
-        f"{what}: {a} embedded, {b} moved, {c} on the server" for what, (a, b, c) in found.items() if a != b or b != c
+        f"{what}: {a} stored, {b} moved, {c} on the server" for what, (a, b, c) in found.items() if a != b or b != c
     ]
     if wrong:
         raise CollectionError(
             f"the migration to {report.url} ({report.collection}) does not add up, so the collection still uses its "
             f"embedded index: {'; '.join(wrong)}. Run `tracerag migrate ... --restart` to move it again"
         )
+
+
+@dataclass
+class RebuildReport:
+    """What a conversion to the embedded engine did."""
+
+    chunks: int = 0
+    with_vectors: int = 0
+    seconds: float = 0.0
+    finished_swap: bool = False  # an interrupted run had built the index; this one only put it in place
+
+    def to_dict(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["seconds"] = round(self.seconds, 2)
+        found["chunks_per_second"] = round(self.chunks / self.seconds, 1) if self.seconds else None
+        return found
+
+
+def migrate_to_embedded(
+    path: Path,
+    settings: Settings,
+    *,
+    wait: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> RebuildReport:
+    """Give the collection at `path`, made by the previous embedded engine, this one's index (see the module
+    docstring). `progress(done, total)` after each page of chunks."""
+    start = time.perf_counter()
+    report = RebuildReport()
+    settings = settings.model_copy(update={"engine": settings.engine.model_copy(update={"kind": EMBEDDED})})
+    with Collection.open(path, settings, mode="write", wait=wait, old_engine=True) as col:
+        kind = col.manifest["collection"].get("engine", OLD_ENGINE)
+        index, new, old = col.path / "index", col.path / "index.new", col.path / "index.old"
+        if kind != OLD_ENGINE:
+            raise CollectionError(f"{path}'s index is already {kind}'s: nothing to convert")
+        if old.exists() and index.exists() and (index / "text").is_dir():  # killed between the swap's two renames
+            report.finished_swap = True
+        else:
+            shutil.rmtree(new, ignore_errors=True)
+            total = col.store.count_chunks()
+            engine = EmbeddedEngine(new, col.dim, query_tf=settings.retrieval.query_tf, writer=True)
+            try:
+                for page in col.indexed_pages(10_000):
+                    with_vectors = [(c, v) for c, v in page if v is not None]
+                    without = [c for c, v in page if v is None]
+                    if with_vectors:
+                        engine.upsert([c for c, _ in with_vectors], np.stack([v for _, v in with_vectors]))
+                    if without:
+                        engine.upsert(without, None)
+                    engine.flush()
+                    report.chunks += len(page)
+                    report.with_vectors += len(with_vectors)
+                    if progress is not None:
+                        progress(report.chunks, total)
+                engine.optimize()
+                counted = (engine.count(), engine.count_with_vectors())
+            finally:
+                engine.close()
+            stored = (report.chunks, report.with_vectors)
+            if counted != stored:
+                raise CollectionError(
+                    f"{path}: the new index holds {counted[0]} chunks ({counted[1]} with vectors), the store "
+                    f"{stored[0]} ({stored[1]}); the collection keeps its old index. Run `tracerag migrate` again"
+                )
+            shutil.rmtree(old, ignore_errors=True)
+            if index.exists():
+                index.rename(old)
+            new.rename(index)
+        manifest = {section: dict(values) for section, values in col.manifest.items()}
+        manifest["collection"]["engine"] = EMBEDDED
+        write_manifest(col.path / MANIFEST, manifest)
+        col.manifest = manifest
+        shutil.rmtree(old, ignore_errors=True)
+    report.seconds = time.perf_counter() - start
+    return report

@@ -18,6 +18,7 @@ import pytest
 
 from tracerag.config import EngineSettings
 from tracerag.engine import EngineHit, FieldHits, IndexedChunk, SearchEngine
+from tracerag.engine.embedded import EmbeddedEngine
 from tracerag.engine.qdrant_edge import QdrantEdgeEngine
 from tracerag.model import Filter
 
@@ -412,6 +413,11 @@ class EngineContract:
             assert ids(engine.bm25("Liverpool", 10)) == ["en2#0"]
         finally:
             engine.close()
+
+
+class TestEmbeddedEngine(EngineContract):
+    def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
+        return EmbeddedEngine(path, dim, query_tf=True, writer=True)
 
 
 class TestQdrantEdgeEngine(EngineContract):

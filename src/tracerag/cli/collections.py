@@ -316,8 +316,6 @@ def _print_activity(activity: dict[str, Any]) -> None:
 
     if activity["writer"]:
         out.print(data_text(f"being written by {Holder(**activity['writer']).describe()}", "yellow"))
-    if activity["index_owner"]:
-        out.print(data_text(f"index served by {Holder(**activity['index_owner']).describe()}"))
     if activity["read_only"]:
         copy = f" in {activity['private_index']}" if activity["private_index"] else ""
         out.print(data_text(f"read-only here ({activity['read_only']}): searching a private copy of its index{copy}"))

@@ -1,8 +1,10 @@
-"""`tracerag migrate`: a collection's embedded index moved to a Qdrant server, as stored (no re-embedding)."""
+"""`tracerag migrate`: a collection's index made again from its store (no re-embedding): in the embedded engine, for
+a collection made by the previous one, or on a Qdrant server."""
 
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -30,8 +32,13 @@ from tracerag.errors import ConfigError
 @friendly
 def migrate(
     collection: CollectionOpt,
-    to: Annotated[str, typer.Option("--to", help="Where the index goes: qdrant (a server or cluster).")],
-    url: Annotated[str, typer.Option("--url", help="The Qdrant server (REST, e.g. http://qdrant:6333).")],
+    to: Annotated[
+        str,
+        typer.Option("--to", help="Where the index goes: tantivy (embedded, the default) or qdrant (a server)."),
+    ] = "tantivy",
+    url: Annotated[
+        str | None, typer.Option("--url", help="The Qdrant server of --to qdrant (REST, e.g. http://qdrant:6333).")
+    ] = None,
     api_key: ApiKeyOpt = None,
     qdrant_collection: QdrantCollectionOpt = None,
     restart: Annotated[
@@ -41,11 +48,16 @@ def migrate(
     wait: WaitOpt = False,
     config: ConfigOpt = None,
 ) -> ExitCode:
-    """Move a collection's index from Qdrant Edge to a Qdrant server: points, vectors and payload as stored (no
-    re-embedding), in batches, resumable (run it again after Ctrl-C or a failure), counts checked at the end; only
+    """Make a collection's index again from its document store, nothing re-embedded. --to tantivy (default):
+    convert a collection made by the previous embedded engine (Qdrant Edge). --to qdrant --url URL: move it to a
+    Qdrant server, in batches, resumable (run it again after Ctrl-C or a failure), counts checked at the end; only
     then does the collection use the server. Shards, replicas and write consistency: engine.* settings."""
+    if to == "tantivy":
+        return _to_embedded(collection, config, wait, json_out)
     if to != "qdrant":
-        raise ConfigError(f"--to {to!r}: the one engine a collection moves to is 'qdrant' (a Qdrant server)")
+        raise ConfigError(f"--to {to!r}: expected 'tantivy' (embedded) or 'qdrant' (a Qdrant server)")
+    if url is None:
+        raise ConfigError("--to qdrant needs --url (the Qdrant server, e.g. http://qdrant:6333)")
     from tracerag.migrate import migrate_to_server  # needs the `qdrant` extra
 
     # the server's address is checked as a setting is (an http(s) URL)
@@ -94,6 +106,34 @@ def migrate(
         data_text(
             f"{collection} now searches the server; its embedded index ({collection / 'index'}) is no longer used: "
             "remove it when you no longer need it"
+        )
+    )
+    return ExitCode.OK
+
+
+def _to_embedded(collection: Path, config: Path | None, wait: bool, json_out: bool) -> ExitCode:
+    from tracerag.migrate import migrate_to_embedded
+
+    settings = load_settings(config)
+    with progress_bar() as progress:
+        task = progress.add_task("migrate", total=None, extra="")
+        report = migrate_to_embedded(
+            collection,
+            settings,
+            wait=wait,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
+        )
+    if json_out:
+        write_json(report.to_dict())
+        return ExitCode.OK
+    if report.finished_swap:
+        out.print(data_text(f"{collection}: the index an interrupted run had built is now in place"))
+        return ExitCode.OK
+    speed = f"{report.chunks / report.seconds:,.0f} chunks/s" if report.seconds else ""
+    out.print(
+        data_text(
+            f"{collection}: index made again from the store, {report.chunks:,} chunks ({report.with_vectors:,} with "
+            f"vectors) in {report.seconds:.1f} s, {speed}; counts checked; the old index removed"
         )
     )
     return ExitCode.OK

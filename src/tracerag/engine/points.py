@@ -1,4 +1,4 @@
-"""How a chunk is a Qdrant point, for both Qdrant engines (`qdrant_edge`, embedded; `qdrant_server`, a server or
+"""How a chunk is a Qdrant point, for the cluster engine (`qdrant_server`: a server or
 cluster): its id, its payload, the language field its text is indexed in, and a search filter as conditions on
 that payload. Pure data: each engine turns the conditions into its own API's classes, so that the two store and
 filter alike and a collection moves from one to the other as it is (`tracerag migrate`).

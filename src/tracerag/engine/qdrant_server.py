@@ -1,15 +1,13 @@
 """The cluster engine: a Qdrant server, one node or a cluster (shards, replicas), through `qdrant-client` (the
 `qdrant` extra, pinned). Every use of the client's API lives in this module.
 
-Same protocol, same points (`engine/points.py`) and same query model (`engine/lexical.py`) as the embedded engine,
-`engine/qdrant_edge.py`: one BM25 text index per language with the same analysers (Word tokenizer, lowercase,
-ASCII folding, no stopwords, the language's Snowball stemmer, phrase matching, BM25 scoring), keyword and
-datetime payload indexes without their extra HNSW links, an HNSW "dense" vector (cosine), and a query's repeats
-counted by repeat levels, so that one query ranks the same chunks the same in both (measured on HIPE-2022:
-`benchmarks/engine_parity.py`). What differs is the server's, not TRACE's: no seal vector and no optimizer
-settings (those exist for Edge's open-at-every-command life), payload indexes where the server keeps them by
-default (in RAM), writes confirmed by the server before the call returns (`wait=True`) so `flush` and `optimize`
-have nothing to do, and IDF over the whole collection across shards (Qdrant's default for BM25 over a text index).
+Same protocol and the same analysis as the embedded engine (`engine/embedded.py`): one BM25 text index per
+language (Word tokenizer, lowercase, ASCII folding, no stopwords, the language's Snowball stemmer, phrase matching,
+BM25 scoring), keyword and datetime payload indexes without their extra HNSW links, an HNSW "dense" vector
+(cosine), and a query's repeats counted by repeat levels (`engine/lexical.py`), so that one query ranks the same
+chunks alike in both (`benchmarks/engine_parity.py`). Points are laid out as `engine/points.py` says. Writes are
+confirmed by the server before the call returns (`wait=True`) so `flush` and `optimize` have nothing to do, and IDF
+is over the whole collection across shards (Qdrant's default for BM25 over a text index).
 
 Every request is retried on a timeout, a dropped connection, 408, 429 and 5xx, `engine.retries` times with a
 jittered doubling delay (`Retry-After` wins); then, as on any other refusal, an `EngineError` names the server,
@@ -18,8 +16,8 @@ idempotent (point ids from chunk ids, deletes by document), so a retried request
 
 qdrant-client's local mode (`QdrantClient(":memory:")` or `path=`, Python in-process, used by the tests) scores a
 text query only over a text index with the default analysis (no folding, no stemming, no stopwords): refused
-otherwise. There, this engine analyses the text itself, with Edge's own analyser (`qdrant_edge.token_ids`, the
-same Rust code as the server's), and stores each token as a word the default analysis keeps as it is: the same
+otherwise. There, this engine analyses the text itself, with Qdrant's own analyser (`qdrant_analysis.token_ids`,
+the same Rust code as the server's), and stores each token as a word the default analysis keeps as it is: the same
 tokens, hence the same BM25 statistics, phrase matches and text matches, with the index text in the payload
 replaced by its tokens. Everything else (filters, datetime ranges, counts, facets, ids) is local mode's own.
 """
@@ -73,7 +71,7 @@ from tracerag.engine.points import (
     point_id,
     text_field,
 )
-from tracerag.engine.qdrant_edge import query_terms, token_ids
+from tracerag.engine.qdrant_analysis import query_terms, token_ids
 from tracerag.errors import CollectionError, EngineError
 
 T = TypeVar("T")
@@ -339,7 +337,7 @@ class QdrantServerEngine:
         stemmer = STEMMERS[language]
         return models.TextIndexParams(
             type=models.TextIndexType.TEXT,
-            tokenizer=models.TokenizerType.WORD,  # as Edge's: numbers are tokens (see qdrant_edge._text_index)
+            tokenizer=models.TokenizerType.WORD,  # numbers are tokens (the Multilingual one drops them)
             lowercase=True,
             ascii_folding=True,
             phrase_matching=True,
@@ -521,7 +519,7 @@ class QdrantServerEngine:
             return cached[1]
         match = models.MatchText(text=self._analysed(word, field))
         flt = models.Filter(must=[models.FieldCondition(key=field, match=match)])
-        # the server's estimate from the posting list, as Edge's engine takes it (qdrant_edge._chunks_with: why)
+        # the server's estimate from the posting list: exact counts walk the list at every query
         n = int(self._call("count", lambda: self.client.count(self.name, count_filter=flt, exact=False).count))
         with self._lock:
             if len(self._dfs) >= DF_CACHE_SIZE:

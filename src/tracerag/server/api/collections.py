@@ -71,7 +71,7 @@ class CollectionSummary(BaseModel):
     indexed_points: int
     chunks_without_vectors: int | None = Field(description="Chunks not embedded yet (None: no embedding model).")
     embedding: dict[str, Any] = Field(description="The embedding model (name, version, dimension).")
-    engine: str = Field(description="Which engine holds the index: 'qdrant-edge' (embedded) or 'qdrant' (a server).")
+    engine: str = Field(description="Which engine holds the index: 'tantivy' (embedded) or 'qdrant' (a server).")
     corpora: list[CorpusSummary]
     languages: dict[str, int] = Field(description="Documents per language over all sub-corpora.")
     date_min: str | None
