@@ -1,5 +1,5 @@
 """The behaviour every search engine owes retrieval. `EngineContract` holds the tests; a subclass per engine
-supplies `make_engine(path, dim)` and must pass as is: the embedded engine (Qdrant Edge) always; the cluster
+supplies `make_engine(path, dim)` and must pass as is: the embedded engine (tantivy + faiss) always; the cluster
 engine (`engine/qdrant_server.py`) on qdrant-client's local mode (`QdrantClient(":memory:")`) always, and against
 a real Qdrant server whenever QDRANT_URL is set (QDRANT_API_KEY for its key), skipped with that reason otherwise.
 
@@ -19,7 +19,6 @@ import pytest
 from tracerag.config import EngineSettings
 from tracerag.engine import EngineHit, FieldHits, IndexedChunk, SearchEngine
 from tracerag.engine.embedded import EmbeddedEngine
-from tracerag.engine.qdrant_edge import QdrantEdgeEngine
 from tracerag.model import Filter
 
 try:
@@ -417,12 +416,7 @@ class EngineContract:
 
 class TestEmbeddedEngine(EngineContract):
     def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
-        return EmbeddedEngine(path, dim, query_tf=True, writer=True)
-
-
-class TestQdrantEdgeEngine(EngineContract):
-    def make_engine(self, path: Path, dim: int | None) -> SearchEngine:
-        return QdrantEdgeEngine(path, dim, query_tf=True)  # the contract covers counting too
+        return EmbeddedEngine(path, dim, query_tf=True, writer=True)  # the contract covers counting too
 
 
 @needs_client
