@@ -158,6 +158,7 @@ class LanguageIndex:
         self.index.register_tokenizer(ANALYSER, analyser(language))
         self._writer: Any = None
         self._dirty = False
+        self._added: set[str] = set()  # chunk ids added since the last commit (a searcher does not see them yet)
         self._seen = self._meta_stamp()
         self._searcher: Any = None
         self._dfs: dict[str, int] = {}
@@ -170,10 +171,20 @@ class LanguageIndex:
             self._writer = self.index.writer(WRITER_HEAP, 1)
         return self._writer
 
+    def holds(self, chunk_id: str) -> bool:
+        """Whether the index may hold `chunk_id` (committed, or added since): only then does a write delete it
+        first. A delete is a term looked up in every segment at the next commit, and an ingest's chunks are new."""
+        if chunk_id in self._added:
+            return True
+        searcher = self._searcher or self.searcher()  # the writer's own last commit: no need to look for others'
+        return bool(searcher.doc_freq("chunk_id", chunk_id))
+
     def add(self, chunks: Sequence[IndexedChunk], keys: Sequence[int], days: Sequence[tuple[int, int] | None]) -> None:
         w = self.writer()
         for c, key, span in zip(chunks, keys, days, strict=True):
-            w.delete_documents_by_term("chunk_id", c.chunk_id)  # an upsert replaces a chunk of the same id
+            if self.holds(c.chunk_id):  # an upsert replaces a chunk of the same id
+                w.delete_documents_by_term("chunk_id", c.chunk_id)
+            self._added.add(c.chunk_id)
             doc = tantivy.Document()
             doc.add_text("chunk_id", c.chunk_id)
             doc.add_text("doc_id", c.doc_id)
@@ -197,15 +208,16 @@ class LanguageIndex:
         self._dirty = True
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
-        w = self.writer()
         for chunk_id in chunk_ids:
-            w.delete_documents_by_term("chunk_id", chunk_id)
-        self._dirty = True
+            if self.holds(chunk_id):
+                self.writer().delete_documents_by_term("chunk_id", chunk_id)
+                self._dirty = True
 
     def commit(self) -> None:
         if self._dirty:
             self._writer.commit()
             self._dirty = False
+            self._added = set()
             self.index.reload()
             self._searcher = None
 

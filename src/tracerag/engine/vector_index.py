@@ -1,18 +1,19 @@
 """The embedded engine's dense side: vectors in immutable segments of plain files, searched exactly or by faiss HNSW.
 
-A segment is written once and never changed: its vectors (`vec.npy`, float32, unit length), what a filter asks of
-each row (`meta.npy`: the chunk's key, its document's key, corpus, language, first and last day), the ids a hit
-names (`ids.bin`, `ids.npy`: "chunk_id\\x1fdoc_id" per row, UTF-8, and the offsets), and, when it holds at least
-`HNSW_ROWS` rows, its faiss HNSW graph (`hnsw.faiss`). What a later write deletes is a list of rows in a file of its
-own. `state.json` names the live segments and their deletions; the writer replaces it atomically at each flush,
-after the files it names are written, so a reader (any process; files are mapped, never locked) sees the last
-flush whole, and a kill -9 loses only what was not flushed. Files a merge made obsolete are removed once the new
-state is written: a reader that still maps them keeps its mapping (POSIX), and one that meets a missing file
-reads the state again.
+A segment is written once and never changed: its vectors (float32, unit length), what a filter asks of each row
+(`meta.npy`: the chunk's key, its document's key, corpus, language, first and last day) and the ids a hit names
+(`ids.bin`, `ids.npy`: "chunk_id\\x1fdoc_id" per row, UTF-8, and the offsets). A segment of at least `HNSW_ROWS`
+rows keeps its vectors in its faiss HNSW graph (`hnsw.faiss`, whose flat storage holds them), a smaller one in
+`vec.npy`: the vectors are on disk once (the document store keeps its own copy, the source of truth). What a later
+write deletes is a list of rows in a file of its own. `state.json` names the live segments and their deletions; the
+writer replaces it atomically at each flush, after the files it names are written, so a reader (any process; files
+are mapped, never locked) sees the last flush whole, and a kill -9 loses only what was not flushed. Files a merge
+made obsolete are removed once the new state is written: a reader that still maps them keeps its mapping (POSIX),
+and one that meets a missing file reads the state again.
 
 Why faiss and exact search beside it: faiss' HNSW is the peer this engine is measured against (benchmarks/scale.py)
-and serves a mapped graph to every process; a small segment is searched exactly (a matrix-vector product), and so
-is a filtered search whose admitted rows are few, or whose HNSW search came back short: a filtered search returns
+and serves a mapped graph to every process; a small segment is searched exactly (a matrix-vector product), and so is
+a filtered search whose admitted rows are few, or whose HNSW search came back short: a filtered search returns
 min(k, admitted) hits every time.
 """
 
@@ -82,8 +83,16 @@ class Segment:
 
     @property
     def vectors(self) -> np.ndarray:
+        """The rows' vectors, mapped: a graph's own storage where it has one (the vectors are kept once)."""
         if self._vec is None:
-            self._vec = np.load(self.file("vec.npy"), mmap_mode="r")
+            if self.has_hnsw:
+                import faiss
+
+                storage = faiss.downcast_index(self.hnsw().storage)
+                flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)
+                self._vec = np.asarray(flat).reshape(storage.ntotal, storage.d)
+            else:
+                self._vec = np.load(self.file("vec.npy"), mmap_mode="r")
         return self._vec
 
     @property
@@ -327,7 +336,9 @@ class VectorIndex:
         name = f"seg{state['next']:06d}"
         state["next"] += 1
         rows = len(ids)
-        _save(self.path / f"{name}.vec.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+        graph = rows >= HNSW_ROWS
+        if not graph:  # a graph keeps the vectors in its own storage
+            _save(self.path / f"{name}.vec.npy", np.ascontiguousarray(vectors, dtype=np.float32))
         _save(
             self.path / f"{name}.meta.npy", np.asarray(meta, dtype=META) if not isinstance(meta, np.ndarray) else meta
         )
@@ -336,11 +347,9 @@ class VectorIndex:
         offsets[1:] = np.cumsum([len(b) for b in blobs])
         _save(self.path / f"{name}.ids.npy", offsets)
         _write_bytes(self.path / f"{name}.ids.bin", b"".join(blobs))
-        record: dict[str, Any] = {"name": name, "rows": rows, "hnsw": False}
-        if rows >= HNSW_ROWS:
+        if graph:
             self._build_hnsw(self.path / f"{name}.hnsw.faiss", vectors)
-            record["hnsw"] = True
-        return record
+        return {"name": name, "rows": rows, "hnsw": graph}
 
     def _build_hnsw(self, path: Path, vectors: np.ndarray) -> None:
         import faiss
