@@ -1,7 +1,7 @@
-"""A private copy of an index that this user cannot write (read-only storage, another user's collection).
+"""A private copy of a text index that this user cannot write (read-only storage, another user's collection).
 
-Qdrant Edge cannot load a shard it cannot write (it opens its WAL and payload storage read-write), so a reader
-searches a copy in its own cache: `ROOT/<fingerprint>/index`, where the fingerprint hashes the names, sizes and
+tantivy's reader takes a lock file in the index folder (so that a merge does not delete a segment it is opening),
+which it cannot create where it cannot write, so a reader searches a copy in its own cache: `ROOT/<fingerprint>/index`, where the fingerprint hashes the names, sizes and
 modification times of the index files. The copy is made once and reused while the fingerprint holds; when the
 original changes (its owner ingested more), the next reader makes a fresh copy and old copies nobody serves are
 removed. The copy is checked against the fingerprint taken before it: an index that changed while it was copied
