@@ -348,7 +348,10 @@ class Collection:
             index / TEXT_DIR, private_root(self.path, self.settings), label=str(self.path), notify=notify
         )
         self.private_index = copy / "index"
-        return EmbeddedEngine(index, self.dim, query_tf=self.settings.retrieval.query_tf, text=copy / "index")
+        retrieval, engine = self.settings.retrieval, self.settings.engine
+        return EmbeddedEngine(
+            index, self.dim, query_tf=retrieval.query_tf, text=copy / "index", dense_ef=engine.dense_ef
+        )
 
     def activity(self) -> dict[str, Any]:
         """Who else is at work on this collection (the writer, None when it is this process or nobody); why it is
@@ -1022,7 +1025,13 @@ def _server_engine(
 
 def _embedded_engine(path: Path, index: Path, manifest: dict, settings: Settings, *, writer: bool) -> EmbeddedEngine:
     """The collection's embedded engine (engine/embedded.py): the writer makes its folders, a reader opens them."""
-    return EmbeddedEngine(index, manifest["embedding"].get("dim"), query_tf=settings.retrieval.query_tf, writer=writer)
+    return EmbeddedEngine(
+        index,
+        manifest["embedding"].get("dim"),
+        query_tf=settings.retrieval.query_tf,
+        writer=writer,
+        dense_ef=settings.engine.dense_ef,
+    )
 
 
 def _no_engine(path: Path) -> SearchEngine:

@@ -320,6 +320,14 @@ class EngineSettings(_Section):
         0.5, ge=0, description="First retry delay, doubling each retry, jittered (Retry-After from the server wins)."
     )
     timeout_s: float = Field(30.0, gt=0, description="Seconds one server request may take.")
+    dense_ef: int = Field(
+        256,
+        ge=16,
+        le=4_096,
+        description="The embedded engine's HNSW candidate list (faiss efSearch, at least k) in a segment of 20,000 "
+        "chunks or more (smaller ones are searched exactly): higher finds more of the exact nearest chunks and "
+        "costs time (on real e5 vectors: 0.92 of the exact top 10 at 128, 0.97 at 256, 0.99 at 512).",
+    )
 
     @field_validator("url")
     @classmethod

@@ -25,7 +25,7 @@ import numpy as np
 from tracerag import model
 from tracerag.engine import EngineHit, FieldHits, FieldStats, IndexedChunk
 from tracerag.engine.text_index import Clauses, LanguageIndex, clauses, field_stats_of, language_of, query_terms
-from tracerag.engine.vector_index import VectorIndex, key_of
+from tracerag.engine.vector_index import HNSW_EF, VectorIndex, key_of
 
 TEXT = "text"  # the language indexes, one folder each
 VECTORS = "vectors"
@@ -46,7 +46,14 @@ class EmbeddedEngine:
     """The index in `path`. `dim=None`: words only. `writer=False`: a reader (any write raises)."""
 
     def __init__(
-        self, path: Path, dim: int | None, *, query_tf: bool = True, writer: bool = False, text: Path | None = None
+        self,
+        path: Path,
+        dim: int | None,
+        *,
+        query_tf: bool = True,
+        writer: bool = False,
+        text: Path | None = None,
+        dense_ef: int = HNSW_EF,
     ):
         self.path = Path(path)
         self.dim = dim
@@ -59,7 +66,7 @@ class EmbeddedEngine:
             raise FileNotFoundError(f"{self.path}: no index here")
         self._languages: dict[str, LanguageIndex] = {}
         self._listed: tuple[int, int] | None = None
-        self.vectors = VectorIndex(self.path / VECTORS, dim, create=writer) if dim else None
+        self.vectors = VectorIndex(self.path / VECTORS, dim, create=writer, ef=dense_ef) if dim else None
 
     # -- the language indexes -------------------------------------------------------------------------
 

@@ -1,11 +1,11 @@
 """A private copy of a text index that this user cannot write (read-only storage, another user's collection).
 
 tantivy's reader takes a lock file in the index folder (so that a merge does not delete a segment it is opening),
-which it cannot create where it cannot write, so a reader searches a copy in its own cache: `ROOT/<fingerprint>/index`, where the fingerprint hashes the names, sizes and
-modification times of the index files. The copy is made once and reused while the fingerprint holds; when the
-original changes (its owner ingested more), the next reader makes a fresh copy and old copies nobody serves are
-removed. The copy is checked against the fingerprint taken before it: an index that changed while it was copied
-(its owner is writing it) is not used.
+which it cannot create where it cannot write, so a reader searches a copy in its own cache:
+`ROOT/<fingerprint>/index`, where the fingerprint hashes the names, sizes and modification times of the index files.
+The copy is made once and reused while the fingerprint holds; when the original changes (its owner ingested more),
+the next reader makes a fresh copy and old copies nobody serves are removed. The copy is checked against the
+fingerprint taken before it: an index that changed while it was copied (its owner is writing it) is not used.
 """
 
 from __future__ import annotations

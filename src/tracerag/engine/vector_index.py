@@ -31,13 +31,15 @@ from typing import Any
 import numpy as np
 
 STATE = "state.json"
-HNSW_ROWS = 10_000  # a segment this large gets an HNSW graph; a smaller one is searched exactly
+# A segment this large gets an HNSW graph; a smaller one is searched exactly (every eval collection is: their
+# quality is exact search's). Real e5 vectors are hard on a graph: on 11,751 of them and 249 real questions
+# (xling-hipe), M 16 and efConstruction 128, the exact top 10 is found at 0.92 (ef 128), 0.97 (256), 0.99 (512),
+# against ~1 ms for the exact search itself at that size (benchmarks/dense_recall.py, engine_choice.md).
+HNSW_ROWS = 20_000
 EXACT_ROWS = 20_000  # a filtered search admitting at most this many rows of a segment scores them exactly
 HNSW_M = 16  # graph degree (faiss' default)
-HNSW_EF_BUILD = 64
-# The HNSW search's candidate list: at least this, and at least k. Real embeddings (xling-hipe's 8,103 chunks, one
-# graph) lose no hit of the first 10 against exact search at 256; benchmarks/results/engine_choice.md.
-HNSW_EF = 256
+HNSW_EF_BUILD = 128
+HNSW_EF = 256  # the search's candidate list (at least k): `engine.dense_ef` sets it
 MERGE_FACTOR = 4  # optimize() merges the segments smaller than a quarter of the largest into one
 NO_DAY_START = np.iinfo(np.int32).max  # an undated chunk: no date range reaches it
 NO_DAY_END = np.iinfo(np.int32).min
@@ -149,7 +151,9 @@ class Segment:
         hit = column[at] == keys if len(column) else np.zeros(len(keys), dtype=bool)
         return np.asarray(order[at[hit]], dtype=np.int64)
 
-    def search(self, query: np.ndarray, k: int, admitted: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def search(
+        self, query: np.ndarray, k: int, admitted: np.ndarray | None, ef: int = HNSW_EF
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The best `k` rows among `admitted` (a mask; None: every live row) by inner product: (scores, rows)."""
         mask = self.live if admitted is None else (admitted if self.live is None else admitted & self.live)
         allowed = self.rows if mask is None else int(np.count_nonzero(mask))
@@ -157,7 +161,7 @@ class Segment:
         if want == 0:
             return np.empty(0, dtype=np.float32), np.empty(0, dtype=np.int64)
         if self.has_hnsw and (mask is None or allowed > EXACT_ROWS):
-            scores, rows = self._hnsw_search(query, want, mask)
+            scores, rows = self._hnsw_search(query, want, mask, ef)
             if len(rows) >= want:
                 return scores, rows
         rows = np.arange(self.rows) if mask is None else np.flatnonzero(mask)
@@ -167,10 +171,12 @@ class Segment:
             return scores[top], rows[top]
         return scores, rows
 
-    def _hnsw_search(self, query: np.ndarray, k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _hnsw_search(
+        self, query: np.ndarray, k: int, mask: np.ndarray | None, ef: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
-        params = faiss.SearchParametersHNSW(efSearch=max(HNSW_EF, k))
+        params = faiss.SearchParametersHNSW(efSearch=max(ef, k))
         if mask is not None:
             bits = np.packbits(mask, bitorder="little")
             params.sel = faiss.IDSelectorBitmap(self.rows, faiss.swig_ptr(bits))
@@ -182,9 +188,10 @@ class Segment:
 class VectorIndex:
     """The vectors of a collection in `path` (see the module docstring). Only the writer calls the write methods."""
 
-    def __init__(self, path: Path, dim: int, *, create: bool = False):
+    def __init__(self, path: Path, dim: int, *, create: bool = False, ef: int = HNSW_EF):
         self.path = Path(path)
         self.dim = dim
+        self.ef = ef  # the HNSW search's candidate list
         if create and not (self.path / STATE).exists():
             self.path.mkdir(parents=True, exist_ok=True)
             self._write_state({"dim": dim, "next": 0, "segments": [], "corpora": [], "languages": []})
@@ -444,7 +451,7 @@ class VectorIndex:
         found: list[tuple[float, Segment, int]] = []
         for seg in self._segments.values():
             mask = None if admit is None else admit(seg.meta)
-            scores, rows = seg.search(q, k, mask)
+            scores, rows = seg.search(q, k, mask, self.ef)
             found.extend((float(s), seg, int(r)) for s, r in zip(scores, rows, strict=True))
         found.sort(key=lambda item: -item[0])
         top = found[:k]
