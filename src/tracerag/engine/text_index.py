@@ -23,9 +23,11 @@ cannot write is read from a private copy (`engine/private_copy.py`).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import json
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +46,9 @@ DF_CACHE_SIZE = 200_000  # document frequencies kept per index until its next co
 # The pieces the tokenizer cuts text into: runs of what Rust's `char::is_alphanumeric` keeps (Unicode Alphabetic
 # or Numeric). Not Python's `[^\W_]`: it splits the combining letters of OCR'd German ("Voͤrse", U+0364).
 _WORD_PIECE = regex.compile(r"[\p{Alphabetic}\p{N}]+")
-MISSING_DAY = None  # an undated chunk has no day fields: a date range never matches it
+# tantivy reports a failed write as "an index writer was killed (io::Error most likely)", without the error: with
+# less free space than this in the index's folder, it is taken for a full disk (OSError ENOSPC, naming the folder).
+LOW_SPACE = 64 * 2**20
 
 
 def language_of(language: str | None) -> str:
@@ -168,8 +172,26 @@ class LanguageIndex:
 
     def writer(self) -> Any:
         if self._writer is None:
-            self._writer = self.index.writer(WRITER_HEAP, 1)
+            try:
+                self._writer = self.index.writer(WRITER_HEAP, 1)
+            except ValueError as exc:
+                raise self._failed(exc) from exc
         return self._writer
+
+    def _failed(self, exc: Exception) -> Exception:
+        """What a failed write was: a full disk (an OSError naming the folder, which the front doors explain), or
+        tantivy's own error. The writer is dropped either way: tantivy kills it on an I/O error, and the next write
+        makes a new one on the last commit."""
+        self._writer = None
+        self._dirty = False
+        self._added = set()
+        try:
+            free = shutil.disk_usage(self.path).free
+        except OSError:
+            return exc
+        if free < LOW_SPACE:
+            return OSError(errno.ENOSPC, f"No space left on device ({free:,} bytes free)", str(self.path))
+        return exc
 
     def holds(self, chunk_id: str) -> bool:
         """Whether the index may hold `chunk_id` (committed, or added since): only then does a write delete it
@@ -198,7 +220,10 @@ class LanguageIndex:
                 doc.add_integer("de", span[1])
             doc.add_integer("key", key)
             doc.add_text("text", c.text)
-            w.add_document(doc)
+            try:
+                w.add_document(doc)
+            except ValueError as exc:
+                raise self._failed(exc) from exc
         self._dirty = True
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
@@ -215,7 +240,10 @@ class LanguageIndex:
 
     def commit(self) -> None:
         if self._dirty:
-            self._writer.commit()
+            try:
+                self._writer.commit()
+            except ValueError as exc:
+                raise self._failed(exc) from exc
             self._dirty = False
             self._added = set()
             self.index.reload()
@@ -226,8 +254,11 @@ class LanguageIndex:
         and let it go: a writer holds its heap until it is dropped."""
         self.commit()
         if self._writer is not None:
-            self._writer.wait_merging_threads()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            try:
+                writer.wait_merging_threads()
+            except ValueError as exc:
+                raise self._failed(exc) from exc
             self.index.reload()
             self._searcher = None
 

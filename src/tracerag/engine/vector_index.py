@@ -20,9 +20,11 @@ min(k, admitted) hits every time.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,7 +367,14 @@ class VectorIndex:
         graph.hnsw.efConstruction = HNSW_EF_BUILD
         graph.add(np.ascontiguousarray(vectors, dtype=np.float32))
         tmp = path.with_suffix(".tmp")
-        faiss.write_index(graph, str(tmp))
+        try:
+            faiss.write_index(graph, str(tmp))
+        except RuntimeError as exc:  # faiss says a short write, not why
+            tmp.unlink(missing_ok=True)
+            free = shutil.disk_usage(self.path).free
+            if free < len(vectors) * vectors.shape[1] * 4:
+                raise OSError(errno.ENOSPC, f"No space left on device ({free:,} bytes free)", str(self.path)) from exc
+            raise
         _fsync(tmp)
         os.replace(tmp, path)
 
