@@ -66,6 +66,7 @@ class EmbeddedEngine:
             raise FileNotFoundError(f"{self.path}: no index here")
         self._languages: dict[str, LanguageIndex] = {}
         self._listed: tuple[int, int] | None = None
+        self._unready: set[str] = set()  # language folders without an index yet
         self.vectors = VectorIndex(self.path / VECTORS, dim, create=writer, ef=dense_ef) if dim else None
 
     # -- the language indexes -------------------------------------------------------------------------
@@ -77,11 +78,16 @@ class EmbeddedEngine:
         except FileNotFoundError:
             return []
         stamp = (st.st_mtime_ns, st.st_nlink)
-        if stamp != self._listed:
+        if stamp != self._listed or self._unready:
             self._listed = stamp
+            self._unready = set()
             for entry in sorted(os.scandir(self.text), key=lambda e: e.name):
-                if entry.name not in self._languages and (Path(entry.path) / "meta.json").exists():
+                if entry.name in self._languages or not entry.is_dir():
+                    continue
+                if (Path(entry.path) / "meta.json").exists():
                     self._languages[entry.name] = LanguageIndex(Path(entry.path), entry.name, create=False)
+                else:  # being made by the writer: looked at again at the next read
+                    self._unready.add(entry.name)
         return [self._languages[k] for k in sorted(self._languages)]
 
     def _language(self, language: str) -> LanguageIndex:

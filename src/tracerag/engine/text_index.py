@@ -163,6 +163,7 @@ class LanguageIndex:
         self._writer: Any = None
         self._dirty = False
         self._added: set[str] = set()  # chunk ids added since the last commit (a searcher does not see them yet)
+        self._added_docs: set[str] = set()  # and their documents
         self._seen = self._meta_stamp()
         self._searcher: Any = None
         self._dfs: dict[str, int] = {}
@@ -184,7 +185,7 @@ class LanguageIndex:
         makes a new one on the last commit."""
         self._writer = None
         self._dirty = False
-        self._added = set()
+        self._added, self._added_docs = set(), set()
         try:
             free = shutil.disk_usage(self.path).free
         except OSError:
@@ -207,6 +208,7 @@ class LanguageIndex:
             if self.holds(c.chunk_id):  # an upsert replaces a chunk of the same id
                 w.delete_documents_by_term("chunk_id", c.chunk_id)
             self._added.add(c.chunk_id)
+            self._added_docs.add(c.doc_id)
             doc = tantivy.Document()
             doc.add_text("chunk_id", c.chunk_id)
             doc.add_text("doc_id", c.doc_id)
@@ -227,10 +229,15 @@ class LanguageIndex:
         self._dirty = True
 
     def delete_documents(self, doc_ids: Sequence[str]) -> None:
-        w = self.writer()
+        """Delete every chunk of these documents (only those the index may hold: see `holds`)."""
+        searcher = None
         for doc_id in doc_ids:
-            w.delete_documents_by_term("doc_id", doc_id)
-        self._dirty = True
+            if doc_id not in self._added_docs:
+                searcher = searcher or self._searcher or self.searcher()
+                if not searcher.doc_freq("doc_id", doc_id):
+                    continue
+            self.writer().delete_documents_by_term("doc_id", doc_id)
+            self._dirty = True
 
     def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
         for chunk_id in chunk_ids:
@@ -245,7 +252,7 @@ class LanguageIndex:
             except ValueError as exc:
                 raise self._failed(exc) from exc
             self._dirty = False
-            self._added = set()
+            self._added, self._added_docs = set(), set()
             self.index.reload()
             self._searcher = None
 

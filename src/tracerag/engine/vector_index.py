@@ -283,7 +283,8 @@ class VectorIndex:
             rows = seg.rows_of_keys(wanted)
             if len(rows):
                 self._deleted.setdefault(seg.name, set()).update(int(r) for r in rows)
-        self._drop_pending(lambda meta: meta[0] in set(keys))
+        dropped = set(keys)
+        self._drop_pending(lambda meta: meta[0] in dropped)
 
     def delete_docs(self, doc_ids: Sequence[str]) -> None:
         if not doc_ids:
