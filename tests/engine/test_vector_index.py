@@ -122,3 +122,19 @@ def test_an_index_of_another_dimension_is_refused(tmp_path):
     VectorIndex(tmp_path, DIM, create=True)
     with pytest.raises(ValueError, match="16-d vectors, not 8-d"):
         VectorIndex(tmp_path, 8)
+
+
+def test_a_writer_killed_mid_flush_leaves_nothing_the_next_one_keeps(tmp_path):
+    index = VectorIndex(tmp_path, DIM, create=True)
+    index.add(*rows(50))
+    index.flush()
+    before = index.search(np.ones(DIM, dtype=np.float32), 100)
+    # what a kill between a segment's files and the state that names them leaves behind
+    (tmp_path / "seg000007.vec.npy").write_bytes(b"half")
+    (tmp_path / "seg000000.del9.npy").write_bytes(b"half")
+    (tmp_path / "state.json.tmp").write_text("{")
+    again = VectorIndex(tmp_path, DIM, create=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["state.json", "seg000000.vec.npy", "seg000000.meta.npy", "seg000000.ids.npy", "seg000000.ids.bin"]
+    )
+    assert again.search(np.ones(DIM, dtype=np.float32), 100) == before

@@ -205,6 +205,21 @@ class VectorIndex:
         self._refresh()
         if self._state.get("dim") != dim:
             raise ValueError(f"{self.path} holds {self._state.get('dim')}-d vectors, not {dim}-d")
+        if create:
+            self._remove_leftovers()
+
+    def _remove_leftovers(self) -> None:
+        """Files the state does not name: what a writer killed during a flush or a merge left (the state is
+        replaced last, so they were never part of the index). Only the writer calls this, under the writer lock."""
+        live = {record["name"] for record in self._state["segments"]}
+        deletions = {record["deleted"] for record in self._state["segments"] if record.get("deleted")}
+        for path in self.path.iterdir():
+            name = path.name
+            segment = name.partition(".")[0]
+            current = segment in live and not name.endswith(".tmp") and (".del" not in name or name in deletions)
+            if name != STATE and not current:
+                with contextlib.suppress(OSError):
+                    path.unlink()
 
     # -- state ----------------------------------------------------------------------------------------
 
