@@ -34,7 +34,7 @@ import json, sys, time
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.retrieval.search import Retriever, SearchRequest
-path, queries, warm = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
+path, queries, warm, pause = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 col = Collection.open(path, load_settings(), mode="read")
 retriever = Retriever(col)
 lat, counts, errors = [], [], []
@@ -48,6 +48,7 @@ for i, q in enumerate(queries):
     if i >= warm:
         lat.append((time.perf_counter() - start) * 1000)
     counts.append(col.engine.count())
+    time.sleep(pause)
 print(json.dumps({"lat": lat, "counts": counts, "errors": errors}))
 col.close()
 """
@@ -66,10 +67,10 @@ col.close()
 """
 
 
-def run_readers(path: Path, queries: list[str], n: int, env: dict[str, str], warm: int) -> list[dict]:
+def run_readers(path: Path, queries: list[str], n: int, env: dict[str, str], warm: int, pause: float) -> list[dict]:
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", READER, str(path), json.dumps(queries), str(warm)],
+            [sys.executable, "-c", READER, str(path), json.dumps(queries), str(warm), str(pause)],
             stdout=subprocess.PIPE,
             env=env,
             text=True,
@@ -92,6 +93,9 @@ def main() -> None:
     ap.add_argument("--more", type=int, default=3000)
     ap.add_argument("--readers", type=int, default=8)
     ap.add_argument("--queries", type=int, default=150)
+    ap.add_argument(
+        "--pause", type=float, default=0.0, help="seconds each reader waits between queries (0: back to back)"
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
 
@@ -123,8 +127,8 @@ def main() -> None:
     queries = [" ".join(words[i * 7 % len(words) : i * 7 % len(words) + 1 + i % 3]) for i in range(args.queries)]
     warm = 10
 
-    lone = run_readers(path, queries, 1, env, warm)[0]
-    readers_only = run_readers(path, queries, args.readers, env, warm)
+    lone = run_readers(path, queries, 1, env, warm, args.pause)[0]
+    readers_only = run_readers(path, queries, args.readers, env, warm, args.pause)
     writer = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), str(args.workdir / "more.jsonl")],
         stdout=subprocess.PIPE,
@@ -132,16 +136,14 @@ def main() -> None:
         text=True,
     )
     time.sleep(1.0)  # the writer is at work before the readers start
-    beside = run_readers(path, queries, args.readers, env, warm)
+    beside = run_readers(path, queries, args.readers, env, warm, args.pause)
     written = json.loads(writer.communicate()[0])
 
     with Collection.open(path, settings, mode="read") as col:
         stored = col.store.count_chunks()
         indexed = col.engine.count()
-        listed: list[str] = []
-        for doc_id in col.store.document_ids():
-            listed += [c.id for c in col.store.chunks_of([doc_id])]
-        per_doc_hits = indexed == stored and len(set(listed)) == len(listed) == stored
+        listed = col.engine.chunk_ids()  # type: ignore[attr-defined]  (the embedded engine's)
+        per_doc_hits = len(set(listed)) == len(listed) == stored
 
     def summary(results: list[dict]) -> dict:
         p50s = [statistics.median(r["lat"]) for r in results if r["lat"]]
@@ -159,6 +161,7 @@ def main() -> None:
         "more_docs": args.more,
         "readers": args.readers,
         "queries_per_reader": len(queries),
+        "pause_s": args.pause,
         "cores": os.cpu_count(),
         "load_average": os.getloadavg(),
         "lone_reader_p50_ms": round(lone_p50, 2),

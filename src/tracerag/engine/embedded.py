@@ -265,6 +265,10 @@ class EmbeddedEngine:
         where = _clauses(filter)
         return sum(index.count(where) for index in self._readable())
 
+    def chunk_ids(self) -> list[str]:
+        """Every chunk id the words' indexes hold, once per chunk held (a check that nothing is lost or doubled)."""
+        return [doc["chunk_id"][0] for index in self._readable() for doc in index.matching(clauses())]
+
     def count_with_vectors(self) -> int:
         return self.vectors.count() if self.vectors is not None else 0
 
