@@ -1,4 +1,4 @@
-"""The README documents every setting and every command (as Datasette checks its docs)."""
+"""The README documents every setting, every command and every exit code (as Datasette checks its docs)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pydantic import BaseModel
 
 from tests.conftest import REPO
-from tracerag.cli import app
+from tracerag.cli import ExitCode, app
 from tracerag.config import Settings
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -22,6 +22,13 @@ def _setting_names(model: type[BaseModel], prefix: str = "") -> list[str]:
         else:
             names.append(prefix + name)
     return names
+
+
+def test_the_exit_code_table_is_exit_code():
+    """`ExitCode` is the one definition: the README's table lists its codes, no more and no fewer."""
+    table = README.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    listed = [int(code) for code in re.findall(r"^\| (\d+) \|", table, flags=re.M)]
+    assert listed == sorted(int(code) for code in ExitCode), listed
 
 
 def test_every_setting_is_in_the_readme_settings_table():

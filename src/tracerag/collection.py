@@ -42,6 +42,8 @@ from tracerag.errors import (
     ReadOnlyError,
     RecordError,
     Where,
+    on_full_disk,
+    raise_if_disk_full,
 )
 from tracerag.ingest import RecordWarning
 from tracerag.ingest.entities import EntityReport, Pipelines, find_entities, spacy_missing
@@ -124,8 +126,14 @@ def write_manifest(path: Path, data: dict) -> None:
                 lines.append(f"{key} = {json.dumps(value)}")
         lines.append("")
     tmp = path.with_suffix(".tmp")
-    tmp.write_text("\n".join(lines), encoding="utf-8")
-    tmp.replace(path)
+    try:
+        with on_full_disk(path.parent, path.name):
+            tmp.write_text("\n".join(lines), encoding="utf-8")
+            tmp.replace(path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)  # a half-written file only takes space: the old manifest stands
+        raise
 
 
 class Collection:
@@ -284,13 +292,14 @@ class Collection:
             col.created = creating
             col._embedder = embedder
             return col
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(Exception):
                 if engine is not None:
                     engine.close()
                 if store is not None:
                     store.close()
             writer.release()
+            raise_if_disk_full(exc, path)
             raise
 
     @classmethod
@@ -413,8 +422,16 @@ class Collection:
     def __enter__(self) -> Collection:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> None:
+        # A full disk met anywhere in the work (the store, the index, a file of the folder) or in closing is said
+        # as one DiskFullError naming the collection, whichever library raised it.
+        try:
+            self.close()
+        except Exception as failed:
+            raise_if_disk_full(failed, self.path)
+            raise
+        if exc is not None:
+            raise_if_disk_full(exc, self.path)
 
     @property
     def embedder(self) -> Embedder | None:

@@ -72,16 +72,20 @@ def ingest_into(
         first = col.created  # known for sure only under the writer lock: another ingest may have made it
         if on_open is not None:
             on_open()
+        items: Iterable[Item | PreparedDocument] = ()
         try:
             _check_chunking(col, chunking or {})
+            items = records(col) if callable(records) else _prepared_alongside(col, records)
             report = col.ingest(
-                records(col) if callable(records) else _prepared_alongside(col, records),
-                dense=dense,
-                progress=progress,
-                on_batch=batch_done,
-                document_progress=document_progress,
+                items, dense=dense, progress=progress, on_batch=batch_done, document_progress=document_progress
             )
         except BaseException:
+            # Stopped here, in this thread: left to the garbage collector, the workers preparing documents would be
+            # shut down from whichever thread collects them (their pool's own: "cannot join current thread").
+            close = getattr(items, "close", None)
+            if callable(close):
+                with contextlib.suppress(Exception):
+                    close()
             # Removed under the writer lock, so that no other ingest sees a half-removed collection.
             if first and not committed:
                 _discard(col)

@@ -25,7 +25,7 @@ from rich.text import Text
 
 from tracerag import __version__
 from tracerag.config import Settings, load_settings
-from tracerag.errors import CollectionBusyError, TraceError
+from tracerag.errors import CollectionBusyError, TraceError, disk_full
 from tracerag.text import json_dumps, safe_block, safe_line
 
 app = typer.Typer(help="TRACE: accountable source discovery over noisy historical collections.", no_args_is_help=True)
@@ -88,6 +88,7 @@ class ExitCode(IntEnum):
     PARTIAL = 1  # it ran, but not everything: records skipped, runs failed or truncated, a replay that differs
     USAGE = 2  # bad usage or bad input: every TraceError (Typer's own usage errors are 2 as well)
     BUSY = 3  # another process holds the collection (CollectionBusyError): retry, or pass --wait
+    NO_SPACE = 4  # a disk it writes to is full (DiskFullError, or any error from below that says so): free space
     INTERRUPTED = 130  # Ctrl-C, as shells report SIGINT (Click would say 1, which means partial here)
 
 
@@ -96,8 +97,9 @@ P = ParamSpec("P")
 
 def friendly(fn: Callable[P, ExitCode | None]) -> Callable[P, None]:
     """The one place where outcomes become exit codes: a command's returned `ExitCode`, `CollectionBusyError`
-    (3), any other `TraceError` (2, one red line), a reader that closed the pipe (0, quietly). Bugs still show
-    their traceback."""
+    (3), a full disk (4: `DiskFullError`, or an error from any library below that says the disk is full), any
+    other `TraceError` (2, one red line), a reader that closed the pipe (0, quietly). Bugs still show their
+    traceback."""
 
     @wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
@@ -112,11 +114,18 @@ def friendly(fn: Callable[P, ExitCode | None]) -> Callable[P, None]:
             _print_error(exc)
             raise typer.Exit(ExitCode.BUSY) from None
         except TraceError as exc:
-            _print_error(exc)
-            raise typer.Exit(ExitCode.USAGE) from None
+            full = disk_full(exc)  # a DiskFullError, or an error of ours raised from a full disk
+            _print_error(full or exc)
+            raise typer.Exit(ExitCode.NO_SPACE if full else ExitCode.USAGE) from None
         except KeyboardInterrupt:
             err.print("[red]interrupted[/red]")
             raise typer.Exit(ExitCode.INTERRUPTED) from None
+        except Exception as exc:  # a full disk met where no folder was known to name it (else a bug: re-raised)
+            full = disk_full(exc)
+            if full is None:
+                raise
+            _print_error(full)
+            raise typer.Exit(ExitCode.NO_SPACE) from None
         if outcome:
             raise typer.Exit(int(outcome))
 

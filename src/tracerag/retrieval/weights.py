@@ -4,6 +4,7 @@ the collection, written atomically by the writer (`retrieval/calibration.py` mea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter, ValidationError
 
 from tracerag.config import INDEX_VERSION
-from tracerag.errors import CollectionError, ReadOnlyError
+from tracerag.errors import CollectionError, DiskFullError, ReadOnlyError, says_disk_full
 
 if TYPE_CHECKING:
     from tracerag.collection import Collection
@@ -124,10 +125,15 @@ def save(collection: Collection, calibration: Calibration) -> Path:
         raise ReadOnlyError(f"{collection.path}: calibrating writes the collection; open it for writing")
     path = path_of(collection)
     tmp = path.with_suffix(".tmp")
+    text = json.dumps(as_dict(calibration), indent=2, ensure_ascii=False)
     try:
-        tmp.write_text(json.dumps(as_dict(calibration), indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
     except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()  # a half-written file only takes space: the calibration before stands
+        if says_disk_full(exc, collection.path):
+            raise DiskFullError(collection.path, path.name, needed=len(text.encode())) from exc
         raise CollectionError(f"{path}: cannot write the calibration ({exc.strerror}); remove what is there") from None
     return path
 

@@ -4,6 +4,7 @@ pages answer an HTML page saying the same."""
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,11 +16,13 @@ from tracerag.errors import (
     CollectionBusyError,
     ConfigError,
     DataUnavailableError,
+    DiskFullError,
     LLMError,
     ReadOnlyError,
     SelectionError,
     TraceError,
     TrailError,
+    disk_full,
 )
 from tracerag.server.state import NotFoundError
 
@@ -27,6 +30,7 @@ from tracerag.server.state import NotFoundError
 STATUS_OF: list[tuple[type[TraceError], int]] = [
     (NotFoundError, 404),
     (CollectionBusyError, 503),
+    (DiskFullError, 507),  # Insufficient Storage
     (ReadOnlyError, 409),
     (LLMError, 502),
     (DataUnavailableError, 503),
@@ -80,12 +84,24 @@ def error_response(request: Request, status: int, message: str, **extra: Any) ->
 def install(app: FastAPI) -> None:
     @app.exception_handler(TraceError)
     async def trace_error(request: Request, exc: TraceError) -> Response:
+        exc = disk_full(exc) or exc  # an error of ours raised from a full disk is said as one
         status = status_of(exc)
         headers = {"Retry-After": "5"} if isinstance(exc, CollectionBusyError) else None
         response = error_response(request, status, str(exc), kind=type(exc).__name__)
         if headers:
             response.headers.update(headers)
         return response
+
+    # A full disk met where no folder was known to name it (SQLite, a native library): said as one, else the
+    # error goes on to the server's own 500 (a bug). Only the kinds that such libraries raise are looked at.
+    async def maybe_disk_full(request: Request, exc: Exception) -> Response:
+        full = disk_full(exc)
+        if full is None:
+            raise exc
+        return await trace_error(request, full)
+
+    for kind in (OSError, ValueError, RuntimeError, sqlite3.Error):
+        app.add_exception_handler(kind, maybe_disk_full)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError) -> Response:

@@ -65,7 +65,7 @@ def _interrupt_when_server_leaves() -> None:
 def run(request: dict[str, Any], events: Events) -> int:
     from tracerag.collection import IngestReport
     from tracerag.config import Settings
-    from tracerag.errors import NothingIngestedError, TraceError
+    from tracerag.errors import NothingIngestedError, TraceError, disk_full
     from tracerag.ingest.checked import read_checked
 
     try:
@@ -87,8 +87,11 @@ def run(request: dict[str, Any], events: Events) -> int:
             events("report", report=exc.report.to_dict())
         events("failed", error=str(exc), error_kind=type(exc).__name__)
         return 2
-    except TraceError as exc:
-        events("failed", error=str(exc), error_kind=type(exc).__name__)
+    except Exception as exc:  # a TraceError, or a full disk met where no folder was known to name it; else a bug
+        said = disk_full(exc) or exc
+        if not isinstance(said, TraceError):
+            raise
+        events("failed", error=str(said), error_kind=type(said).__name__)
         return 2
     events("report", report=report.to_dict())
     return 0

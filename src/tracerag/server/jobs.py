@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from tracerag.errors import TraceError
+from tracerag.errors import TraceError, disk_full
 
 
 class JobStatus(StrEnum):
@@ -145,10 +145,12 @@ class JobRegistry:
             try:
                 result = work(job)
             except TraceError as exc:
-                job._finish(JobStatus.FAILED, None, str(exc))
-            except Exception as exc:  # a bug: the job says so, the log has the traceback
-                traceback.print_exc()
-                job._finish(JobStatus.FAILED, None, f"{type(exc).__name__}: {exc}")
+                job._finish(JobStatus.FAILED, None, str(disk_full(exc) or exc))
+            except Exception as exc:  # a full disk met below, said as one; else a bug: the log has the traceback
+                full = disk_full(exc)
+                if full is None:
+                    traceback.print_exc()
+                job._finish(JobStatus.FAILED, None, str(full) if full else f"{type(exc).__name__}: {exc}")
             else:
                 job._finish(JobStatus.DONE, result, None)
 

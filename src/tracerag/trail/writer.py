@@ -5,13 +5,16 @@ one, tests and the CLI's live view are others.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import secrets
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
+from tracerag.errors import DiskFullError, on_full_disk, says_disk_full
 from tracerag.trail.events import STAMPS, TrailEvent
 
 EventListener = Callable[[TrailEvent], None]
@@ -45,18 +48,36 @@ class Trail:
 
 
 class JsonlWriter:
-    """Appends each event as one line and flushes it, so a crashed run still leaves every step before the crash."""
+    """Appends each event as one line and writes it through, so a crashed run still leaves every step before the
+    crash. A line that does not fit on the disk is taken back whole (the trail stays readable, the run is
+    unfinished in it) and said as a DiskFullError naming the trail's folder."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        # backslashreplace: a lone surrogate in a model's answer is written as the JSON escape it came as,
-        # so the trail reads back exactly instead of the run crashing on it.
-        self._fh = self.path.open("a", encoding="utf-8", errors="backslashreplace")
+        with on_full_disk(self.path.parent, f"the trail {self.path.name}"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # unbuffered: each line reaches the file in its own write, so a failed one is known and taken back
+            self._fh = self.path.open("ab", buffering=0)
 
     def __call__(self, event: TrailEvent) -> None:
-        self._fh.write(json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n")
-        self._fh.flush()
+        # backslashreplace: a lone surrogate in a model's answer is written as the JSON escape it came as,
+        # so the trail reads back exactly instead of the run crashing on it.
+        line = (json.dumps(event.model_dump(mode="json"), ensure_ascii=False) + "\n").encode(
+            "utf-8", errors="backslashreplace"
+        )
+        end = self._fh.seek(0, os.SEEK_END)
+        try:
+            written = 0
+            while written < len(line):
+                written += self._fh.write(line[written:]) or 0
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                self._fh.truncate(end)  # no half line: a reader would call the trail damaged
+                if end == 0:
+                    self.path.unlink()  # nor an empty trail: the run never started to be recorded
+            if not says_disk_full(exc, self.path.parent):
+                raise
+            raise DiskFullError(self.path.parent, f"the trail {self.path.name}", needed=len(line)) from exc
 
     def close(self) -> None:
         self._fh.close()
