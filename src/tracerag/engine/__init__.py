@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -28,8 +28,10 @@ class IndexedChunk:
     fields: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class EngineHit:
+class EngineHit(NamedTuple):
+    """A chunk an engine found, with its score on that engine's (or text field's) own scale. A named tuple, not a
+    frozen dataclass: a search makes hundreds, and a frozen dataclass costs ~4x as much to make."""
+
     chunk_id: str
     doc_id: str
     score: float
