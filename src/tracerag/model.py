@@ -8,7 +8,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +115,9 @@ class Filter:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One chunk found by one channel, at a rank (1-based) with that channel's own score."""
+class Hit(NamedTuple):
+    """One chunk found by one channel, at a rank (1-based) with that channel's own score. A named tuple: a search
+    makes hundreds of them (each channel's hits, again when a channel's language fields merge)."""
 
     chunk_id: str
     doc_id: str

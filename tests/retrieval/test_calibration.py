@@ -99,7 +99,7 @@ class _Scrambled:
     def search(self, request: SearchRequest):
         ranking = self.inner.search(request)
         hits = ranking.channel_hits.get("phrase", [])
-        ranking.channel_hits["phrase"] = [replace(h, doc_id=self.rng.choice(self.ids)) for h in hits]
+        ranking.channel_hits["phrase"] = [h._replace(doc_id=self.rng.choice(self.ids)) for h in hits]
         return ranking
 
 
