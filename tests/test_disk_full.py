@@ -2,11 +2,7 @@
 that meets one exits 4 with one message naming the folder and its free space, and no traceback; the collection
 stays readable, and once space is freed the next run resumes. On a real small disk: a tmpfs mounted for the test
 (root here; elsewhere skipped, saying why). The CLI runs in a child process, so that an engine that dies of the
-full disk (SIGBUS) cannot take pytest with it.
-
-Marked `OLD_ENGINE`: what Qdrant Edge cannot do, for the engine that replaces it. It maps its files and dies with
-SIGBUS (exit 135) when a write into a mapped page finds no space (the collections here are searched once with room
-to spare, which makes those files), and it writes when it loads an index, so that even `info` needs space."""
+full disk (SIGBUS: Qdrant Edge, the previous embedded engine, did) cannot take pytest with it."""
 
 from __future__ import annotations
 
@@ -33,12 +29,11 @@ from tracerag.errors import CollectionError, DiskFullError, disk_full, on_full_d
 from tracerag.trail import JsonlWriter, Trail, read_trail
 from tracerag.trail.events import RunEvent
 
-OLD_ENGINE = pytest.mark.xfail(reason="Qdrant Edge SIGBUS; new engine", strict=False)
 SRC = str(Path(tracerag.__file__).parents[1])
 WORDS = ["incendie", "opéra", "grève", "mineurs", "budget", "ville", "lyon", "carmaux", "hafen", "brand"]
 A_DOCS, B_DOCS = 12, 60  # the first ingest, and the one that meets the full disk
 SLACK = 64 << 10  # what the full disk leaves free for the second ingest: less than its text alone
-DISK = "256M"  # room for a small collection: Qdrant Edge maps ~55 MB of files when it first opens one to read
+DISK = "64M"  # room for a small collection and its index
 
 
 def tracerag_cli(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -165,7 +160,6 @@ def test_an_ingest_that_fills_the_disk_says_so_and_the_next_one_resumes(tmpfs, t
     assert found(col, "beta7marker")[0] == "beta007" and found(col, "alpha3marker")[0] == "alpha003"
 
 
-# the embedded engine reads a full disk as it reads any other (it writes nothing to open an index)
 def test_info_answers_on_a_full_disk(tmpfs, texts):
     a, _ = texts
     col = collection_on(tmpfs(DISK), a)
