@@ -1,19 +1,18 @@
-"""What counting repeated query words costs and whether it stays exact, on real benchmark queries.
+"""What counting repeated query words gains and costs, on real benchmark queries.
 
     python benchmarks/bm25_query_tf.py --benchmarks cranfield,hipe-entities,ocr-known-item --out benchmarks/results
     python benchmarks/bm25_query_tf.py --benchmarks piaf-fr --sample 1000 --seed 0 --out /tmp/piaf
 
-BM25 in `engine/qdrant_edge.py` counts a repeated query word as often as the query repeats it (as Lucene and
-bm25s do): Qdrant Edge's TextQuery scores a set of words, so a query with repeats is a Formula over one prefetch
-per repeat level, and a chunk outside a level's top `depth` gets 0 for that level. For every query of each
-benchmark (its lexical collection built as `tracerag eval --no-dense` builds it, in a temporary folder), per
-language field, this compares:
+BM25 in the embedded engine (`engine/text_index.py`, tantivy) counts a repeated query word as often as the query
+repeats it (as Lucene and bm25s do), each distinct term one clause boosted by its count: exact by construction
+(tests/engine/test_query_tf.py checks it against BM25 by hand). For every query of each benchmark (its lexical
+collection built as `tracerag eval --no-dense` builds it, in a temporary folder), this compares:
 - quality: the eval's `bm25` run (nDCG@10, R@10) scoring each word once and counting repeats, same collection;
-- exactness: the top 10 and top k (k = retrieval.depth, 100) at the engine's depth, max(10 k, 1000), against an
-  exhaustive depth (every chunk of the collection): how many ranked lists differ;
-- cost: warm latency of one bm25 call (every field, as retrieval asks) counting repeats vs scoring the set of
-  words (Edge's TextQuery alone), over all queries and over those with repeats, the two in turn per query.
-Writes bm25_query_tf.json and .md in --out.
+- cost: warm latency of one bm25 call (every language field, as retrieval asks) counting repeats vs scoring the
+  set of words, over all queries and over those with repeats, the two in turn per query.
+(The Qdrant Edge engine it was written for needed one prefetch per repeat level, so it also compared rankings
+at the engine's depth with an exhaustive one; tantivy has no such depth.) Writes bm25_query_tf.json and .md in
+--out.
 """
 
 from __future__ import annotations
@@ -31,11 +30,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 K_DEPTH = 100  # retrieval.depth: chunks per channel before fusion
-TOP = 10
-
-
-def _ranked(found: dict) -> dict[str, list[str]]:
-    return {field: [h.chunk_id for h in hits] for field, hits in found.items()}
 
 
 def _timed(engine, texts: list[str], k: int) -> tuple[list[float], list[float]]:
@@ -90,7 +84,8 @@ def _quality(path, settings, bench, query_ids: list[str]) -> dict:
 
 def measure(name: str, root: Path, work: Path, sample: int | None, seed: int) -> dict:
     from tracerag.config import load_settings
-    from tracerag.engine.qdrant_edge import QUERY_TF_DEPTH, QdrantEdgeEngine, query_terms, text_field
+    from tracerag.engine.embedded import EmbeddedEngine
+    from tracerag.engine.text_index import language_of, query_terms
     from tracerag.eval.datasets import load_benchmark
     from tracerag.eval.runner import build_collection, select_queries
 
@@ -104,25 +99,14 @@ def measure(name: str, root: Path, work: Path, sample: int | None, seed: int) ->
     col.close()
     quality = _quality(path, settings, bench, query_ids)
     print(f"{name}: {json.dumps(quality)}")
-    engine = QdrantEdgeEngine(
-        path / "index", None, k1=settings.retrieval.bm25_k1, b=settings.retrieval.bm25_b, query_tf=True
-    )
+    engine = EmbeddedEngine(path / "index", None, query_tf=True)
     try:
         chunks = engine.count()
-        fields = sorted({text_field(d.language) for d in bench.documents})
+        fields = sorted({language_of(d.language) for d in bench.documents})
         texts = [bench.queries[q].text for q in query_ids]
-        repeated = [t for t in texts if any(n > 1 for f in fields for _, n in query_terms(t, f.removeprefix("text_")))]
-        words = [sum(n for _, n in query_terms(t, "xx")) for t in texts]
+        repeated = [t for t in texts if any(n > 1 for f in fields for _, _, n in query_terms(t, f))]
+        words = [sum(n for _, _, n in query_terms(t, "xx")) for t in texts]
         print(f"{name}: {len(texts)} queries ({len(repeated)} with repeats), {chunks} chunks, fields {fields}")
-
-        at_depth = {t: _ranked(engine.bm25(t, K_DEPTH)) for t in repeated}
-        engine.query_tf_depth = chunks  # exhaustive: every chunk is in every level's prefetch
-        exhaustive = {t: _ranked(engine.bm25(t, K_DEPTH)) for t in repeated}
-        engine.query_tf_depth = QUERY_TF_DEPTH
-        lists = [(a, exhaustive[t].get(f, [])) for t in repeated for f, a in at_depth[t].items()]
-        lists += [([], b) for t in repeated for f, b in exhaustive[t].items() if f not in at_depth[t]]
-        differ_top = sum(a[:TOP] != b[:TOP] for a, b in lists)
-        differ_k = sum(a != b for a, b in lists)
 
         _timed(engine, texts[:20], K_DEPTH)  # warm up
         set_all, tf_all = _timed(engine, texts, K_DEPTH)
@@ -142,10 +126,6 @@ def measure(name: str, root: Path, work: Path, sample: int | None, seed: int) ->
         "chunks": chunks,
         "collection_s": round(built_s, 1),
         "quality": quality,
-        "depth": max(10 * K_DEPTH, QUERY_TF_DEPTH),
-        "ranked_lists_compared": len(lists),
-        f"top{TOP}_lists_differing": differ_top,
-        f"top{K_DEPTH}_lists_differing": differ_k,
         "latency_set_of_words_all": _summary(set_all),
         "latency_query_tf_all": _summary(tf_all),
         "latency_set_of_words_repeats": _summary(set_rep),
@@ -159,7 +139,7 @@ def measure(name: str, root: Path, work: Path, sample: int | None, seed: int) ->
 
 def markdown(results: list[dict], meta: dict) -> str:
     lines = [
-        "# BM25 with query term frequency: exactness and cost",
+        "# BM25 with query term frequency: gain and cost",
         "",
         f"{meta['when']}, {meta['machine']}; `python benchmarks/bm25_query_tf.py --benchmarks "
         f"{','.join(r['benchmark'] for r in results)}`. One pass, warm, the two settings in turn for each "
@@ -167,9 +147,9 @@ def markdown(results: list[dict], meta: dict) -> str:
         "scoring the set.",
         "",
         "| benchmark | queries | with repeats | words/query | chunks | nDCG@10 / R@10 set of words "
-        "| nDCG@10 / R@10 query TF | queries better / worse | lists differing top 10 / top 100 (of n) "
+        "| nDCG@10 / R@10 query TF | queries better / worse "
         "| set of words mean ms (repeats) | query TF mean ms (repeats) | ratio all / repeats |",
-        "|---|---:|---:|---:|---:|---|---|---|---|---:|---:|---|",
+        "|---|---:|---:|---:|---:|---|---|---|---:|---:|---|",
     ]
     for r in results:
         s_all, t_all = r["latency_set_of_words_all"], r["latency_query_tf_all"]
@@ -180,7 +160,6 @@ def markdown(results: list[dict], meta: dict) -> str:
             f"| {r['benchmark']} | {r['queries']} | {r['with_repeats']} | {r['mean_query_words']} | {r['chunks']} "
             f"| {before['nDCG@10']:.4f} / {before['R@10']:.4f} | {after['nDCG@10']:.4f} / {after['R@10']:.4f} "
             f"| {q['queries_better']} / {q['queries_worse']} "
-            f"| {r['top10_lists_differing']} / {r[f'top{K_DEPTH}_lists_differing']} (of {r['ranked_lists_compared']}) "
             f"| {s_all['mean_ms']} ({s_rep['mean_ms']}) | {t_all['mean_ms']} ({t_rep['mean_ms']}) "
             f"| {r['latency_ratio_all']} / {r['latency_ratio_repeats']} |"
         )

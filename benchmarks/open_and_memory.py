@@ -9,11 +9,12 @@
    counts the parent's peak in it); seconds and chunks/s are the child's wall time and its report.
 2. **Open**: in fresh child processes, `tracerag info -c C` and `tracerag search QUERY -c C` as a user runs them
    (wall time and peak RSS, imports included), and in one child the library calls alone: `Collection.open(C,
-   mode="read")` and the engine's first call (the shard load), the RSS after it, the first search and the p50
-   of `--queries` more (spans of 2-4 words drawn from the same text, searched with the default channels).
-3. **Dense probe** (`--dense-chunks`, 0 to skip): a shard of the first chunks of that collection, each with a
-   random unit 384-d vector (nothing is embedded for real), written with `QdrantEdgeEngine.upsert` in sub-batches
-   and opened in a fresh child: load time, RSS after it, a dense and a BM25 query.
+   mode="read")` and the engine's first call (opening the index's files), the RSS after it, the first search and
+   the p50 of `--queries` more (spans of 2-4 words drawn from the same text, searched with the default channels).
+3. **Dense probe** (`--dense-chunks`, 0 to skip): an embedded index (`EmbeddedEngine`: tantivy + faiss) of the
+   first chunks of that collection, each with a random unit 384-d vector (nothing is embedded for real), written
+   with `upsert` in sub-batches, optimized, and opened in a fresh child: open time, RSS after it, a dense and a
+   BM25 query.
 
 Every figure comes with the machine's load average while it was measured: the benchmark machine is shared.
 Results: `open_and_memory.json` and `open_and_memory.md` (or `*_quick.*`) in `--out`.
@@ -50,8 +51,25 @@ def load_average() -> float:
 
 
 def dir_mb(path: Path) -> float:
-    """Disk used, like `du` (Qdrant preallocates sparse page files: their apparent size is 3-4 times more)."""
+    """Disk used, like `du`."""
     return round(sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file()) / 2**20, 1)
+
+
+# The segments of an embedded index: tantivy's per language (its meta.json) and the vector segments (state.json).
+# Run in the children (as source) and here.
+LAYOUT = r"""
+def layout(index):
+    import json
+    from pathlib import Path
+    index = Path(index)
+    text = {
+        meta.parent.name: len(json.loads(meta.read_text(encoding="utf-8"))["segments"])
+        for meta in sorted((index / "text").glob("*/meta.json"))
+    }
+    state = index / "vectors" / "state.json"
+    vectors = len(json.loads(state.read_text(encoding="utf-8"))["segments"]) if state.exists() else 0
+    return {"text_segments": text, "vector_segments": vectors}
+"""
 
 
 def tracerag_cli() -> list[str]:
@@ -127,7 +145,6 @@ def ingest(folder: Path, collection: Path, work: Path) -> dict:
         "load_average": [load_before, load_average()],
         "index_mb": dir_mb(collection / "index"),
         "store_mb": round((collection / "store.sqlite").stat().st_size / 2**20, 1),
-        "wal_mb": dir_mb(collection / "index" / "wal"),
     }
     say(
         f"ingest: {out['chunks']:,} chunks in {out['seconds']} s ({out['chunks_per_second']} chunks/s), "
@@ -138,7 +155,9 @@ def ingest(folder: Path, collection: Path, work: Path) -> dict:
 
 # -- 2. opening it ----------------------------------------------------------------------------------------
 
-OPEN_CHILD = r"""
+OPEN_CHILD = (
+    LAYOUT
+    + r"""
 import json, statistics, sys, time
 from pathlib import Path
 
@@ -155,11 +174,10 @@ imported = time.perf_counter()
 base = rss_mb()
 col = Collection.open(Path(sys.argv[1]), load_settings(), mode="read")
 opened = time.perf_counter()
-points = col.engine.count()  # the first engine call loads the shard
+points = col.engine.count()  # the first engine call opens the index's files
 loaded = time.perf_counter()
 after_open = rss_mb()
-from tracerag.engine.qdrant_edge import segment_layout
-layout = segment_layout(Path(sys.argv[1]) / "index")
+segments = layout(Path(sys.argv[1]) / "index")
 queries = json.loads(sys.argv[2])
 retriever = Retriever(col)
 t = time.perf_counter(); first = retriever.search(SearchRequest(queries[0], k=10)); first_s = time.perf_counter() - t
@@ -168,14 +186,15 @@ for q in queries[1:]:
     t = time.perf_counter(); retriever.search(SearchRequest(q, k=10)); times.append(time.perf_counter() - t)
 print(json.dumps({
     "import_s": round(imported - start, 3), "collection_open_s": round(opened - imported, 3),
-    "shard_load_s": round(loaded - opened, 3), "open_total_s": round(loaded - imported, 3),
+    "engine_open_s": round(loaded - opened, 3), "open_total_s": round(loaded - imported, 3),
     "rss_before_open_mb": round(base, 1), "rss_after_open_mb": round(after_open, 1),
     "points": points, "first_search_ms": round(first_s * 1000, 1), "first_search_results": len(first.documents),
     "search_p50_ms": round(statistics.median(times) * 1000, 1), "search_max_ms": round(max(times) * 1000, 1),
-    "searches": len(times), "rss_after_searches_mb": round(rss_mb(), 1), "layout": layout,
+    "searches": len(times), "rss_after_searches_mb": round(rss_mb(), 1), "layout": segments,
 }))
 col.close()
 """
+)
 
 
 def queries_from(text_path: Path, n: int, seed: int) -> list[str]:
@@ -214,7 +233,7 @@ def open_collection(collection: Path, queries: list[str], work: Path) -> dict:
         "load_average": load_average(),
     }
     say(
-        f"open: shard load {out['library']['shard_load_s']} s, RSS after open {out['library']['rss_after_open_mb']} "
+        f"open: engine open {out['library']['engine_open_s']} s, RSS after open {out['library']['rss_after_open_mb']} "
         f"MiB; info {out['cli_info']['seconds']} s / {out['cli_info']['peak_rss_mb']} MiB"
     )
     return out
@@ -222,18 +241,20 @@ def open_collection(collection: Path, queries: list[str], work: Path) -> dict:
 
 # -- 3. a dense probe -------------------------------------------------------------------------------------
 
-DENSE_BUILD = r"""
+DENSE_BUILD = (
+    LAYOUT
+    + r"""
 import json, sys, time
 import numpy as np
 from pathlib import Path
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.engine import IndexedChunk
-from tracerag.engine.qdrant_edge import QdrantEdgeEngine
+from tracerag.engine.embedded import EmbeddedEngine
 
 source, target, n, dim = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), 384
 rng = np.random.default_rng(0)
-engine = QdrantEdgeEngine(target, dim)
+engine = EmbeddedEngine(target, dim, writer=True)
 col = Collection.open(source, load_settings(), mode="read")
 start = time.perf_counter()
 done, after = 0, ("", -1)
@@ -254,12 +275,15 @@ while done < n:
         print(f"dense probe: {done} chunks, {rate:.0f} chunks/s", file=sys.stderr, flush=True)
 engine.optimize()
 engine.flush()
-print(json.dumps({"chunks": done, "seconds": round(time.perf_counter() - start, 1), "layout": engine.layout()}))
+print(json.dumps({"chunks": done, "seconds": round(time.perf_counter() - start, 1), "layout": layout(target)}))
 engine.close()
 col.close()
 """
+)
 
-DENSE_OPEN = r"""
+DENSE_OPEN = (
+    LAYOUT
+    + r"""
 import json, statistics, sys, time
 import numpy as np
 from pathlib import Path
@@ -269,9 +293,9 @@ def rss_mb():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
 
-from tracerag.engine.qdrant_edge import QdrantEdgeEngine
+from tracerag.engine.embedded import EmbeddedEngine
 base = rss_mb()
-t = time.perf_counter(); engine = QdrantEdgeEngine(Path(sys.argv[1]), 384); load = time.perf_counter() - t
+t = time.perf_counter(); engine = EmbeddedEngine(Path(sys.argv[1]), 384); engine.count(); load = time.perf_counter() - t
 after = rss_mb()
 rng = np.random.default_rng(1)
 dense, bm25 = [], []
@@ -280,14 +304,15 @@ for q in json.loads(sys.argv[2]):
     t = time.perf_counter(); engine.dense(v, 100); dense.append(time.perf_counter() - t)
     t = time.perf_counter(); engine.bm25(q, 100); bm25.append(time.perf_counter() - t)
 print(json.dumps({
-    "shard_load_s": round(load, 3), "rss_before_mb": round(base, 1), "rss_after_open_mb": round(after, 1),
-    "points": engine.count(), "layout": engine.layout(),
+    "engine_open_s": round(load, 3), "rss_before_mb": round(base, 1), "rss_after_open_mb": round(after, 1),
+    "points": engine.count(), "layout": layout(Path(sys.argv[1])),
     "first_dense_ms": round(dense[0] * 1000, 1), "dense_p50_ms": round(statistics.median(dense[1:]) * 1000, 1),
     "first_bm25_ms": round(bm25[0] * 1000, 1), "bm25_p50_ms": round(statistics.median(bm25[1:]) * 1000, 1),
     "rss_after_queries_mb": round(rss_mb(), 1),
 }))
 engine.close()
 """
+)
 
 
 def dense_probe(collection: Path, n: int, queries: list[str], work: Path) -> dict:
@@ -308,7 +333,7 @@ def dense_probe(collection: Path, n: int, queries: list[str], work: Path) -> dic
         | {"peak_rss_mb": opened["peak_rss_mb"], "load_average": load_average()},
         "index_mb": dir_mb(target),
     }
-    say(f"dense probe: load {out['open']['shard_load_s']} s, RSS after open {out['open']['rss_after_open_mb']} MiB")
+    say(f"dense probe: open {out['open']['engine_open_s']} s, RSS after open {out['open']['rss_after_open_mb']} MiB")
     return out
 
 
@@ -357,13 +382,12 @@ def markdown(r: dict) -> str:
         f"| `{ing['command']}`: peak RSS | {ing['peak_rss_mb']:,.0f} MiB | {ing['load_average'][1]} |",
         f"| ... wall time / chunks / throughput | {ing['seconds']:.0f} s / {ing['chunks']:,} / "
         f"{ing['chunks_per_second']:,.0f} chunks/s | {ing['load_average'][1]} |",
-        f"| ... on disk: index / store / index WAL | {ing['index_mb']:,.0f} / {ing['store_mb']:,.0f} / "
-        f"{ing['wal_mb']:,.0f} MiB | |",
+        f"| ... on disk: index / store | {ing['index_mb']:,.0f} / {ing['store_mb']:,.0f} MiB | |",
         f"| `tracerag info -c C`: wall time / peak RSS | {op['cli_info']['seconds']} s / "
         f"{op['cli_info']['peak_rss_mb']:,.0f} MiB | {op['cli_info']['load_average']} |",
         f"| `tracerag search QUERY -c C`: wall time / peak RSS | {op['cli_search']['seconds']} s / "
         f"{op['cli_search']['peak_rss_mb']:,.0f} MiB | {op['cli_search']['load_average']} |",
-        f"| library: `Collection.open` + shard load | {lib['open_total_s']} s (shard {lib['shard_load_s']} s) | "
+        f"| library: `Collection.open` + engine open | {lib['open_total_s']} s (engine {lib['engine_open_s']} s) | "
         f"{lib['load_average']} |",
         f"| library: RSS before / after open | {lib['rss_before_open_mb']:,.0f} / {lib['rss_after_open_mb']:,.0f} MiB "
         f"| |",
@@ -377,7 +401,7 @@ def markdown(r: dict) -> str:
             f"| dense probe: {d['build']['chunks']:,} chunks + random 384-d unit vectors, write + optimize | "
             f"{d['build']['seconds']:.0f} s, peak RSS {d['build']['peak_rss_mb']:,.0f} MiB | "
             f"{d['build']['load_average']} |",
-            f"| dense probe: shard load / RSS after open | {d['open']['shard_load_s']} s / "
+            f"| dense probe: engine open / RSS after open | {d['open']['engine_open_s']} s / "
             f"{d['open']['rss_after_open_mb']:,.0f} MiB | {d['open']['load_average']} |",
             f"| dense probe: first / p50 dense query (k 100); first / p50 BM25 | {d['open']['first_dense_ms']} / "
             f"{d['open']['dense_p50_ms']} ms; {d['open']['first_bm25_ms']} / {d['open']['bm25_p50_ms']} ms | |",

@@ -220,7 +220,7 @@ def test_the_recorded_client_settings_hold_unless_others_are_given():
     ("section", "problem"),
     [
         ({"kind": "qdrant"}, "engine.kind = 'qdrant' needs engine.url"),
-        ({"kind": "cluster"}, "engine.kind = 'cluster': Input should be 'qdrant-edge' or 'qdrant'"),
+        ({"kind": "cluster"}, "engine.kind = 'cluster': Input should be 'tantivy' or 'qdrant'"),
         ({"url": "qdrant:6333"}, "engine.url = 'qdrant:6333': expected an http:// or https:// URL"),
         ({"collection": "my/coll"}, "engine.collection = 'my/coll': expected a server collection name"),
         ({"shard_number": 0}, "engine.shard_number = 0: Input should be greater than or equal to 1"),

@@ -23,7 +23,8 @@ import pytest
 from tests.engine.test_contract import CHUNKS, DIM, VECTORS
 from tests.ingest.test_entities import french_entities  # noqa: F401  (the entity channel's collection)
 from tracerag.engine import SearchEngine
-from tracerag.engine.qdrant_edge import QdrantEdgeEngine, corpus_path
+from tracerag.engine.embedded import EmbeddedEngine
+from tracerag.engine.points import corpus_path
 from tracerag.model import Filter, Hit
 from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel
 from tracerag.retrieval.entities import EntityChannel
@@ -103,7 +104,7 @@ DATES = {c.doc_id: (c.date_start, c.date_end) for c in CHUNKS if c.date_start}
 
 @pytest.fixture(scope="module")
 def fixture_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SearchEngine]:
-    engine = QdrantEdgeEngine(tmp_path_factory.mktemp("channels") / "index", DIM)
+    engine = EmbeddedEngine(tmp_path_factory.mktemp("channels") / "index", DIM, writer=True)
     engine.upsert(CHUNKS, VECTORS)
     engine.flush()
     yield engine

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tracerag.engine import FieldStats, IndexedChunk, TermStats
-from tracerag.engine.qdrant_edge import QdrantEdgeEngine
+from tracerag.engine.embedded import EmbeddedEngine
 from tracerag.model import Hit
 from tracerag.retrieval import Retriever, SearchRequest
 from tracerag.retrieval.channels import Bm25Channel
@@ -53,7 +53,7 @@ def _chunks() -> list[IndexedChunk]:
 
 @pytest.fixture(scope="module", params=[False, True], ids=["query_tf off", "query_tf on"])
 def channel(request, tmp_path_factory) -> Bm25Channel:
-    engine = QdrantEdgeEngine(tmp_path_factory.mktemp("fields") / "index", None, query_tf=request.param)
+    engine = EmbeddedEngine(tmp_path_factory.mktemp("fields") / "index", None, query_tf=request.param, writer=True)
     engine.upsert(_chunks(), None)
     return Bm25Channel(engine)
 

@@ -1,4 +1,5 @@
-"""The Qdrant Edge text analyzer keeps the tokens a reader of historical text searches for.
+"""The embedded engine's text analyser (`engine/text_index.py`) keeps the tokens a reader of historical text
+searches for; the cluster engine's (Qdrant's, `engine/qdrant_analysis.py`) is checked in test_qdrant_analysis.py.
 
 Regression: with Qdrant's Multilingual tokenizer (charabia) every purely numeric token was dropped, at ingest
 and in queries alike, so years, days and numbers ("1789", "le 25 mars 1975") could never match: on piaf-fr
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tracerag.engine import IndexedChunk
-from tracerag.engine.qdrant_edge import QdrantEdgeEngine
+from tracerag.engine.embedded import EmbeddedEngine
 
 TEXTS = {
     "fr": "Le 14 juillet 1789, l’armée d'Orléans entre dans le Saint-Empire; 3,5 millions d'habitants au XIVe siècle.",
@@ -21,7 +22,7 @@ OTHER = {"fr": "Rien à signaler dans ce paragraphe.", "de": "Nichts zu melden i
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    engine = QdrantEdgeEngine(tmp_path_factory.mktemp("analyzer") / "index", None)
+    engine = EmbeddedEngine(tmp_path_factory.mktemp("analyzer") / "index", None, writer=True)
     engine.upsert(
         [IndexedChunk(f"{lang}#0", lang, text, "c", lang, None, None, {}) for lang, text in TEXTS.items()]
         + [IndexedChunk(f"{lang}-other#0", f"{lang}-other", t, "c", lang, None, None, {}) for lang, t in OTHER.items()],
