@@ -300,15 +300,20 @@ class EngineContract:
         assert engine.count() == len(CHUNKS) - 3
 
     def test_field_stats_follow_writes(self, engine):
+        """The statistics are those the engine's BM25 scores with: a deleted chunk may still count there until a
+        merge drops it (tantivy, like Lucene), but never more than was written, and a field with no live chunk
+        is gone (tests/engine/test_field_stats.py holds the embedded engine to its scores exactly)."""
+
         def strike() -> tuple[int, int]:
             en = engine.field_stats("strike")["en"]
             return en.chunks, en.terms[0].chunks
 
         assert strike() == (2, 2)
         engine.delete(["en2"])
-        assert strike() == (1, 1)
+        chunks, holding = strike()
+        assert 1 <= holding <= chunks <= 2
         engine.upsert(CHUNKS[6:], VECTORS[6:])
-        assert strike() == (2, 2)
+        assert strike()[1] >= 2
         engine.delete(["en1", "en2"])
         assert "en" not in engine.field_stats("strike")
 

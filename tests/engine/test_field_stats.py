@@ -69,22 +69,6 @@ def _doc_freqs_are_exact(engine: EmbeddedEngine, words: dict[str, list[str]]) ->
             assert index.doc_freq(token) == _exact(index, token), (index.language, word)
 
 
-def test_document_frequencies_are_exact_counts_before_and_after_deletes(tmp_path):
-    """`doc_freq` reads tantivy's posting-list count (fast) while no segment has deletes, and counts by a search
-    once one has: tantivy's own count includes deleted chunks until a merge."""
-    engine = EmbeddedEngine(tmp_path / "index", None, writer=True)
-    try:
-        engine.upsert(_chunks(), None)
-        _doc_freqs_are_exact(engine, WORDS)
-        engine.delete(["en0", "en2"])  # a storm and a calm
-        engine.upsert([IndexedChunk("en3#0", "en3", "storm", "c", "en", None, None, {})], None)  # calm → storm
-        _doc_freqs_are_exact(engine, WORDS)
-        (en,) = [i for i in engine._readable() if i.language == "en"]
-        assert (en.doc_freq("storm"), en.doc_freq("calm"), en.chunks()) == (2, 1, 3)
-    finally:
-        engine.close()
-
-
 @pytest.mark.parametrize("change", ["replace", "delete"])
 def test_statistics_stay_those_bm25_scores_with_after_chunks_change(tmp_path, change):
     """A re-ingested document replaces its chunks (tantivy deletes the old ones, which stay in their segment until

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,28 +68,33 @@ class EmbeddedEngine:
         self._languages: dict[str, LanguageIndex] = {}
         self._listed: tuple[int, int] | None = None
         self._unready: set[str] = set()  # language folders without an index yet
+        self._lock = threading.Lock()
         self.vectors = VectorIndex(self.path / VECTORS, dim, create=writer, ef=dense_ef) if dim else None
 
     # -- the language indexes -------------------------------------------------------------------------
 
     def _present(self) -> list[LanguageIndex]:
-        """The language indexes that exist (another process may have made one since: the folder's stamp says)."""
+        """The language indexes that exist (another process may have made one since: the folder's stamp says).
+        Threads of one process share the engine: the list is built whole under a lock, then published."""
         try:
             st = os.stat(self.text)
         except FileNotFoundError:
             return []
         stamp = (st.st_mtime_ns, st.st_nlink)
         if stamp != self._listed or self._unready:
-            self._listed = stamp
-            self._unready = set()
-            for entry in sorted(os.scandir(self.text), key=lambda e: e.name):
-                if entry.name in self._languages or not entry.is_dir():
-                    continue
-                if (Path(entry.path) / "meta.json").exists():
-                    self._languages[entry.name] = LanguageIndex(Path(entry.path), entry.name, create=False)
-                else:  # being made by the writer: looked at again at the next read
-                    self._unready.add(entry.name)
-        return [self._languages[k] for k in sorted(self._languages)]
+            with self._lock:
+                if stamp != self._listed or self._unready:
+                    languages, unready = dict(self._languages), set()
+                    for entry in sorted(os.scandir(self.text), key=lambda e: e.name):
+                        if entry.name in languages or not entry.is_dir():
+                            continue
+                        if (Path(entry.path) / "meta.json").exists():
+                            languages[entry.name] = LanguageIndex(Path(entry.path), entry.name, create=False)
+                        else:  # being made by the writer: looked at again at the next read
+                            unready.add(entry.name)
+                    self._languages, self._unready, self._listed = languages, unready, stamp
+        languages = self._languages
+        return [languages[k] for k in sorted(languages)]
 
     def _language(self, language: str) -> LanguageIndex:
         self._present()
@@ -171,7 +177,10 @@ class EmbeddedEngine:
             self.vectors.delete_docs(doc_ids)
 
     def flush(self) -> None:
-        for index in self._languages.values():
+        """Commit every language index, those that gained chunks first: the indexes commit one after the other,
+        and a chunk that moved language is then, for a reader looking in between, in both (a search keeps it
+        once), never in neither."""
+        for index in sorted(self._languages.values(), key=lambda i: not i.gained):
             index.commit()
         if self.vectors is not None and self.writer:
             self.vectors.flush()

@@ -167,7 +167,7 @@ class LanguageIndex:
         self._seen = self._meta_stamp()
         self._searcher: Any = None
         self._dfs: dict[str, int] = {}
-        self._has_deletes = False
+        self._scored = 0  # BM25's N (`_read_scored_chunks`)
 
     # -- writes ---------------------------------------------------------------------------------------
 
@@ -239,6 +239,11 @@ class LanguageIndex:
             self.writer().delete_documents_by_term("doc_id", doc_id)
             self._dirty = True
 
+    @property
+    def gained(self) -> bool:
+        """Whether chunks were added since the last commit."""
+        return bool(self._added)
+
     def delete_chunks(self, chunk_ids: Sequence[str]) -> None:
         for chunk_id in chunk_ids:
             if self.holds(chunk_id):
@@ -294,31 +299,33 @@ class LanguageIndex:
         if self._searcher is None:
             self._searcher = self.index.searcher()
             self._dfs = {}
-            self._has_deletes = self._read_has_deletes()
+            self._scored = self._read_scored_chunks()
         return self._searcher
 
-    def _read_has_deletes(self) -> bool:
-        """Whether a committed segment has deleted chunks: tantivy's document frequencies count them until a
-        merge drops them, so they are then counted exactly (a search)."""
+    def _read_scored_chunks(self) -> int:
+        """The N tantivy's BM25 scores with: every chunk of the committed segments, deleted ones included until a
+        merge drops them (meta.json's `max_doc`s); the live count when meta.json cannot be read."""
         try:
             meta = json.loads((self.path / META).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return True
-        return any(segment.get("deletes") for segment in meta.get("segments", []))
+            return sum(int(segment["max_doc"]) for segment in meta.get("segments", []))
+        except (OSError, ValueError, KeyError, TypeError):
+            return int(self._searcher.num_docs)
 
     def chunks(self) -> int:
         return int(self.searcher().num_docs)
 
+    def scored_chunks(self) -> int:
+        """BM25's N in this index: the chunks its scores count (see `_read_scored_chunks`)."""
+        self.searcher()
+        return self._scored
+
     def doc_freq(self, token: str) -> int:
-        """How many chunks hold `token` (BM25's document frequency), kept until the next commit."""
+        """How many chunks hold `token` as BM25 counts them (a replaced or deleted chunk counts until a merge drops
+        it, as it does in the scores), kept until the next commit."""
         searcher = self.searcher()
         found = self._dfs.get(token)
         if found is None:
-            if self._has_deletes:
-                query = tantivy.Query.term_query(SCHEMA, "text", token, index_option="basic")
-                found = int(searcher.search(query, 1, count=True).count)
-            else:
-                found = int(searcher.doc_freq("text", token))
+            found = int(searcher.doc_freq("text", token))
             if len(self._dfs) >= DF_CACHE_SIZE:
                 self._dfs.clear()
             self._dfs[token] = found
@@ -387,8 +394,11 @@ class LanguageIndex:
 
 
 def field_stats_of(index: LanguageIndex, text: str, counted: bool) -> FieldStats:
+    """The statistics `index`'s BM25 scores `text` with: retrieval rescales a field's scores by them
+    (`retrieval/fields.py`), so they are tantivy's own, deleted chunks counted until a merge as in the scores
+    (exact counts would make a field's scale disagree with its scores after a document is replaced)."""
     terms = query_terms(text, index.language)
     return FieldStats(
-        index.chunks(),
+        index.scored_chunks(),
         tuple(TermStats(word, n if counted else 1, index.doc_freq(token)) for token, word, n in terms),
     )
