@@ -820,10 +820,10 @@ def _to_stderr(message: str) -> None:
 
 
 def _readable_as_the_rest(path: Path) -> None:
-    """Give the index files the read permissions the collection's own files have. Qdrant Edge writes some of
-    them (the optimised segments' postings, vocabularies, keyword maps) with mode 0600 whatever the umask, which
-    would make a collection shared read-only with colleagues unreadable to them; collection.toml was made with
-    the user's umask, so its read bits say what the user meant."""
+    """Give the index files the read permissions the collection's own files have. tantivy writes some of them
+    (each language index's meta.json and .managed.json, replaced at every commit) with mode 0600 whatever the
+    umask, which would make a collection shared read-only with colleagues unreadable to them; collection.toml was
+    made with the user's umask, so its read bits say what the user meant."""
     try:
         wanted = (path / MANIFEST).stat().st_mode & 0o444
     except OSError:

@@ -7,8 +7,8 @@ chunks and their index text, OCR estimate) in tasks; the chunks are embedded in 
 holding one copy of the collection's own model (whatever `embed.model` built it: the bundled one, an endpoint, a
 sentence-transformers model). Here: the prepared documents come back in reading order and are written by
 `Collection.ingest`, as a single-process ingest writes what it reads: the same batches, store then engine, the
-same pending → indexed states, through whichever engine the collection has. So an index that only one process may
-open (Qdrant Edge) is opened by this one, and the results are those of a single-process ingest.
+same pending → indexed states, through whichever engine the collection has. So the collection's one writer is
+this process, and the results are those of a single-process ingest.
 
 Resumable by the same mechanism: the workers are told which documents are indexed already (by id and content hash)
 and which texts have vectors, and send back only a marker for the first and no vector for the second; documents

@@ -20,7 +20,7 @@ import json
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,19 +116,21 @@ def migrate_to_server(
             }
             if resuming and notify is not None:
                 notify(f"continuing the migration to {url} ({name}): {state['points']:,} of {total:,} points moved")
+            else:  # the server collection exists now: a run after a failure in the first page resumes it, not makes it
+                _write_checkpoint(checkpoint_path, state)
             moved = 0
             size = page or settings.engine.batch_points
-            for n, page in enumerate(col.indexed_pages(size)):
+            for n, chunks in enumerate(_pages(col, size)):
                 if n < state["offset"]:
                     continue  # moved before the interruption
                 points = [
                     StoredPoint(str(point_id(c.chunk_id)), None if v is None else v.tolist(), payload(c))
-                    for c, v in page
+                    for c, v in chunks
                 ]
                 server.write_points(points)
                 state["points"] += len(points)
                 state["with_vectors"] += sum(p.dense is not None for p in points)
-                for c, _ in page:
+                for c, _ in chunks:
                     language = text_field(c.language).removeprefix("text_")
                     state["fields"][language] = state["fields"].get(language, 0) + 1
                 state["offset"] = n + 1
@@ -153,6 +155,19 @@ def migrate_to_server(
             server.close()
     report.seconds = time.perf_counter() - start
     return report
+
+
+def _pages(col: Collection, size: int) -> Iterator[list[tuple[Any, Any]]]:
+    """The store's chunks in pages of exactly `size` (the last fewer): `indexed_pages` cuts at whole batches of
+    documents, and a checkpoint counts pages of `size` points, each one request to the server."""
+    pending: list[tuple[Any, Any]] = []
+    for part in col.indexed_pages(size):
+        pending.extend(part)
+        while len(pending) >= size:
+            yield pending[:size]
+            pending = pending[size:]
+    if pending:
+        yield pending
 
 
 def _read_checkpoint(path: Path) -> dict[str, Any] | None:

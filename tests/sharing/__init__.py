@@ -19,7 +19,7 @@ from tracerag.model import Document
 
 CLI = "from tracerag.cli import app; app()"
 # A Python driver that keeps a collection open and answers commands on stdin, one JSON line each: a process
-# that holds the index (or uses it as a client) for as long as a test wants.
+# that has the index open for as long as a test wants.
 DRIVER = r"""
 import json, sys
 from tracerag.collection import Collection
@@ -31,10 +31,10 @@ for line in sys.stdin:
     if cmd == "bm25":
         found = col.engine.bm25(arg, 5)  # per language field
         hits = sorted(h.chunk_id for field_hits in found.values() for h in field_hits)
-        print(json.dumps({"role": col.engine.role, "hits": hits}), flush=True)
+        print(json.dumps({"hits": hits}), flush=True)
     elif cmd == "count":
         count = col.engine.count()
-        print(json.dumps({"role": col.engine.role, "count": count}), flush=True)
+        print(json.dumps({"count": count}), flush=True)
     elif cmd == "close":
         break
 col.close()

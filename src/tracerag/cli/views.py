@@ -182,7 +182,7 @@ def print_calibrated(found: Calibration | None) -> None:
 def describe_engine(engine: dict[str, Any]) -> str:
     """Which engine holds a collection's index, and where, in words (`Collection.stats()["engine"]`)."""
     if engine.get("kind") != "qdrant":
-        return f"Qdrant Edge, embedded ({engine.get('index')})"
+        return f"tantivy + faiss, embedded ({engine.get('index')})"
     shape = []
     if engine.get("shard_number"):
         shape.append(counted(engine["shard_number"], "shard"))

@@ -310,6 +310,7 @@ def run_evaluation(
         progress=(lambda docs, chunks: built(docs)) if built else None,
         embed_progress=embedded,
         entities=any("entity" in s.channels for s in specs.values()),
+        notify=notify,
     )
     with col:
         if any("dense" in s.channels for s in specs.values()) and col.store.count_chunks(without_vectors=True):

@@ -7,14 +7,15 @@ from __future__ import annotations
 import hashlib
 import math
 import random
+import sys
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracerag.collection import Collection, IngestReport
+from tracerag.collection import MANIFEST, OLD_ENGINE, Collection, IngestReport
 from tracerag.config import FUSIONS, Settings
-from tracerag.errors import ConfigError, TraceError
+from tracerag.errors import CollectionError, ConfigError, TraceError
 from tracerag.eval.datasets import Benchmark
 from tracerag.eval.trec import Run
 from tracerag.llm import StructuredLLM
@@ -148,12 +149,29 @@ def build_collection(
     embed_progress: Callable[[int, int], None] | None = None,
     entities: bool = False,
     entity_progress: Callable[[str, int, int], None] | None = None,
+    notify: Callable[[str], None] | None = None,
 ) -> tuple[Collection, IngestReport]:
     """Open the benchmark's collection for reading, after ingesting what it lacks (a no-op when it is complete).
     Another eval building the same collection is waited for; once built, evals share it as readers. With
     `entities` (a run names the entity channel), the named entities of chunks not yet looked at are found too:
-    a collection built before the channel gets them without being rebuilt or re-embedded."""
+    a collection built before the channel gets them without being rebuilt or re-embedded. One built by the
+    previous embedded engine is converted first (`notify` is told; default: stderr)."""
     path = collection_dir(root, benchmark, settings)
+    if made_by_old_engine(path):
+        # The harness's own collection, not a user's: converted from its store (minutes at most, no embedding)
+        # rather than refused, so that an eval cache built before issue 24 keeps its vectors.
+        from tracerag.migrate import migrate_to_embedded
+
+        (notify or _to_stderr)(
+            f"{path}: this eval collection was built by the previous embedded engine (Qdrant Edge); converting "
+            "it from its document store (the harness's own cache; nothing is embedded again)"
+        )
+        try:
+            migrate_to_embedded(path, settings, wait=True)
+        except CollectionError:
+            if made_by_old_engine(path):
+                raise
+            # another eval converted it while this one waited for the writer lock
     with Collection.open(path, settings, mode="write", create=True, wait=True) as col:
         store = col.store
         if dense and col.dim and (not store.has_vectors() or store.count_chunks(without_vectors=True)):
@@ -267,6 +285,20 @@ def strictly_decreasing(ranking: Iterable[tuple[str, float]]) -> list[tuple[str,
             score = math.nextafter(out[-1][1], -math.inf)
         out.append((doc_id, score))
     return out
+
+
+def made_by_old_engine(path: Path) -> bool:
+    """Whether `path` holds a collection whose index the previous embedded engine made (its collection.toml names
+    that engine, or none: those predate the server engine); an unreadable manifest is left to `Collection.open`."""
+    try:
+        manifest = tomllib.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return manifest.get("collection", {}).get("engine", OLD_ENGINE) == OLD_ENGINE
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 def _adopt_earlier_vectors(col: Collection, path: Path) -> None:

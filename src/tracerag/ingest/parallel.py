@@ -2,8 +2,8 @@
 
 An ingest does two kinds of work. Preparing a document (`ingest/prepare.py`: date, language, content hash, chunks
 with their index text, OCR-quality estimate) is pure Python and needs nothing but the document; writing it (the
-store, the engine's index) must happen in the one process that holds the collection (Qdrant Edge opens its index
-exclusively). Done one after the other in one process, the engine waits for Python and Python for the engine; here
+store, the engine's index) must happen in the one process that holds the collection's writer lock (an index has
+one writer). Done one after the other in one process, the engine waits for Python and Python for the engine; here
 `workers` processes prepare the next batches while this one writes, and hand the prepared documents back in reading
 order, so `Collection.ingest` writes exactly what it would have prepared itself (the same code prepares them).
 
