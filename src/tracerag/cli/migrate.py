@@ -22,7 +22,6 @@ from tracerag.cli.app import (
     progress_bar,
     write_json,
 )
-from tracerag.config import load_settings
 from tracerag.errors import ConfigError
 
 
@@ -44,6 +43,8 @@ def migrate(
     """Move a collection's index from Qdrant Edge to a Qdrant server: points, vectors and payload as stored (no
     re-embedding), in batches, resumable (run it again after Ctrl-C or a failure), counts checked at the end; only
     then does the collection use the server. Shards, replicas and write consistency: engine.* settings."""
+    from tracerag.config import load_settings
+
     if to != "qdrant":
         raise ConfigError(f"--to {to!r}: the one engine a collection moves to is 'qdrant' (a Qdrant server)")
     from tracerag.migrate import migrate_to_server  # needs the `qdrant` extra
