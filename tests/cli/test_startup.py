@@ -132,9 +132,11 @@ def test_help_runs_only_the_commands_module(tmp_path: Path) -> None:
     assert seen["search --help"] == {"code": 0, "loaded": ["tracerag.cli.search"]}
 
 
-def test_the_listing_is_the_one_typer_builds_from_every_command(tmp_path: Path) -> None:
-    """`tracerag --help` lists each command from its registration without building its options: the same text as
-    when every command module is imported and every command built."""
+@pytest.mark.parametrize("args", [["--help"], ["searh", "x"]], ids=["list", "typo"])
+def test_the_app_says_what_typer_says_with_every_command_built(args: list[str]) -> None:
+    """`tracerag --help` lists each command from its registration without building its options, and a mistyped
+    command is told the close names: the same text as when every command module is imported and every command
+    built."""
     script = """
 import importlib, sys
 from tracerag.cli import app
@@ -143,23 +145,20 @@ if sys.argv[1] == "eager":
     for where in LazyGroup.modules.values():
         importlib.import_module("tracerag.cli." + where.partition(":")[0])
 try:
-    app(["--help"], prog_name="tracerag")
+    app(sys.argv[2:], prog_name="tracerag")
 except SystemExit:
     pass
 """
-    env = {"COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
+    env = {**os.environ, "COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
     outputs = [
         subprocess.run(
-            [sys.executable, "-c", script, mode],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, **env},
-        ).stdout
+            [sys.executable, "-c", script, mode, *args], capture_output=True, text=True, timeout=120, env=env
+        )
         for mode in ("lazy", "eager")
     ]
-    assert "search" in outputs[0] and "selection" in outputs[0]
-    assert outputs[0] == outputs[1]
+    lazy, eager = (done.stdout + done.stderr for done in outputs)
+    assert ("selection" in lazy) if args == ["--help"] else ("Did you mean 'search'" in lazy)
+    assert lazy == eager
 
 
 def test_every_registered_name_is_a_command_of_its_module() -> None:

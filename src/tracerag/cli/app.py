@@ -15,6 +15,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
+from difflib import get_close_matches
 from enum import IntEnum
 from functools import wraps
 from pathlib import Path
@@ -65,6 +66,15 @@ class LazyGroup(TyperGroup):
             command = typer.main.get_group(wrapper).commands[cmd_name]
         self.commands[cmd_name] = command
         return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # typer suggests from the commands built so far, which here are none: suggest from every name instead
+        typo = args[0] if args else ""
+        if typo and not typo.startswith("-") and self.get_command(ctx, typo) is None and not ctx.resilient_parsing:
+            close = get_close_matches(typo, self.list_commands(ctx))
+            if close and self.suggest_commands:
+                ctx.fail(f"No such command {typo!r}. Did you mean {', '.join(repr(name) for name in close)}?")
+        return super().resolve_command(ctx, args)
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         self._listing = True
