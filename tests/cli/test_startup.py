@@ -195,7 +195,7 @@ def test_a_lexical_search_loads_no_embedding_runtime(lexical_collection: Path, t
         ["search", "incendie", "-c", str(lexical_collection)],
         ["search", "incendie", "-c", str(lexical_collection), "--channels", "bm25", "--json"],
     ]
-    seen = _run(runs, (*EMBEDDING, "wordfreq", "ftfy", "matplotlib", "fastapi", "gensim"), tmp_path)
+    seen = _run(runs, (*EMBEDDING, "wordfreq", "ftfy", "lxml", "matplotlib", "fastapi", "gensim"), tmp_path)
     assert {run: s["code"] for run, s in seen.items()} == {" ".join(r): 0 for r in runs}
     assert {run: s["loaded"] for run, s in seen.items()} == {" ".join(r): [] for r in runs}
 
