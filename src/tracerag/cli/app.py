@@ -1,7 +1,7 @@
 """The app module of `tracerag`: the Typer app, the two consoles, the options shared by several commands, the one
 error edge (`friendly`: outcomes become exit codes, `ExitCode`) and the safe-output helpers. The command modules
-import this module and never each other; this module imports none of them (they are registered in
-`tracerag.cli.__init__`).
+import this module and never each other; this module names none of them: `tracerag.cli.__init__` tells `LazyGroup`
+which module holds each command, and it imports that module when the command runs.
 
 Everything printed that comes from a document, a file, a model or a catalog is data: it reaches the terminal as
 a `rich.text.Text` made with `tracerag.text.safe_line`/`safe_block` (controls shown as escapes), never inside a
