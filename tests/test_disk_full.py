@@ -305,12 +305,12 @@ def test_a_full_disk_said_further_down_keeps_its_folder(tmp_path):
 
 def test_the_cli_says_a_full_disk_met_anywhere_below_it(monkeypatch, tmp_path):
     """Raised where no folder was known: exit 4, the folder of the file it names, one line, no traceback."""
-    import tracerag.cli.collections as commands
+    from tracerag.collection import Collection
 
     def no_space(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "somewhere" / "segment.bin"))
 
-    monkeypatch.setattr(commands.Collection, "open", no_space)
+    monkeypatch.setattr(Collection, "open", no_space)
     result = CliRunner().invoke(app, ["info", "-c", str(tmp_path)], env={"COLUMNS": "400"})
     assert result.exit_code == ExitCode.NO_SPACE, result.output
     assert f"no space left on the disk of {tmp_path / 'somewhere'} (" in result.stderr
@@ -319,7 +319,7 @@ def test_the_cli_says_a_full_disk_met_anywhere_below_it(monkeypatch, tmp_path):
     def refused(*args: object, **kwargs: object) -> None:
         raise OSError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(commands.Collection, "open", refused)
+    monkeypatch.setattr(Collection, "open", refused)
     other = CliRunner().invoke(app, ["info", "-c", str(tmp_path)])
     assert isinstance(other.exception, PermissionError)  # not a full disk: a bug still shows as one
 

@@ -51,7 +51,7 @@ def test_what_the_collection_holds_is_looked_up_exactly() -> None:
 
 
 def test_ray_asked_for_without_the_extra_is_bad_usage(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr("tracerag.cli.collections.ray_missing", lambda: "a distributed ingest needs Ray: pip install")
+    monkeypatch.setattr("tracerag.ingest_ray.ray_missing", lambda: "a distributed ingest needs Ray: pip install")
     path = tmp_path / "c"
     out = CliRunner().invoke(app, ["ingest", str(REPO / "tests" / "fixtures" / "jsonl"), "-c", str(path), "--ray"])
     assert out.exit_code == 2, out.output

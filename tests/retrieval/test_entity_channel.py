@@ -151,9 +151,9 @@ def test_the_cli_adds_entities_to_a_collection_made_without_them(tmp_path: Path)
 
 
 def test_without_spacy_the_command_says_how_to_get_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import tracerag.cli.entities as command
+    import tracerag.ingest.entities as found  # the command asks it when it runs
 
-    monkeypatch.setattr(command, "spacy_missing", lambda: "spaCy is not installed: pip install 'tracerag[ner]'")
+    monkeypatch.setattr(found, "spacy_missing", lambda: "spaCy is not installed: pip install 'tracerag[ner]'")
     result = runner.invoke(app, ["entities", "-c", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "tracerag[ner]" in result.output
 

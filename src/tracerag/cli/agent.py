@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 from rich.text import Text
 
 from tracerag.cli.app import (
@@ -35,14 +34,12 @@ from tracerag.cli.app import (
     write_json,
     write_stdout,
 )
-from tracerag.collection import Collection, trail_roots
-from tracerag.config import load_settings
 from tracerag.errors import ConfigError, TrailError
-from tracerag.model import Document, RunStatus
-from tracerag.trail import Event, find_trail, list_trails, read_trail
 
 if TYPE_CHECKING:
     from tracerag.agent.pipeline import AgentResult
+    from tracerag.model import Document
+    from tracerag.trail import Event
 
 trail_app = typer.Typer(help="Show, export and inspect the audit trails of agent runs.", no_args_is_help=True)
 
@@ -76,7 +73,10 @@ def ask(
     does not reproduce the recorded ranking."""
     from tracerag.agent import Agent
     from tracerag.agent.replay import replay
+    from tracerag.collection import Collection, trail_roots
     from tracerag.llm import load_llm
+    from tracerag.model import RunStatus
+    from tracerag.trail import find_trail
 
     # What a run would trip over is checked before it starts (and writes a trail): the question and --k here,
     # the model by load_llm, the channels by the Agent's retriever.
@@ -112,6 +112,8 @@ def ask(
 
 
 def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_dir: Path | None) -> None:
+    from rich.table import Table
+
     if json_out:
         write_json(
             {
@@ -157,6 +159,11 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
 @friendly
 def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     """The runs recorded in a collection, newest last (exit 1 when a trail file is damaged)."""
+    from rich.table import Table
+
+    from tracerag.collection import trail_roots
+    from tracerag.config import load_settings
+    from tracerag.trail import list_trails, read_trail
     from tracerag.trail.show import summarise
 
     table = Table("run", "status", "question")
@@ -189,6 +196,9 @@ def trail_show(
     config: ConfigOpt = None,
 ) -> None:
     """Render a run's trail: plan, searches, verdicts with reasons, guards, re-evaluation, re-plan, final rank."""
+    from tracerag.collection import trail_roots
+    from tracerag.config import load_settings
+    from tracerag.trail import find_trail, read_trail
     from tracerag.trail.show import render_trail
 
     events = read_trail(find_trail(trail_roots(collection, load_settings(config)), run))
@@ -209,7 +219,10 @@ def trail_export(
 ) -> None:
     """Export the final sources with their reasons and exact evidence spans (RIS and CSL-JSON import into Zotero),
     and where each span lies on the page scans when the collection keeps ALTO boxes."""
+    from tracerag.collection import Collection, trail_roots
+    from tracerag.config import load_settings
     from tracerag.ingest.alto_regions import check_base
+    from tracerag.trail import find_trail, read_trail
     from tracerag.trail.export import ExportedSource, export_sources, store_regions
 
     base = check_base(iiif_base)
@@ -242,6 +255,8 @@ def trail_schema() -> None:
 
 def _documents(collection: Path, events: list[Event], config: Path | None) -> dict[str, Document]:
     """The documents a trail names, to show their text (none when the collection is not at hand)."""
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
     from tracerag.trail.export import named_documents
 
     if not Collection.exists(collection):

@@ -28,7 +28,6 @@ from tracerag.cli.app import (
     settings_with_llm,
     write_json,
 )
-from tracerag.collection import Collection, trail_roots
 from tracerag.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -63,6 +62,7 @@ def answer(
     config: ConfigOpt = None,
 ) -> ExitCode:
     """Draft an answer citing exact spans of the accepted sources, or abstain; then check every citation."""
+    from tracerag.collection import Collection, trail_roots
     from tracerag.llm import load_llm
     from tracerag.research.answer_run import answer_run, answer_sources
     from tracerag.trail import find_trail, read_trail

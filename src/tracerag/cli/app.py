@@ -1,7 +1,7 @@
 """The app module of `tracerag`: the Typer app, the two consoles, the options shared by several commands, the one
 error edge (`friendly`: outcomes become exit codes, `ExitCode`) and the safe-output helpers. The command modules
-import this module and never each other; this module imports none of them (they are registered in
-`tracerag.cli.__init__`).
+import this module and never each other; this module names none of them: `tracerag.cli.__init__` tells `LazyGroup`
+which module holds each command, and it imports that module when the command runs.
 
 Everything printed that comes from a document, a file, a model or a catalog is data: it reaches the terminal as
 a `rich.text.Text` made with `tracerag.text.safe_line`/`safe_block` (controls shown as escapes), never inside a
@@ -10,25 +10,119 @@ markup string, and the consoles parse no emoji codes and highlight nothing.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import sys
 from collections.abc import Callable
+from difflib import get_close_matches
 from enum import IntEnum
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, ParamSpec
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
+from typer.core import TyperCommand, TyperGroup
+from typer.models import CommandInfo, TyperInfo
 
 from tracerag import __version__
-from tracerag.config import Settings, load_settings
 from tracerag.errors import CollectionBusyError, TraceError, disk_full
 from tracerag.text import json_dumps, safe_block, safe_line
 
-app = typer.Typer(help="TRACE: accountable source discovery over noisy historical collections.", no_args_is_help=True)
+# The settings model (pydantic-settings) and the progress bars load when a command uses them: `tracerag --help`
+# and every command's `--help` import only the CLI's own modules, typer and rich (tests/cli/test_startup.py).
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from tracerag.config import Settings
+
+
+class LazyGroup(TyperGroup):
+    """The top-level group: a command's module is imported, and the command built, only when that command runs or
+    shows its help. `tracerag --help` lists every command from what its module registers on `app` (its help text,
+    the docstring, stays the one definition), without building its options; nothing else is imported for it."""
+
+    modules: ClassVar[dict[str, str]] = {}  # command or group -> "module" or "module:sub_app" of tracerag.cli
+    _listing = False
+
+    # `ctx` and `formatter` are typer's Context and HelpFormatter: Click's in older typer, typer's own copy in newer.
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*self.modules, *(name for name in self.commands if name not in self.modules)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name in self.commands or cmd_name not in self.modules:
+            return super().get_command(ctx, cmd_name)
+        found = _registered(cmd_name, self.modules[cmd_name])
+        if self._listing:  # its name and help text, which is all a list shows
+            return _outline(cmd_name, found)
+        wrapper = typer.Typer(add_completion=False, rich_markup_mode=app.rich_markup_mode)
+        if isinstance(found, CommandInfo):
+            wrapper.registered_commands.append(found)
+            command = typer.main.get_command(wrapper)  # one command: built as itself
+        else:
+            wrapper.registered_groups.append(found)
+            command = typer.main.get_group(wrapper).commands[cmd_name]
+        self.commands[cmd_name] = command
+        return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        # typer suggests from the commands built so far, which here are none: suggest from every name instead
+        typo = args[0] if args else ""
+        if typo and not typo.startswith("-") and self.get_command(ctx, typo) is None and not ctx.resilient_parsing:
+            close = get_close_matches(typo, self.list_commands(ctx))
+            if close and self.suggest_commands:
+                ctx.fail(f"No such command {typo!r}. Did you mean {', '.join(repr(name) for name in close)}?")
+        return super().resolve_command(ctx, args)
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self._listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+
+def register_lazily(modules: dict[str, str]) -> None:
+    """Name the module of every command and group (`tracerag.cli.__init__`), in the order the help lists them."""
+    LazyGroup.modules = dict(modules)
+
+
+def _registered(name: str, where: str) -> CommandInfo | TyperInfo:
+    """The command or group `name` as its module registers it on `app` (importing the module, once)."""
+    module, _, sub_app = where.partition(":")
+    loaded = importlib.import_module(f"tracerag.cli.{module}")
+    if sub_app:
+        return TyperInfo(getattr(loaded, sub_app), name=name)
+    for info in app.registered_commands:
+        if info.callback is not None and (info.name or info.callback.__name__.replace("_", "-")) == name:
+            return info
+    raise LookupError(f"tracerag.cli.{module} registers no command {name!r}")
+
+
+def _outline(name: str, found: CommandInfo | TyperInfo) -> TyperCommand | TyperGroup:
+    """A command or group with the name and help text `typer` would give it, and no options (a list's row)."""
+    if isinstance(found, CommandInfo):
+        assert found.callback is not None
+        helped = inspect.getdoc(found.callback) if found.help is None else inspect.cleandoc(found.help)
+        return TyperCommand(
+            name=name,
+            help=helped,
+            short_help=found.short_help,
+            hidden=found.hidden,
+            deprecated=found.deprecated,
+            rich_help_panel=found.rich_help_panel,
+        )
+    info = found.typer_instance.info if found.typer_instance else found
+    return TyperGroup(name=name, help=info.help, hidden=info.hidden, deprecated=info.deprecated)
+
+
+app = typer.Typer(
+    cls=LazyGroup,
+    help="TRACE: accountable source discovery over noisy historical collections.",
+    no_args_is_help=True,
+)
 
 
 class _Console(Console):
@@ -151,6 +245,8 @@ def _print_error(exc: TraceError) -> None:
 def settings_with_llm(config: Path | None, llm: str | None, base_url: str | None, **sections: Any) -> Settings:
     """The settings of a command that can use a model: the file and environment, with `--llm` / `--base-url` only
     when given, so that a model named in the settings (`llm.model`, TRACERAG_LLM__MODEL) is used without them."""
+    from tracerag.config import load_settings
+
     overrides = {key: value for key, value in {"model": llm, "base_url": base_url}.items() if value}
     return load_settings(config, **sections, **({"llm": overrides} if overrides else {}))
 
@@ -180,6 +276,8 @@ def write_json(value: object, **options: Any) -> None:
 
 def progress_bar(console: Console = err) -> Progress:
     """The progress display of long work: what, how far, a free `extra` field (throughput), time elapsed."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     return Progress(
         SpinnerColumn(),
         TextColumn("{task.description}", markup=False),  # descriptions name benchmarks and folders: data

@@ -3,11 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich import box
-from rich.table import Table
 
 from tracerag.cli.app import (
     BaseUrlOpt,
@@ -22,8 +20,12 @@ from tracerag.cli.app import (
     write_json,
 )
 from tracerag.cli.views import calibration_progress
-from tracerag.collection import Collection
-from tracerag.retrieval import Retriever, calibration
+from tracerag.retrieval.pseudo_queries import QUERIES_PER_KIND, SEED
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from tracerag.retrieval.weights import Calibration
 
 
 @app.command()
@@ -37,8 +39,8 @@ def calibrate(
             min=10,
             help="Pseudo-queries of each kind (span, keywords, phrase, shuffled, entity, question).",
         ),
-    ] = calibration.QUERIES_PER_KIND,
-    seed: Annotated[int, typer.Option(help="Seed of the documents drawn.")] = calibration.SEED,
+    ] = QUERIES_PER_KIND,
+    seed: Annotated[int, typer.Option(help="Seed of the documents drawn.")] = SEED,
     questions: Annotated[
         bool,
         typer.Option(
@@ -56,6 +58,9 @@ def calibrate(
 ) -> None:
     """Weigh each channel by how well it finds the collection's own pseudo-queries (no labels needed); searches
     with retrieval.fusion = "calibrated" (the default) use the weights. Ingest and embed run it when needed."""
+    from tracerag.collection import Collection
+    from tracerag.retrieval import Retriever, calibration
+
     settings = settings_with_llm(config, llm, base_url)
     questioner = None
     if questions and settings.llm.model:
@@ -89,7 +94,9 @@ def calibrate(
     out.print(data_text(f"saved to {path}"))
 
 
-def print_calibration(found: calibration.Calibration) -> None:
+def print_calibration(found: Calibration) -> None:
+    from rich.table import Table
+
     total = sum(found.queries.values())
     kinds = ", ".join(f"{n} {kind}" for kind, n in found.queries.items() if n)
     out.print(f"{total} pseudo-queries ({kinds}) in {found.seconds:.1f} s ({total / max(found.seconds, 1e-9):.0f}/s)")
@@ -112,9 +119,12 @@ def print_calibration(found: calibration.Calibration) -> None:
     out.print(data_text(f"fused pseudo-MRR: {fused}"))
 
 
-def kind_table(found: calibration.Calibration) -> Table:
+def kind_table(found: Calibration) -> Table:
     """One row per kind that has queries: each channel's pseudo-MRR with how many it acted on, then the default
     fusion's (80 columns hold four channels)."""
+    from rich import box
+    from rich.table import Table
+
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, padding=(0, 1), collapse_padding=True)
     for name in ("kind", "queries", *found.weights, "fused"):
         table.add_column(name, no_wrap=True)

@@ -30,7 +30,6 @@ from tracerag.cli.app import (
     write_json,
     write_stdout,
 )
-from tracerag.config import load_settings
 from tracerag.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -83,6 +82,7 @@ def catalog_ingest(
     """Read a directory's services into a catalog: exact fields in SQLite, free text in the hybrid index, and its
     profile (profile.toml: country, region, postal codes, language; editable). Exit 1 when records were skipped."""
     from tracerag.catalog.ingest import build_catalog
+    from tracerag.config import load_settings
 
     settings = load_settings(config)
     table = None

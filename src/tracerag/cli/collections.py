@@ -7,10 +7,9 @@ import shlex
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Column, Table
 
 from tracerag.cli.app import (
     ApiKeyOpt,
@@ -39,16 +38,12 @@ from tracerag.cli.views import (
     print_ingest_report,
     refresh_calibration,
 )
-from tracerag.collection import Collection, IngestReport
-from tracerag.config import load_settings
 from tracerag.errors import ConfigError, NothingIngestedError
-from tracerag.ingest import detect_format
-from tracerag.ingest.checked import read_checked, reader_options, take_documents
-from tracerag.ingest.table import ColumnChoice
-from tracerag.ingest_job import ingest_into
-from tracerag.ingest_ray import RaySession, distributed_records, ray_missing
-from tracerag.retrieval.collection_info import collection_info
-from tracerag.retrieval.explain import fusion_summary
+
+# The library loads inside the command that runs (`--help` needs none of it).
+if TYPE_CHECKING:
+    from tracerag.collection import Collection
+    from tracerag.ingest.table import ColumnChoice
 
 
 @app.command()
@@ -118,6 +113,13 @@ def ingest(
     """Read documents into a collection (created if needed). Re-running is a no-op for unchanged documents,
     replaces changed ones, and finishes an interrupted ingest. Exit 1 when records were skipped; a first ingest
     that reads no document leaves no collection behind and exits 2."""
+    from tracerag.collection import IngestReport
+    from tracerag.config import load_settings
+    from tracerag.ingest import detect_format
+    from tracerag.ingest.checked import read_checked, reader_options
+    from tracerag.ingest_job import ingest_into
+    from tracerag.ingest_ray import RaySession, distributed_records, ray_missing
+
     # Everything is checked before anything is written: settings, the spelling map, the path, the format and
     # the reader's options (by reading the first record).
     settings = load_settings(
@@ -189,6 +191,8 @@ def _limited(
     source: Iterable[Any] | Callable[[Collection], Iterable[Any]], limit: int
 ) -> Iterable[Any] | Callable[[Collection], Iterable[Any]]:
     """The records up to the `limit`-th document, whether they come as they are or from the open collection."""
+    from tracerag.ingest.checked import take_documents
+
     if callable(source):
         made = source
         return lambda col: take_documents(made(col), limit)
@@ -213,6 +217,9 @@ class _ColumnsSaid:
 @friendly
 def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = None) -> None:
     """Compute the embeddings of chunks ingested with --no-dense (resumable: run it again after Ctrl-C)."""
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
+
     reached = [0, 0]  # chunks embedded so far, of how many: what an interrupted run keeps
 
     def update(done: int, total: int) -> None:
@@ -243,6 +250,13 @@ def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = 
 @friendly
 def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """What a collection holds: documents, chunks, corpora, the embedding model."""
+    from rich.table import Column, Table
+
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
+    from tracerag.retrieval.collection_info import collection_info
+    from tracerag.retrieval.explain import fusion_summary
+
     with Collection.open(collection, load_settings(), mode="read") as col:
         stats = collection_info(col)
     if json_out:
@@ -283,6 +297,8 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
 
 
 def _print_ocr(distribution: dict[str, dict]) -> None:
+    from rich.table import Column, Table
+
     widest = max(len(c) for c in distribution)
     table = Table(
         Column("corpus", overflow="fold", min_width=widest),

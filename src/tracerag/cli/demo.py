@@ -13,12 +13,11 @@ from rich.text import Text
 
 from tracerag.cli.app import ExitCode, HostOpt, PortOpt, app, data_text, err, friendly, out
 from tracerag.cli.views import embed_missing, print_ingest_report, render, run_ingest
-from tracerag.collection import Collection
-from tracerag.config import load_settings
 from tracerag.errors import ConfigError
 from tracerag.text import safe_line
 
 if TYPE_CHECKING:
+    from tracerag.collection import Collection
     from tracerag.demo_data import DemoQuery
 
 # The first pass searches before any vector exists, so it asks for the lexical channels by name.
@@ -53,6 +52,8 @@ def demo(
     """The main job on a small collection: ingest (lexical first), explained searches, then vectors and the same
     questions with the dense channel. Uses the packaged sample unless HIPE-2022 is at hand; never the network
     unless --download."""
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
     from tracerag.demo_data import COMMIT, resolve_demo_source
 
     if not serve and (host is not None or port is not None):

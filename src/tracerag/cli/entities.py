@@ -4,10 +4,9 @@ them, or documents added since), for the entity channel. Nothing is re-embedded 
 from __future__ import annotations
 
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import TaskID
 
 from tracerag.cli.app import (
     CollectionOpt,
@@ -21,10 +20,10 @@ from tracerag.cli.app import (
     progress_bar,
     write_json,
 )
-from tracerag.collection import Collection
-from tracerag.config import load_settings
 from tracerag.errors import ConfigError
-from tracerag.ingest.entities import spacy_missing
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 
 @app.command()
@@ -37,6 +36,10 @@ def entities(
 ) -> ExitCode | None:
     """Find named entities in the chunks not yet looked at (spaCy for the languages of ingest.entity_pipelines,
     the collection's own gazetteer for the others), so that the entity channel can search them."""
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
+    from tracerag.ingest.entities import spacy_missing
+
     missing = spacy_missing()
     if missing is not None:
         raise ConfigError(f"cannot find entities: {missing}")

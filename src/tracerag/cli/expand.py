@@ -7,11 +7,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from tracerag.cli.app import CollectionOpt, ConfigOpt, WaitOpt, app, data_text, err, friendly, out, write_json
-from tracerag.collection import Collection
-from tracerag.config import load_settings
 from tracerag.errors import TraceError
 
 
@@ -30,6 +27,10 @@ def expand(
 ) -> None:
     """The nearest words to each word in a fastText model trained on the collection itself, with how often each
     occurs in it: the period's vocabulary, spellings and OCR misreadings of the word."""
+    from rich.table import Table
+
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
     from tracerag.retrieval import vocabulary as vocab
 
     settings = load_settings(config)

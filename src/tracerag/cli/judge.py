@@ -12,8 +12,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import TaskID
-from rich.table import Table
 from rich.text import Text
 
 from tracerag.cli.app import (
@@ -31,10 +29,11 @@ from tracerag.cli.app import (
     settings_with_llm,
     write_json,
 )
-from tracerag.collection import Collection, trail_roots
 from tracerag.errors import ConfigError
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from tracerag.research.diagnostics import Correlation
     from tracerag.research.judge import JudgeRun
 
@@ -70,6 +69,7 @@ def judge(
 ) -> ExitCode:
     """Score each candidate 0-10 against your criteria, reasoning first, one model call per candidate (cached by
     criteria, chunk and model: `judgments.sqlite` in the collection, or per user when it is read-only here)."""
+    from tracerag.collection import Collection, trail_roots
     from tracerag.llm import load_llm
     from tracerag.research.criteria import load_criteria
     from tracerag.research.diagnostics import judge_vs_judge, retrieval_vs_judge
@@ -149,6 +149,8 @@ def judge(
 
 
 def _print(runs: list[JudgeRun], correlations: list[Correlation]) -> None:
+    from rich.table import Table
+
     first = runs[0]
     table = Table("rank", "document", "score", "reasoning", show_lines=False)
     for j in first.judgments:

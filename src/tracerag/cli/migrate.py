@@ -24,7 +24,6 @@ from tracerag.cli.app import (
     progress_bar,
     write_json,
 )
-from tracerag.config import load_settings
 from tracerag.errors import ConfigError
 
 
@@ -52,6 +51,8 @@ def migrate(
     convert a collection made by the previous embedded engine (Qdrant Edge). --to qdrant --url URL: move it to a
     Qdrant server, in batches, resumable (run it again after Ctrl-C or a failure), counts checked at the end; only
     then does the collection use the server. Shards, replicas and write consistency: engine.* settings."""
+    from tracerag.config import load_settings
+
     if to == "tantivy":
         return _to_embedded(collection, config, wait, json_out)
     if to != "qdrant":
@@ -112,6 +113,7 @@ def migrate(
 
 
 def _to_embedded(collection: Path, config: Path | None, wait: bool, json_out: bool) -> ExitCode:
+    from tracerag.config import load_settings
     from tracerag.migrate import migrate_to_embedded
 
     settings = load_settings(config)

@@ -18,11 +18,9 @@ import select
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, TYPE_CHECKING, Annotated
 
 import typer
-from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from tracerag.cli.app import (
@@ -41,22 +39,13 @@ from tracerag.cli.app import (
     write_json,
     write_stdout,
 )
-from tracerag.collection import Collection, trail_roots
-from tracerag.config import Settings, load_settings
-from tracerag.model import Document
-from tracerag.research.review import (
-    HELP,
-    Candidate,
-    ReviewSession,
-    chunk_spans,
-    run_candidates,
-    start_review_trail,
-    with_chunk_spans,
-)
-from tracerag.research.selection import Decision, SelectionStore, default_user, open_selections
-from tracerag.research.selection_export import decision_reason, export_accepted
-from tracerag.trail import Event, find_trail, read_trail
-from tracerag.trail.writer import JsonlWriter
+
+if TYPE_CHECKING:
+    from tracerag.config import Settings
+    from tracerag.model import Document
+    from tracerag.research.review import Candidate, ReviewSession
+    from tracerag.research.selection import SelectionStore
+    from tracerag.trail import Event
 
 selection_app = typer.Typer(help="List, show and export the researcher's selections.", no_args_is_help=True)
 
@@ -141,6 +130,19 @@ def review(
 ) -> ExitCode:
     """Accept or reject a run's candidates one key at a time (a accept, r reject, s skip, n note, b back, u undo,
     q quit): each decision is written to the question's selection at once and recorded in a `review` trail."""
+    from tracerag.collection import Collection, trail_roots
+    from tracerag.config import load_settings
+    from tracerag.research.review import (
+        ReviewSession,
+        chunk_spans,
+        run_candidates,
+        start_review_trail,
+        with_chunk_spans,
+    )
+    from tracerag.research.selection import Decision, default_user
+    from tracerag.trail import find_trail, read_trail
+    from tracerag.trail.writer import JsonlWriter
+
     settings = load_settings(config)
     roots = trail_roots(collection, settings)
     events = read_trail(find_trail(roots, run))
@@ -183,12 +185,16 @@ def review(
 
 
 def _open(store: SelectionStore, question: str, candidate: Candidate) -> bool:
+    from tracerag.research.selection import Decision
+
     entry = store.get(question, candidate.doc_id)
     return entry is None or entry.decision is Decision.UNDECIDED
 
 
 @contextlib.contextmanager
 def _selections(collection: Path, settings: Settings, write: bool = True) -> Iterator[SelectionStore]:
+    from tracerag.research.selection import open_selections
+
     store = open_selections(collection, settings, write=write)
     try:
         yield store
@@ -212,6 +218,11 @@ def _drive(
 
 
 def _show(session: ReviewSession, c: Candidate, doc: Document | None, chunk: tuple[int, int] | None, tty: bool) -> None:
+    from rich.panel import Panel
+
+    from tracerag.research.review import HELP
+    from tracerag.research.selection_export import decision_reason
+
     if tty:
         err.clear()
     entry = session.decision_of(c)
@@ -254,6 +265,10 @@ def _show(session: ReviewSession, c: Candidate, doc: Document | None, chunk: tup
 @friendly
 def selection_list(collection: CollectionOpt = Path("."), config: ConfigOpt = None) -> None:
     """Every research question with a selection, with how many sources are accepted, rejected and undecided."""
+    from rich.table import Table
+
+    from tracerag.config import load_settings
+
     with _selections(collection, load_settings(config), write=False) as store:
         table = Table("question", "accepted", "rejected", "undecided", "last change")
         for s in store.questions():
@@ -271,6 +286,11 @@ def selection_show(
     config: ConfigOpt = None,
 ) -> None:
     """A question's decisions: source, decision, who, when, note, cited span."""
+    from rich.table import Table
+
+    from tracerag.config import load_settings
+    from tracerag.research.selection import Decision
+
     with _selections(collection, load_settings(config), write=False) as store:
         key = store.resolve(question)
         rows = store.history(key) if history else store.entries(key)
@@ -312,7 +332,10 @@ def selection_export(
 ) -> None:
     """The accepted sources with their cited spans and the researcher's notes (RIS and CSL-JSON import into
     Zotero), and where each span lies on the page scans when the collection keeps ALTO boxes."""
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
     from tracerag.ingest.alto_regions import check_base
+    from tracerag.research.selection_export import export_accepted
 
     settings = load_settings(config)
     base = check_base(iiif_base)

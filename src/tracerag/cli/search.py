@@ -22,7 +22,6 @@ from tracerag.cli.app import (
     write_json,
 )
 from tracerag.cli.views import render
-from tracerag.collection import Collection
 from tracerag.errors import TraceError
 
 
@@ -84,6 +83,7 @@ def search(
 ) -> ExitCode | None:
     """Hybrid search: each channel ranks chunks, documents are scored by their best chunk, the channels' scores are
     fused (weighed by the collection's calibration: `tracerag calibrate`)."""
+    from tracerag.collection import Collection
     from tracerag.ingest.alto_regions import check_base
     from tracerag.research.search_report import explained_search
     from tracerag.retrieval import SearchRequest

@@ -7,18 +7,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import Progress
 from rich.text import Text
 
 from tracerag.cli.app import counted, data_text, err, out, progress_bar, write_json
-from tracerag.collection import Collection, IngestReport
-from tracerag.retrieval import calibration
-from tracerag.retrieval.explain import fusion_summary
-from tracerag.retrieval.weights import Calibration
 from tracerag.text import json_dumps, safe_line
+
+# Every command module imports this one, `--help` included: the library loads inside the functions that use it.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from tracerag.collection import Collection, IngestReport
+    from tracerag.retrieval.weights import Calibration
 
 
 class IngestProgress:
@@ -148,6 +150,8 @@ def calibration_progress() -> Iterator[Callable[[int, int], None]]:
 def refresh_calibration(col: Collection) -> None:
     """After an ingest or an embed: calibrate the channel weights again when they are missing or stale
     (`calibration.refresh`), and say it."""
+    from tracerag.retrieval import calibration
+
     with calibration_progress() as update:
         found = calibration.refresh(col, progress=update)
     print_calibrated(found)
@@ -213,6 +217,8 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
     if params.get("query_date"):
         console.print(data_text(f"date in query: {params['query_date'][0]} … {params['query_date'][1]}"))
     if explain_:  # how the channels were fused; what the date and phrase channels took from the query, or why not
+        from tracerag.retrieval.explain import fusion_summary
+
         fusion = params.get("fusion")
         if fusion:
             console.print(data_text(f"fusion: {fusion_summary(fusion)}"))

@@ -18,11 +18,12 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from lxml import etree
+from typing import TYPE_CHECKING, Any
 
 from tracerag.errors import ConfigError
+
+if TYPE_CHECKING:  # the store imports this module's box types: opening a collection to search loads no lxml
+    from lxml import etree
 
 BOXES = "string_boxes"  # source key: [[start, end, page, x, y, w, h], ...] while a document travels to the store
 PAGES = "pages"  # source key: [{"id", "number", "width", "height", "unit"}, ...], kept with the document

@@ -8,9 +8,6 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import ftfy
-from ftfy.badness import is_bad
-
 _WORD = re.compile(r"\w+", re.UNICODE)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _LETTER = r"[^\W\d_]"
@@ -67,6 +64,9 @@ def normalise(text: str, spelling: Mapping[str, str] | None = None, forms: Mappi
     compatibility forms ("ﬁ" → "fi", and long "ſ" → "s": NFKC folds it too). The spelling map replaces whole
     words, case-insensitively, with the user's modern forms (e.g. "françois" → "français").
     """
+    import ftfy  # here (~1 µs a call once loaded): a collection opened to search imports this module, not ftfy
+    from ftfy.badness import is_bad
+
     for surface, word in (forms or {}).items():
         if surface in text:
             text = text.replace(surface, word)

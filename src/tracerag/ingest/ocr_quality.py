@@ -22,8 +22,6 @@ from functools import cache, lru_cache
 from importlib.metadata import version
 from typing import Any
 
-import wordfreq
-
 # wordfreq's biggest lists (words down to once per 100 million), where a language has one; every word in it counts
 # as known. Keeping only the words seen at least once per 10 million (Zipf 2), so that the typos at the bottom of
 # web text would not make garbage look known, did not pay: Spearman ρ with CER -0.486 against -0.494 on
@@ -64,6 +62,8 @@ def lexicon_name(language: str) -> str | None:
 
 @cache
 def _lists(language: str) -> str | None:
+    import wordfreq  # here, not at the top: it loads in ~0.1 s, and a search (which reads stored scores) needs none
+
     available = wordfreq.available_languages(WORDLIST)
     if language in available:
         return WORDLIST
@@ -75,6 +75,8 @@ def _lexicon(language: str) -> frozenset[str]:
     lists = _lists(language)
     if lists is None:
         return frozenset()
+    import wordfreq
+
     words = frozenset(wordfreq.get_frequency_dict(language, wordlist=lists))
     # wordfreq keeps its own copies (the dict and the list behind it) cached; the set is the one this module needs,
     # and an ingest holds it for the whole run.

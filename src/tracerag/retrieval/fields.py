@@ -20,11 +20,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING, TypeAlias
 
-from tracerag.engine import FieldStats
 from tracerag.model import Hit
 
-StatsSource = Callable[[], Mapping[str, FieldStats]]
+if TYPE_CHECKING:  # fusion's enums are option types of `tracerag fuse`: its --help loads no engine (nor numpy)
+    from tracerag.engine import FieldStats
+
+StatsSource: TypeAlias = "Callable[[], Mapping[str, FieldStats]]"
 """The query's term statistics per field, asked for only when a merge needs them (each ask costs the engine a
 count per word and field the first time it meets them)."""
 

@@ -27,10 +27,13 @@ import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from tracerag.collection import Collection
-from tracerag.store import DocumentStore
+if (
+    TYPE_CHECKING
+):  # QUERIES_PER_KIND and SEED are `tracerag calibrate`'s option defaults: its --help loads no collection
+    from tracerag.collection import Collection
+    from tracerag.store import DocumentStore
 
 SEED = 0
 QUERIES_PER_KIND = 100

@@ -16,6 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from tracerag.config import INDEX_VERSION
 from tracerag.errors import CollectionError, DiskFullError, ReadOnlyError, says_disk_full
+from tracerag.retrieval.pseudo_queries import SEED  # the pseudo-queries' draw: one seed, recorded with the weights
 
 if TYPE_CHECKING:
     from tracerag.collection import Collection
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 CALIBRATION_FILE = "calibration.json"
 FORMAT = 2  # of calibration.json: 2 added the pseudo-query kinds and their table (`kinds`)
 MIN_DOCUMENTS = 50  # below this, a weight measured on a few dozen queries says more about chance than channels
-SEED = 0
 # A stored calibration no longer describes a collection whose documents grew or shrank by more than this share.
 STALE_SHARE = 0.25
 
