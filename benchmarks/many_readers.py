@@ -103,6 +103,7 @@ def main() -> None:
 
     from tracerag.collection import Collection
     from tracerag.config import load_settings
+    from tracerag.engine.embedded import EmbeddedEngine
     from tracerag.model import Document
 
     env = dict(os.environ)
@@ -142,7 +143,9 @@ def main() -> None:
     with Collection.open(path, settings, mode="read") as col:
         stored = col.store.count_chunks()
         indexed = col.engine.count()
-        listed = col.engine.chunk_ids()  # type: ignore[attr-defined]  (the embedded engine's)
+        engine = col.engine
+        assert isinstance(engine, EmbeddedEngine)
+        listed = engine.chunk_ids()
         per_doc_hits = len(set(listed)) == len(listed) == stored
 
     def summary(results: list[dict]) -> dict:

@@ -365,7 +365,8 @@ class LanguageIndex:
             return None
         if len(tokens) == 1:
             return tantivy.Query.term_query(SCHEMA, "text", tokens[0])
-        return tantivy.Query.phrase_query(SCHEMA, "text", tokens)
+        words: list[str | tuple[int, str]] = list(tokens)
+        return tantivy.Query.phrase_query(SCHEMA, "text", words)
 
     def count(self, flt: Clauses) -> int:
         searcher = self.searcher()

@@ -93,7 +93,7 @@ class Segment:
                 import faiss
 
                 storage = faiss.downcast_index(self.hnsw().storage)
-                flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)
+                flat = faiss.rev_swig_ptr(storage.get_xb(), storage.ntotal * storage.d)  # type: ignore[attr-defined]
                 self._vec = np.asarray(flat).reshape(storage.ntotal, storage.d)
             else:
                 self._vec = np.load(self.file("vec.npy"), mmap_mode="r")
@@ -178,7 +178,7 @@ class Segment:
     ) -> tuple[np.ndarray, np.ndarray]:
         import faiss
 
-        params = faiss.SearchParametersHNSW(efSearch=max(ef, k))
+        params = faiss.SearchParametersHNSW(efSearch=max(ef, k))  # type: ignore[attr-defined]
         if mask is not None:
             bits = np.packbits(mask, bitorder="little")
             params.sel = faiss.IDSelectorBitmap(self.rows, faiss.swig_ptr(bits))
@@ -413,11 +413,13 @@ class VectorIndex:
         if not merge:
             return
         parts = list(merge.values())
-        metas, ids, vectors = [], [], []
+        metas: list[np.ndarray] = []
+        ids: list[str] = []
+        vectors: list[np.ndarray] = []
         for seg in parts:
             rows = np.arange(seg.rows) if seg.live is None else np.flatnonzero(seg.live)
             metas.append(np.asarray(seg.meta[rows]))
-            ids.extend(f"{c}\x1f{d}" for c, d in seg.ids(rows))
+            ids.extend(f"{c}\x1f{d}" for c, d in seg.ids(rows.tolist()))
             vectors.append(np.asarray(seg.vectors[rows]))
         state = json.loads(json.dumps(self._state))
         kept = [r for r in state["segments"] if r["name"] not in merge]
@@ -480,10 +482,10 @@ class VectorIndex:
             found.extend((float(s), seg, int(r)) for s, r in zip(scores, rows, strict=True))
         found.sort(key=lambda item: -item[0])
         top = found[:k]
-        hits = []
+        hits: list[tuple[str, str, float]] = []
         for seg in {id(s): s for _, s, _ in top}.values():
-            rows = [r for _, s, r in top if s is seg]
-            names = dict(zip(rows, seg.ids(rows), strict=True))
+            picked = [r for _, s, r in top if s is seg]
+            names = dict(zip(picked, seg.ids(picked), strict=True))
             hits.extend((names[r][0], names[r][1], score) for score, s, r in top if s is seg)
         return sorted(hits, key=lambda h: (-h[2], h[0]))
 
