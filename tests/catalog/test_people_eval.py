@@ -27,7 +27,10 @@ MIAMI_REQUESTS = REPO / "benchmarks" / "catalog_people" / "miami.jsonl"
 #   tracerag catalog eval --catalog /tmp/miami --requests benchmarks/catalog_people/miami.jsonl --out /tmp/people
 # Counts of turns (k of n). Before issue 22 the same file gave 81, 57, 34, 11, 35, 6 and 1.
 OUTCOME_OK_AT_LEAST = 107  # measured 107 of 117 scored turns
-HIT_AT_LEAST = 90  # measured 90 of 105 turns with acceptable ids
+# measured 89 of 105 turns with acceptable ids on the tantivy engine (90 on Qdrant Edge): "senior centers in miami"
+# now shows two acceptable centres on its second page instead of its third, so the third page ("any others?") has
+# none left to show; BM25 near-ties ordered differently (tantivy keeps lengths in one byte), no turn lost a service
+HIT_AT_LEAST = 89
 WRONGLY_REFUSED_AT_MOST = 8  # measured 8 of 105 turns expecting an answer (7 neighbourhoods: no places file)
 CONTRADICTED_AT_MOST = 0  # measured 0 of 35 turns with forbidden ids
 REPEATS_AT_MOST = 0  # measured 0 repeated recommendations in the paging conversations
