@@ -1,10 +1,10 @@
 """Retrieval quality of the embedded engine against the one it replaced (issue 24: Qdrant Edge -> tantivy + faiss).
-
-Three steps, each a subcommand:
+Results and the commands that made them: benchmarks/results/engine_quality.md.
 
 - `table`: two `tracerag eval` report folders per benchmark (the old engine's, the new one's: same queries, same
   runs), nDCG@10 of each run recomputed from its TREC file (and checked against the report's own figure), the
-  difference, and how many queries moved (their nDCG@10 changed, and their top 10 documents did):
+  difference, how many queries moved, and for the dense run whether the new engine's cosines are at least the
+  old one's where the rankings differ (exact search against HNSW):
 
       python benchmarks/engine_quality.py table --bench cranfield=OLD/cranfield,NEW/cranfield ...
 
@@ -15,13 +15,18 @@ Three steps, each a subcommand:
 
       python benchmarks/engine_quality.py dump --bench cranfield --collection DIR --out new.json
 
-- `explain`: the two dumps against a BM25 computed here from the collection's store (each chunk's index text
-  analysed by the new engine's analyser): with exact lengths, and with each length rounded down to tantivy's
-  1-byte field norm (Lucene's SmallFloat scheme: exact to 39 tokens, then 8 buckets per doubling). Says per
-  engine how far its scores are from each, which document frequencies differ, and for the queries whose top 10
-  differ between the engines, which engine the exact BM25 agrees with:
+- `explain`: the two dumps against three BM25s computed here from the collection's store (`MODELS`): each chunk's
+  index text cut into terms by Qdrant's analyser or by tantivy's, with exact lengths or with each length rounded
+  down to tantivy's 1-byte field norm (Lucene's SmallFloat: exact to 39 tokens, then 8 steps per doubling). Says
+  how far each engine's scores are from each, which term statistics differ from the store's, and for the
+  query-fields whose top 10 differ between the engines, whether the lengths, the terms or both moved it
+  (`--tokens`: the two analysers compared on every word, as `terms` does):
 
       python benchmarks/engine_quality.py explain --bench cranfield --collection NEWDIR --old old.json --new new.json
+
+- `steps`: nDCG@10 of those three BM25s on a collection with one language index (the bm25 run, step by step).
+- `terms`: the two analysers on every word of a collection.
+- `deletes`: BM25 in a copy of a collection where chunks were written again (deleted versions not yet merged).
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ import math
 import os
 import statistics
 from collections import Counter
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 K1, B = 1.2, 0.75  # BM25's constants in both engines (retrieval.bm25_k1 / bm25_b defaults; tantivy's own)
 DEPTH = 10  # the ranks compared (nDCG@10)
@@ -46,7 +53,7 @@ def _data() -> Path:
 # -- table -------------------------------------------------------------------------------------------------------
 
 
-def _ndcg(bench, run: dict, queries: list[str]) -> dict[str, float]:
+def _ndcg(bench: Any, run: dict, queries: list[str]) -> dict[str, float]:
     from tracerag.eval.metrics import per_query
 
     qrels = {q: bench.qrels[q] for q in queries}
@@ -237,7 +244,7 @@ class Reference:
         return [c for _, c in sorted(scored, key=lambda sc: (-sc[0], sc[1]))[:k]]
 
 
-def _term_function(language: str, terms: str):
+def _term_function(language: str, terms: str) -> Callable[[str], Any]:
     import functools
 
     if terms == "tantivy":
@@ -286,8 +293,8 @@ def explain(name: str, collection: Path, old_path: Path, new_path: Path, show: i
     )
     off: dict[tuple[str, str], list[float]] = {}
     df_diff: dict[str, set] = {"old": set(), "new": set()}
-    agree = Counter()
-    faithful = Counter()
+    agree: Counter[str] = Counter()
+    faithful: Counter[str] = Counter()
     shown = 0
     for qid in sorted(new):
         text = new[qid]["text"]
@@ -296,8 +303,8 @@ def explain(name: str, collection: Path, old_path: Path, new_path: Path, show: i
             for side, dumped in (("old", old), ("new", new)):
                 for chunk, _, score in dumped[qid]["hits"].get(field, []):
                     for model, (kind, norm) in MODELS.items():
-                        ref = refs[field, kind].score(chunk, terms[kind], norm)
-                        off.setdefault((side, model), []).append(_relative(score, ref))
+                        expected = refs[field, kind].score(chunk, terms[kind], norm)
+                        off.setdefault((side, model), []).append(_relative(score, expected))
                 ref = refs[field, "tantivy" if side == "new" else "qdrant"]
                 stats = dumped[qid]["stats"].get(field)
                 if stats:
@@ -349,7 +356,7 @@ def explain(name: str, collection: Path, old_path: Path, new_path: Path, show: i
     )
 
 
-def _show(qid, field, text, old, new, refs, terms, why) -> None:
+def _show(qid: str, field: str, text: str, old: dict, new: dict, refs: dict, terms: dict, why: str) -> None:
     print(f"\n## query {qid} ({field} index): {text[:70]!r}; the top {DEPTH} moved by: {why}")
     print("| rank | old: chunk (length) | score | new: chunk (length) | score | old's chunk at 1-byte length |")
     print("|---:|---|---:|---|---:|---:|")
@@ -366,6 +373,44 @@ def _show(qid, field, text, old, new, refs, terms, why) -> None:
         )
 
 
+def steps(name: str, collection: Path, sample: int | None) -> None:
+    """nDCG@10 of the three BM25s computed here (MODELS), from the old engine's to the new one's, over a
+    benchmark's judged queries (a sample of them, seed 0, as the eval draws it): how much of a change in the bm25
+    run comes from the terms and how much from the lengths. A document ranks by its best chunk. Only for a
+    collection with one language index, where the ranking of chunks is the channel's (with several, retrieval
+    merges the indexes' rankings first)."""
+    from tracerag.eval.datasets import load_benchmark
+    from tracerag.eval.metrics import per_query
+    from tracerag.eval.runner import select_queries
+
+    texts = _texts(collection)
+    if len(texts) != 1:
+        raise SystemExit(f"{collection}: {len(texts)} language indexes; steps needs one")
+    ((lang, chunk_texts),) = texts.items()
+    doc_of = _doc_of(collection)
+    refs = {kind: Reference(lang, chunk_texts, kind) for kind in ("qdrant", "tantivy")}
+    bench = load_benchmark(name, _data())
+    queries = select_queries(bench, sample=sample, seed=0)
+    runs: dict[str, dict[str, list[tuple[str, float]]]] = {m: {} for m in MODELS}
+    for qid in queries:
+        for model, (kind, norm) in MODELS.items():
+            ranked: list[tuple[str, float]] = []
+            for chunk in refs[kind].top(refs[kind].query(bench.queries[qid].text), 100, norm):
+                if doc_of[chunk] not in {d for d, _ in ranked}:
+                    ranked.append((doc_of[chunk], float(100 - len(ranked))))
+            runs[model][qid] = ranked[:DEPTH]
+    qrels = {q: bench.qrels[q] for q in queries}
+    print(f"# {name}: {len(queries):,} queries, one index ({lang}); nDCG@10 of each BM25 computed here")
+    print("| BM25 | nDCG@10 |\n|---|---:|")
+    for model, run in runs.items():
+        table = per_query(qrels, run, ["nDCG@10"])
+        print(f"| {model} | {statistics.fmean(r['nDCG@10'] for r in table.values()):.4f} |")
+
+
+def _doc_of(collection: Path) -> dict[str, str]:
+    return {c.chunk_id: c.doc_id for page in _pages(collection) for c in page}
+
+
 def tokenisation(collection: Path) -> None:
     """Where the two engines' analysers cut words into different terms: each word of the collection's index text
     analysed by tantivy (the new engine) and by Qdrant's analyser (the old engine's own); a word counts when the
@@ -374,8 +419,8 @@ def tokenisation(collection: Path) -> None:
 
     print("\n## Terms: tantivy's analyser against Qdrant's, word by word")
     print(
-        "| index | distinct words | words grouped otherwise | their share of the text | e.g. word (tantivy's "
-        "term): with X in tantivy only / with Y in Qdrant only |"
+        "| index | distinct words | words grouped otherwise | text whose term's frequency differs by > 1% | "
+        "e.g. word (tantivy's term): with X in tantivy only / with Y in Qdrant only |"
     )
     print("|---|---:|---:|---:|---|")
     for lang, texts in sorted(_texts(collection).items()):
@@ -387,11 +432,17 @@ def tokenisation(collection: Path) -> None:
             new_class.setdefault(new_of(word), set()).add(word)
             old_class.setdefault(old_of(word), set()).add(word)
         odd = [w for w in counts if new_class[new_of(w)] != old_class[old_of(w)]]
-        share = sum(counts[w] for w in odd) / sum(counts.values())
+        # the text whose term is materially another: its term's frequency in the collection differs by over 1%
+        # ("ein" whose tantivy term also holds one OCR'd "einet" does not count)
+        freq = {
+            w: (sum(counts[x] for x in new_class[new_of(w)]), sum(counts[x] for x in old_class[old_of(w)])) for w in odd
+        }
+        material = [w for w in odd if abs(freq[w][0] - freq[w][1]) > 0.01 * max(freq[w])]
+        share = sum(counts[w] for w in material) / sum(counts.values())
         shown = "; ".join(
             f"{w} ({new_of(w)}): with {'/'.join(sorted(new_class[new_of(w)] - old_class[old_of(w)])[:3]) or '-'} "
             f"/ with {'/'.join(sorted(old_class[old_of(w)] - new_class[new_of(w)])[:3]) or '-'}"
-            for w in sorted(odd, key=lambda w: -counts[w])[:4]
+            for w in sorted(material, key=lambda w: -counts[w])[:4]
         )
         print(f"| {lang} | {len(counts):,} | {len(odd):,} | {share:.2%} | {shown} |")
 
@@ -400,7 +451,7 @@ def deletes(name: str, collection: Path, every: int, out: Path) -> None:
     """tantivy counts a replaced chunk's deleted version in BM25's statistics until a merge drops it (the
     document frequencies, N and the tokens of the average length). A copy of `collection` made in `out`, every
     `every`-th chunk written again as it is (an update of its document that changed nothing in it), then each
-    query's BM25 compared with the store's, before and after a merge. `out` is left for `tracerag eval
+    query's BM25 compared with the store's, before and after the engine's optimize(). `out` is left for `tracerag eval
     --collections` (its parent's parent is the eval root the harness reads)."""
     import shutil
 
@@ -437,7 +488,7 @@ def deletes(name: str, collection: Path, every: int, out: Path) -> None:
             )
             for lang in texts
         }
-        off = {"store": [], "deleted counted": []}
+        off: dict[str, list[float]] = {"store": [], "deleted counted": []}
         stats_off = 0
         for text in bench_queries:
             for field, hits in engine.bm25(text, DEPTH).items():
@@ -459,7 +510,7 @@ def deletes(name: str, collection: Path, every: int, out: Path) -> None:
     engine.close()
 
 
-def _pages(collection: Path):
+def _pages(collection: Path) -> Iterator[list]:
     from tracerag.collection import Collection
     from tracerag.config import load_settings
 
@@ -506,6 +557,12 @@ def main() -> None:
     e.add_argument("--new", type=Path, required=True)
     e.add_argument("--show", type=int, default=3, help="queries whose rankings differ, shown rank by rank")
     e.add_argument("--tokens", action="store_true", help="also compare the two analysers on every word")
+    st = sub.add_parser("steps")
+    st.add_argument("--bench", required=True)
+    st.add_argument("--collection", type=Path, required=True)
+    st.add_argument("--sample", type=int)
+    w = sub.add_parser("terms")
+    w.add_argument("--collection", type=Path, required=True)
     x = sub.add_parser("deletes")
     x.add_argument("--bench", required=True)
     x.add_argument("--collection", type=Path, required=True, help="a collection of the new engine (copied)")
@@ -516,6 +573,10 @@ def main() -> None:
         table(args.bench, args.runs.split(","), args.json)
     elif args.command == "dump":
         dump(args.bench, args.collection, args.k, args.limit, args.out)
+    elif args.command == "steps":
+        steps(args.bench, args.collection, args.sample)
+    elif args.command == "terms":
+        tokenisation(args.collection)
     elif args.command == "deletes":
         deletes(args.bench, args.collection, args.every, args.out)
     else:
