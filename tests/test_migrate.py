@@ -226,6 +226,20 @@ def test_a_migration_killed_midway_is_finished_by_the_next_run(servers, direct, 
     assert searches(old, settings) == searches(direct, settings)
 
 
+def test_a_migration_killed_after_its_manifest_leaves_nothing_behind_after_the_next_run(servers, direct, tmp_path):
+    """Killed after collection.toml named the new engine, before the old index was removed: the collection is
+    already converted, and the next run removes what the old engine left."""
+    embeddings, _ = servers
+    settings = settings_for(embeddings)
+    converted = tmp_path / "converted"
+    shutil.copytree(direct, converted)
+    old_index(converted / "index.old")
+    report = migrate_to_embedded(converted, settings)
+    assert report.finished_swap and report.chunks == 0
+    assert sorted(p.name for p in converted.iterdir() if p.name.startswith("index")) == ["index"]
+    assert searches(converted, settings) == searches(direct, settings)
+
+
 # -- to a Qdrant server ------------------------------------------------------------------------------------------
 
 

@@ -34,6 +34,7 @@ from tracerag.embed import Embedder, load_embedder, mismatch, same_model
 from tracerag.engine import IndexedChunk, SearchEngine
 from tracerag.engine.embedded import TEXT as TEXT_DIR
 from tracerag.engine.embedded import EmbeddedEngine, is_embedded_index
+from tracerag.engine.private_copy import hold as hold_copy
 from tracerag.engine.private_copy import private_copy
 from tracerag.errors import (
     CollectionBusyError,
@@ -49,7 +50,7 @@ from tracerag.ingest import RecordWarning
 from tracerag.ingest.entities import EntityReport, Pipelines, find_entities, spacy_missing
 from tracerag.ingest.entities import Progress as EntityProgress
 from tracerag.ingest.prepare import Preparation, PreparedDocument
-from tracerag.locks import Holder, WriterLock
+from tracerag.locks import FileLock, Holder, WriterLock
 from tracerag.model import Chunk, Document
 from tracerag.store import DocumentStore, StoredChunk
 
@@ -165,6 +166,7 @@ class Collection:
         self._make_engine = engine if callable(engine) else None
         self.read_only = read_only  # why this process cannot write the collection's files, or None
         self.private_index: Path | None = None  # the private copy of the text index searched instead, if any
+        self._copy_lock: FileLock | None = None  # held shared while the copy is searched (old copies are removed)
         self.trails_dir = trails_dir or self.path / "trails"  # where runs on this collection write their trails
         self.created = False  # whether this open made the collection (decided under the writer lock)
         self._writer_lock = writer_lock  # held by this process in write mode; only looked at in read mode
@@ -353,9 +355,14 @@ class Collection:
         index = self.path / "index"
         if not is_embedded_index(index):
             raise _missing_index(self.path, index, watch)
-        copy = private_copy(
-            index / TEXT_DIR, private_root(self.path, self.settings), label=str(self.path), notify=notify
-        )
+        root = private_root(self.path, self.settings)
+        for _ in range(3):  # a newer copy may replace the one just found before it is held
+            copy = private_copy(index / TEXT_DIR, root, label=str(self.path), notify=notify)
+            self._copy_lock = hold_copy(copy)
+            if self._copy_lock is not None:
+                break
+        else:
+            raise CollectionBusyError(f"the index of {self.path} keeps changing (it is being written); retry")
         self.private_index = copy / "index"
         retrieval, engine = self.settings.retrieval, self.settings.engine
         return EmbeddedEngine(
@@ -406,6 +413,8 @@ class Collection:
         try:
             if self._engine is not None:
                 self._engine.close()
+            if self._copy_lock is not None:
+                self._copy_lock.release()
             if self.mode == "write":
                 _readable_as_the_rest(self.path)
         finally:

@@ -252,6 +252,11 @@ def migrate_to_embedded(
         kind = col.manifest["collection"].get("engine", OLD_ENGINE)
         index, new, old = col.path / "index", col.path / "index.new", col.path / "index.old"
         if kind != OLD_ENGINE:
+            if kind == EMBEDDED and old.exists():  # a run killed after the swap left only the old index behind
+                shutil.rmtree(old, ignore_errors=True)
+                report.finished_swap = True
+                report.seconds = time.perf_counter() - start
+                return report
             raise CollectionError(f"{path}'s index is already {kind}'s: nothing to convert")
         if old.exists() and index.exists() and (index / "text").is_dir():  # killed between the swap's two renames
             report.finished_swap = True

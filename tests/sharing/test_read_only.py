@@ -153,3 +153,40 @@ def test_a_collection_of_another_user_is_readable_and_refuses_writes(hipe_dir: P
     assert list((home / "cache" / "readonly").rglob(SELECTIONS_FILE))
 
     assert tree(col) == before  # nothing of the collection was touched
+
+
+def test_a_private_copy_in_use_is_kept_when_a_newer_one_is_made(tmp_path: Path):
+    """A reader searching a private copy holds it: a reader that copies the index after its owner wrote more
+    removes the older copies nobody holds, never the one in use (which then answered nothing, silently)."""
+    from tracerag.engine import IndexedChunk
+    from tracerag.engine.embedded import EmbeddedEngine
+    from tracerag.engine.private_copy import hold, private_copy
+
+    def chunk(i: int, text: str) -> IndexedChunk:
+        return IndexedChunk(f"d{i}#0", f"d{i}", text, "c", "fr", None, None, {})
+
+    index, root = tmp_path / "index", tmp_path / "cache"
+    writer = EmbeddedEngine(index, None, writer=True)
+    writer.upsert([chunk(0, "le conseil fédéral")], None)
+    writer.flush()
+    first = private_copy(index / "text", root, label="col", notify=lambda _: None)
+    held = hold(first)
+    assert held is not None
+    reader = EmbeddedEngine(index, None, text=first / "index")
+    assert reader.count() == 1
+    writer.upsert([chunk(1, "la grève du port")], None)
+    writer.flush()
+    second = private_copy(index / "text", root, label="col", notify=lambda _: None)
+    assert second != first and first.exists()  # in use: kept
+    assert reader.count() == 1 and [h.chunk_id for h in reader.bm25("conseil", 5)["fr"]] == ["d0#0"]
+    held.release()
+    reader.close()
+    third_reader = hold(second)
+    assert third_reader is not None
+    private_copy(index / "text", root, label="col", notify=lambda _: None)  # the current one: nothing to copy
+    writer.upsert([chunk(2, "encore")], None)
+    writer.flush()
+    private_copy(index / "text", root, label="col", notify=lambda _: None)
+    assert not first.exists() and second.exists()  # the old one nobody holds goes; the held one stays
+    third_reader.release()
+    writer.close()

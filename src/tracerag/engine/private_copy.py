@@ -47,9 +47,27 @@ def _fingerprint_now(index: Path, label: str) -> tuple[str, int]:
         raise CollectionError(f"{label}: cannot read its index: {exc}") from exc
 
 
+IN_USE = Path(".tracerag") / "engine.lock"  # in a copy: held shared by every process searching it
+
+
+def hold(copy: Path) -> FileLock | None:
+    """Take the copy at `copy` (a folder `private_copy` returned) for as long as the lock is held: old copies are
+    removed only when nobody holds theirs. None when the copy went meanwhile (a newer one replaced it)."""
+    lock = FileLock(copy / IN_USE)
+    try:
+        (copy / IN_USE).parent.mkdir(exist_ok=True)
+        taken = lock.acquire(shared=True, blocking=True)
+    except OSError:
+        return None
+    if not taken or not (copy / _COMPLETE).is_file():
+        lock.release()
+        return None
+    return lock
+
+
 def private_copy(index: Path, root: Path, *, label: str, notify: Callable[[str], None]) -> Path:
     """The folder holding an up-to-date private copy of `index` (as `index/`, beside its own `.tracerag/`),
-    made now if there is none."""
+    made now if there is none. Hold it (`hold`) while searching it."""
     fp, size = _fingerprint_now(index, label)
     target = root / fp
     if (target / _COMPLETE).is_file():
@@ -133,7 +151,7 @@ def _remove_old_copies(root: Path, keep: str) -> None:
             if entry.name.endswith(".partial") and time.time() - entry.stat().st_mtime > _STALE_PARTIAL_S:
                 shutil.rmtree(entry, ignore_errors=True)
             continue
-        lock_path = entry / ".tracerag" / "engine.lock"
+        lock_path = entry / IN_USE
         if not lock_path.exists():
             shutil.rmtree(entry, ignore_errors=True)
             continue
