@@ -57,15 +57,20 @@ def tracerag(*args: object, env: dict[str, str], python: str = sys.executable, t
     return done.returncode, done.stdout, done.stderr
 
 
-def start_tracerag(*args: object, env: dict[str, str], **kw) -> subprocess.Popen:
+def start_python(script: str, *args: object, env: dict[str, str], **kw) -> subprocess.Popen:
+    """`python -c SCRIPT ARGS...` started, its output piped as text."""
     return subprocess.Popen(
-        [sys.executable, "-c", CLI, *map(str, args)],
+        [sys.executable, "-c", script, *map(str, args)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         **kw,
     )
+
+
+def start_tracerag(*args: object, env: dict[str, str], **kw) -> subprocess.Popen:
+    return start_python(CLI, *args, env=env, **kw)
 
 
 class Driver:

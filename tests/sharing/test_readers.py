@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.sharing import Driver, corpus, environment, start_tracerag, wait_for
+from tests.sharing import Driver, corpus, environment, start_python, start_tracerag, wait_for
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.engine import IndexedChunk
@@ -142,28 +141,18 @@ print(json.dumps({"counts": counts, "doubled": doubled, "errors": errors, "bm25"
 """
 
 
-def _python(script: str, *args: object, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", script, *map(str, args)],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def test_eight_reader_processes_see_every_commit_of_a_writer_and_every_chunk_once(tmp_path: Path):
     index, control = tmp_path / "index", tmp_path / "control"
     control.mkdir()
     env = environment(tmp_path / "cache")
-    writer = _python(WRITER, index, control, READERS, BATCHES, env=env)
+    writer = start_python(WRITER, index, control, READERS, BATCHES, env=env)
     readers: list[subprocess.Popen] = []
     results = []
     try:
         assert writer.stdout is not None
         first = writer.stdout.readline()
         assert first.strip() == f"committed {SIZE}", writer.stderr.read() if writer.stderr else first
-        readers = [_python(READER, index, control, r, DIM, LISTED, env=env) for r in range(READERS)]
+        readers = [start_python(READER, index, control, r, DIM, LISTED, env=env) for r in range(READERS)]
         out, err = writer.communicate(timeout=600)
         (control / "stop").write_text("")  # the readers stop after their next look, whatever the writer did
         for proc in readers:

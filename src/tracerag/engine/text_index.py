@@ -374,24 +374,24 @@ class LanguageIndex:
             return int(searcher.num_docs)
         return int(searcher.search(_must(flt.queries), 1, count=True).count)
 
+    def _admitted(self, flt: Clauses) -> list[Any]:
+        """The addresses of every chunk `flt` admits, in this index's last commit."""
+        total = self.count(flt)
+        if not total:
+            return []
+        query = _must(flt.queries) if not flt.empty else tantivy.Query.all_query()
+        return [address for _, address in self.searcher().search(query, total, count=False).hits]
+
     def matching(self, flt: Clauses) -> list[dict[str, Any]]:
         """Every chunk `flt` admits, as its stored fields (the vector index's filter on what it does not hold)."""
         searcher = self.searcher()
-        total = self.count(flt)
-        if not total:
-            return []
-        query = _must(flt.queries) if not flt.empty else tantivy.Query.all_query()
-        return [searcher.doc(a).to_dict() for _, a in searcher.search(query, total, count=False).hits]
+        return [searcher.doc(address).to_dict() for address in self._admitted(flt)]
 
     def keys(self, flt: Clauses) -> list[int]:
         """The vector keys of every chunk `flt` admits (a fast field: no stored document is read)."""
-        searcher = self.searcher()
-        total = self.count(flt)
-        if not total:
-            return []
-        query = _must(flt.queries) if not flt.empty else tantivy.Query.all_query()
-        found = searcher.search(query, total, count=False).hits
-        return [int(k) for k in searcher.fast_field_values("key", [a for _, a in found]) if k is not None]
+        found = self._admitted(flt)
+        values = self.searcher().fast_field_values("key", found) if found else []
+        return [int(k) for k in values if k is not None]
 
 
 def field_stats_of(index: LanguageIndex, text: str, counted: bool) -> FieldStats:

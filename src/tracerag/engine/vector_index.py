@@ -249,12 +249,7 @@ class VectorIndex:
         self._state, self._segments, self._stamp = state, segments, stamp
 
     def _write_state(self, state: dict[str, Any]) -> None:
-        tmp = self.path / f"{STATE}.tmp"
-        with open(tmp, "w", encoding="utf-8") as out:
-            json.dump(state, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, self.path / STATE)
+        _write_atomic(self.path / STATE, lambda out: json.dump(state, out), mode="w")
 
     def _code(self, table: str, value: str) -> int:
         values: list[str] = self._state[table]
@@ -374,7 +369,7 @@ class VectorIndex:
         offsets = np.zeros(rows + 1, dtype=np.int64)
         offsets[1:] = np.cumsum([len(b) for b in blobs])
         _save(self.path / f"{name}.ids.npy", offsets)
-        _write_bytes(self.path / f"{name}.ids.bin", b"".join(blobs))
+        _write_atomic(self.path / f"{name}.ids.bin", lambda out: out.write(b"".join(blobs)))
         if graph:
             self._build_hnsw(self.path / f"{name}.hnsw.faiss", vectors)
         return {"name": name, "rows": rows, "hnsw": graph}
@@ -394,7 +389,8 @@ class VectorIndex:
             if free < len(vectors) * vectors.shape[1] * 4:
                 raise OSError(errno.ENOSPC, f"No space left on device ({free:,} bytes free)", str(self.path)) from exc
             raise
-        _fsync(tmp)
+        with open(tmp, "rb") as written:
+            os.fsync(written.fileno())
         os.replace(tmp, path)
 
     def optimize(self) -> None:
@@ -496,24 +492,16 @@ class VectorIndex:
         return [self.path / STATE, *(p for s in self._segments.values() for p in self.path.glob(f"{s.name}.*"))]
 
 
-def _fsync(path: Path) -> None:
-    with open(path, "rb") as f:
-        os.fsync(f.fileno())
+def _write_atomic(path: Path, write: Callable[[Any], object], mode: str = "wb") -> None:
+    """`write(file)` into a temporary file beside `path`, synced, then put in its place: a reader sees the old file
+    or the new one whole, and a kill leaves at most a `.tmp` the next writer removes."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, mode, encoding="utf-8" if "b" not in mode else None) as out:
+        write(out)
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
 
 
 def _save(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as out:
-        np.save(out, array)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-
-
-def _write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as out:
-        out.write(data)
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    _write_atomic(path, lambda out: np.save(out, array))
