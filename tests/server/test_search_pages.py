@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from fastapi.testclient import TestClient
 
+from tests.server.test_search_flow import cited_text
 from tracerag.retrieval.kwic import query_keys, term_key
 
 
@@ -83,7 +84,7 @@ def test_a_result_links_to_its_span_in_the_document(client: TestClient) -> None:
     assert href.startswith("/collections/newspapers/documents/") and href.endswith("#span")
     doc = client.get(href.split("#")[0])
     assert doc.status_code == 200
-    cited = unescape(re.search(r'<mark id="span"[^>]*>(.*?)</mark>', doc.text, flags=re.S).group(1))
+    cited = cited_text(doc.text)
     assert cited.startswith("DESTRUCTIVE FIRE IN LONDON")
 
 

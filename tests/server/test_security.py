@@ -5,6 +5,8 @@ the rate limit, and the templates and scripts, which must hold no inline script,
 
 from __future__ import annotations
 
+from html import unescape
+
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,9 +90,9 @@ def test_with_a_token_every_answer_needs_it(token_client: TestClient, path: str)
 
 
 def test_the_printed_address_sets_a_cookie_and_drops_the_token_from_it(token_client: TestClient) -> None:
-    first = token_client.get(f"/nothing-here?token={TOKEN}&q=harbour", follow_redirects=False)
+    first = token_client.get(f"/?token={TOKEN}&q=harbour", follow_redirects=False)
     assert first.status_code == 303
-    assert first.headers["location"] == "/nothing-here?q=harbour"
+    assert first.headers["location"] == "/?q=harbour"
     assert TOKEN not in first.headers["location"]
     cookie = first.headers["set-cookie"]
     assert cookie.startswith(f"{TOKEN_COOKIE}={TOKEN};") and "HttpOnly" in cookie and "SameSite=Strict" in cookie
@@ -101,18 +103,32 @@ def test_the_printed_address_sets_a_cookie_and_drops_the_token_from_it(token_cli
     assert token_client.get("/api/health").status_code == 200
 
 
-def test_the_redirect_stays_on_this_server(token_client: TestClient) -> None:
-    # `//evil.example/` would be another site to a browser: the redirect keeps the path on this host
-    url = httpx.URL("http://192.0.2.7:8765/").copy_with(raw_path=f"//evil.example/x?token={TOKEN}".encode())
+@pytest.mark.parametrize("path", ["/nothing-here", "/trails", "//evil.example/x"])
+def test_only_the_printed_address_may_carry_the_token(token_client: TestClient, path: str) -> None:
+    # any other page with ?token= is refused, not redirected: the token stays out of every other address
+    url = httpx.URL("http://192.0.2.7:8765/").copy_with(raw_path=f"{path}?token={TOKEN}".encode())
     answer = token_client.get(url, follow_redirects=False)
+    assert answer.status_code == 401 and "location" not in answer.headers
+    assert "accepted only on the address `tracerag serve` printed (/?token=" in unescape(answer.text)
+    assert "set-cookie" not in answer.headers or TOKEN not in answer.headers["set-cookie"]
+
+
+def test_the_redirect_stays_on_this_server(token_client: TestClient) -> None:
+    # the printed address's redirect is to a path on this host, whatever else the address holds
+    answer = token_client.get(f"/?token={TOKEN}&next=//evil.example/", follow_redirects=False)
     assert answer.status_code == 303
-    assert answer.headers["location"] == "/evil.example/x"
+    assert answer.headers["location"].startswith("/?") and "evil" not in answer.headers["location"].split("=")[0]
 
 
-def test_an_api_call_may_carry_the_token_in_the_address(token_client: TestClient) -> None:
-    answer = token_client.get(f"/api/health?token={TOKEN}", follow_redirects=False)
-    assert answer.status_code == 200 and answer.json()["status"] == "ok"
-    assert token_client.get("/api/health?token=wrong").status_code == 401
+def test_the_api_refuses_a_token_in_the_address_saying_how_to_send_it(token_client: TestClient) -> None:
+    for token in (TOKEN, "wrong"):
+        answer = token_client.get(f"/api/health?token={token}", follow_redirects=False)
+        assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer"
+        said = answer.json()["error"]
+        assert "refused on the API" in said and "Authorization: Bearer TOKEN" in said and TOKEN_COOKIE in said
+    # a POST to the printed address with the token in it is refused too (only the GET is exchanged)
+    assert token_client.post(f"/?token={TOKEN}", follow_redirects=False).status_code == 401
+    assert token_client.get("/api/health", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
 
 
 def test_the_token_is_compared_in_constant_time(token_client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:

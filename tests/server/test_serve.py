@@ -155,7 +155,10 @@ def test_a_given_token_is_asked_on_loopback_too(small: Path, env: dict[str, str]
         assert url.endswith("/?token=given-token-1234")
         base = url.split("?")[0]
         assert httpx.get(base + "api/health", timeout=30).status_code == 401
-        assert httpx.get(base + "api/health?token=given-token-1234", timeout=30).status_code == 200
+        assert httpx.get(base + "api/health?token=given-token-1234", timeout=30).status_code == 401
+        bearer = {"Authorization": "Bearer given-token-1234"}
+        assert httpx.get(base + "api/health", headers=bearer, timeout=30).status_code == 200
+        served.wait_for("Authorization: Bearer TOKEN")
     finally:
         assert served.stop() == 0
 

@@ -30,10 +30,13 @@ def explained_search(
     filter_expression: str | None = None,
     iiif_base: str | None = None,
     names: OptionNames = API_NAMES,
+    record: bool = True,
+    request_key: str | None = None,
 ) -> tuple[dict[str, Any], SearchRun]:
     """Search `col` as asked, record the run, and explain its ranking. A sub-corpus, language or field key no
     document has, in a search that found nothing, is a TraceError (rather than an empty answer); an expansion that
-    could not be made is in `failures` and the search goes on without it."""
+    could not be made is in `failures` and the search goes on without it. `record` False: nothing is written (the
+    run id is then no run's); `request_key` is kept in the run's config, to know the same request again."""
     iiif_base = check_base(iiif_base, names.iiif_base)
     start = time.perf_counter()
     run = run_search(
@@ -45,6 +48,8 @@ def explained_search(
         synonyms=synonyms,
         added=added,
         filter_expression=filter_expression,
+        record=record,
+        request_key=request_key,
     )
     ranking = run.ranking
     if not ranking.documents:

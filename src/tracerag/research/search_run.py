@@ -71,10 +71,13 @@ def run_search(
     trail_dir: Path | None = None,
     listeners: Sequence[EventListener] = (),
     retriever: Retriever | None = None,
+    request_key: str | None = None,
 ) -> SearchRun:
     """Search (with the expansions asked for) and record the run. An expansion that cannot be made (no model, an
     unusable answer, no vocabulary model) is a failure said in the result and the trail; the search goes on with
-    what it has. Bad input (an unknown expansion, a malformed filter) raises TraceError before anything runs."""
+    what it has. Bad input (an unknown expansion, a malformed filter) raises TraceError before anything runs.
+    `request_key`, when given, is written in the run's config: a caller's name for the request as asked (the web
+    app's, to record one search once)."""
     unknown = [e for e in expand if e not in EXPANSIONS]
     if unknown:
         raise TraceError(f"--expand {', '.join(unknown)}: expected {', '.join(EXPANSIONS[:-1])} or {EXPANSIONS[-1]}")
@@ -111,7 +114,8 @@ def run_search(
                     "retrieval": retriever.settings.model_dump(mode="json"),
                     "expansion": cfg.model_dump(mode="json"),
                     "embed_model": collection.settings.embed.model,
-                },
+                }
+                | ({"request_key": request_key} if request_key else {}),
                 llm={"provider": llm.name, "model": llm.model} if llm and ("llm" in expand or translate) else None,
                 versions=_versions(),
                 run=RunKind.SEARCH,

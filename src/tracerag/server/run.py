@@ -73,6 +73,9 @@ def run_server(config: ServerConfig, announce: Callable[[str], None]) -> None:
     if config.host.strip("[]") in ("0.0.0.0", "::"):
         others = f"http://{socket.gethostname()}:{port}/" + (f"?token={config.token}" if config.token else "")
         announce(f"  (every interface: from another machine, {others} or this machine's address)")
+    if config.token:
+        # the token is shown once, above; a script sends it in a header (the API refuses it in an address)
+        announce("  scripts: send the header 'Authorization: Bearer TOKEN' to /api/..., TOKEN the ?token= above")
     announce("press Ctrl-C to stop")
     with _stopped_by_signals():
         server.run(sockets=[sock])

@@ -28,6 +28,8 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: https:; connect-src 'self'; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 )
+PRINTED_PATH = "/"  # the page address `tracerag serve` prints, the only one that may carry ?token=
+CSRF_FIELD = "csrf_token"  # a page's form (sent without JavaScript) echoes the CSRF cookie in this field
 UPLOAD_PATHS = ("/api/collections/",)  # ... /{name}/ingest: the only routes that take files
 UPLOAD_SUFFIX = "/ingest"
 
@@ -141,23 +143,20 @@ class Guard:
             await refuse(429, "too many requests: slow down", {"retry-after": str(max(1, round(wait)))})
             return
 
-        set_token_cookie = False
         if self.token is not None:
             query_token = _query_token(scope)
+            if query_token is not None and not (path == PRINTED_PATH and method in SAFE_METHODS):
+                # a token in an address stays in history, logs and Referer headers: only the address `serve`
+                # printed may carry it, once, to be exchanged for the cookie
+                await refuse(401, _address_token_refusal(api), {"www-authenticate": "Bearer"})
+                return
             offered = _bearer(headers) or cookies.get(TOKEN_COOKIE) or query_token
             if not offered or not hmac.compare_digest(offered.encode(), self.token.encode()):
                 await refuse(401, _token_refusal(api, wrong=bool(offered)), {"www-authenticate": "Bearer"})
                 return
-            set_token_cookie = query_token is not None and cookies.get(TOKEN_COOKIE) != self.token
-            if set_token_cookie and method in SAFE_METHODS and not api:
+            if query_token is not None:
                 # the printed address carries the token once: keep it in a cookie and drop it from the address
                 await _redirect_without_token(send, scope, self.token)
-                return
-
-        if method not in SAFE_METHODS:
-            problem = _csrf_problem(headers, cookies, bearer=_bearer(headers) is not None)
-            if problem:
-                await refuse(403, problem)
                 return
 
         limit = self.max_upload if path.startswith(UPLOAD_PATHS) and path.endswith(UPLOAD_SUFFIX) else self.max_body
@@ -165,6 +164,22 @@ class Guard:
         if length is not None and length.isdigit() and int(length) > limit:
             await refuse(413, f"request body too large: {int(length)} bytes, at most {limit}")
             return
+
+        read: bytes | None = None  # a body the guards had to read, handed on to the app
+        if method not in SAFE_METHODS:
+            form_token = None
+            if not api and _content_type(headers) == "application/x-www-form-urlencoded":
+                # a page's form sent without JavaScript cannot set a header: it echoes the cookie in a field
+                try:
+                    read = await _whole_body(_limited(receive, limit))
+                except BodyTooLarge as exc:
+                    await refuse(413, f"request body too large: more than {exc.limit} bytes")
+                    return
+                form_token = _form_field(read, CSRF_FIELD)
+            problem = _csrf_problem(headers, cookies, bearer=_bearer(headers) is not None, form_token=form_token)
+            if problem:
+                await refuse(403, problem)
+                return
 
         csrf = cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(18)
         scope.setdefault("state", {})["csrf_token"] = csrf
@@ -198,8 +213,8 @@ class Guard:
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
-        app_receive: Receive = limited_receive
-        if method not in SAFE_METHODS and _content_type(headers) == "application/json":
+        app_receive: Receive = limited_receive if read is None else _replay(read, receive)
+        if read is None and method not in SAFE_METHODS and _content_type(headers) == "application/json":
             try:
                 body = await _whole_body(limited_receive)
             except BodyTooLarge as exc:
@@ -245,6 +260,19 @@ def _token_refusal(api: bool, *, wrong: bool) -> str:
     )
 
 
+def _address_token_refusal(api: bool) -> str:
+    how = (
+        "send 'Authorization: Bearer TOKEN' (TOKEN as `tracerag serve` printed it, or --token), or the session "
+        f"cookie {TOKEN_COOKIE} a browser gets from the printed address"
+    )
+    if api:
+        return f"a token in the address (?token=) is refused on the API: {how}"
+    return (
+        "a token in the address (?token=) is accepted only on the address `tracerag serve` printed (/?token=…); "
+        "open that one, the browser keeps the token from then on"
+    )
+
+
 def _content_type(headers: dict[str, str]) -> str:
     return headers.get("content-type", "").split(";")[0].strip().lower()
 
@@ -259,6 +287,28 @@ async def _whole_body(receive: Receive) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(parts)
+
+
+def _limited(receive: Receive, limit: int) -> Receive:
+    received = 0
+
+    async def limited() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise BodyTooLarge(limit)
+        return message
+
+    return limited
+
+
+def _form_field(body: bytes, name: str) -> str | None:
+    from urllib.parse import parse_qs
+
+    values = parse_qs(body.decode("latin-1"), max_num_fields=1000).get(name)
+    return values[0] if values else None
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -323,10 +373,13 @@ def _query_token(scope: Scope) -> str | None:
     return values[0] if values else None
 
 
-def _csrf_problem(headers: dict[str, str], cookies: dict[str, str], *, bearer: bool) -> str | None:
+def _csrf_problem(
+    headers: dict[str, str], cookies: dict[str, str], *, bearer: bool, form_token: str | None = None
+) -> str | None:
     """Why a state-changing request may not be from this app's own pages, or None. A request with a bearer token
     carries no ambient credential; JSON cannot be sent across sites without a CORS preflight, which this server
-    never grants; a form or an upload must echo the CSRF cookie in the X-CSRF-Token header."""
+    never grants; a form or an upload must echo the CSRF cookie (SameSite=Strict: another site's request carries
+    none) in the X-CSRF-Token header, or a page's form in its `csrf_token` field."""
     origin = headers.get("origin")
     if origin and origin != "null":
         from urllib.parse import urlsplit
@@ -338,9 +391,9 @@ def _csrf_problem(headers: dict[str, str], cookies: dict[str, str], *, bearer: b
     content_type = headers.get("content-type", "").split(";")[0].strip().lower()
     if content_type == "application/json":
         return None
-    sent, expected = headers.get(CSRF_HEADER), cookies.get(CSRF_COOKIE)
+    sent, expected = headers.get(CSRF_HEADER) or form_token, cookies.get(CSRF_COOKIE)
     if not sent or not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
-        return "missing or wrong CSRF token: send the page's X-CSRF-Token header (or a JSON body)"
+        return "missing or wrong CSRF token: send the page's X-CSRF-Token header (or a JSON body); reload the page"
     return None
 
 

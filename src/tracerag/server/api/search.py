@@ -1,14 +1,19 @@
 """POST /api/collections/{name}/search: a search with every option `tracerag search` has, run as the CLI runs it
-(`research/search_report.py`: recorded as a run in the trail, its id returned), answered as
+(`research/search_report.py`: recorded as a run in the trail, its id returned; the same search twice in a row is
+recorded once), answered as
 `retrieval/explain.py`'s data with each result's keyword-in-context snippet (`retrieval/kwic.py`)."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from tracerag.collection import trail_roots
 from tracerag.config import Channel, window_years
 from tracerag.dates import parse_partial_date
 from tracerag.research.search_report import explained_search, searched_queries
@@ -20,6 +25,8 @@ from tracerag.server.api.collections import Region, source_link, web_link
 from tracerag.server.deps import State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import ServerState
+from tracerag.trail import trails_by_run
+from tracerag.trail.events import EVENT_ADAPTER, RunEvent, RunKind
 
 router = APIRouter(tags=["search"], responses=ERRORS)
 
@@ -142,7 +149,14 @@ class TimeWindows(BaseModel):
 
 
 class SearchAnswer(BaseModel):
-    run_id: str = Field(description="The search's run in the trail (GET /api/trails/{run_id}; judge or review it).")
+    run_id: str | None = Field(
+        description="The search's run in the trail (GET /api/trails/{run_id}; judge or review it); None for a search "
+        "not recorded (the search page's GET)."
+    )
+    repeated: bool = Field(
+        False,
+        description="True: the same search as the collection's last run, whose id `run_id` is; not recorded twice.",
+    )
     collection: str
     query: str
     seconds: float
@@ -159,9 +173,50 @@ class SearchAnswer(BaseModel):
     )
 
 
-def run(state: ServerState, name: str, body: SearchBody, names: OptionNames = API_NAMES) -> SearchAnswer:
-    """The search `body` over collection `name`, recorded and explained (shared by the API and the page, which
-    passes `names`: its form's labels, so that an error names the box a person typed in)."""
+def request_key(body: SearchBody) -> str:
+    """The search as asked, normalised (spaces in the query, the order of listed options): two requests with one
+    key search alike. `explain` and `iiif_base` change what is shown, not what is searched."""
+    data = body.model_dump(mode="json", exclude={"explain", "iiif_base"})
+    data["query"] = " ".join(body.query.split())
+    for key, value in data.items():
+        if isinstance(value, list):
+            data[key] = sorted(value)
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def recorded_key(path: Path) -> str | None:
+    """The `request_key` a search run's trail was recorded with (its first line only); None for any other run."""
+    try:
+        with path.open("rb") as fh:
+            event = EVENT_ADAPTER.validate_json(fh.readline())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(event, RunEvent) or event.run != RunKind.SEARCH:
+        return None
+    key = event.config.get("request_key")
+    return key if isinstance(key, str) else None
+
+
+def repeats(state: ServerState, name: str, body: SearchBody) -> str | None:
+    """The collection's last run when it is this same search, recorded by the web app (its `request_key`), else
+    None. A search with a language model's variants is never the same twice: it is not matched."""
+    if {"llm", "translate"} & set(body.expand):
+        return None
+    runs = trails_by_run(trail_roots(state.path_of(name), state.settings))
+    if not runs:
+        return None
+    last = max(runs)  # run ids sort by their start time
+    return last if recorded_key(runs[last]) == request_key(body) else None
+
+
+def run(
+    state: ServerState, name: str, body: SearchBody, names: OptionNames = API_NAMES, *, record: bool = True
+) -> SearchAnswer:
+    """The search `body` over collection `name`, explained (shared by the API and the page, which passes `names`:
+    its form's labels, so that an error names the box a person typed in). `record`: kept in the trail as a run,
+    unless the collection's last run is this same search (its id is answered, `repeated`); the page's GET passes
+    False (a GET changes nothing)."""
+    previous = repeats(state, name, body) if record else None
     flt = search_filter(
         corpora=body.corpus,
         date_from=body.date_from,
@@ -195,11 +250,17 @@ def run(state: ServerState, name: str, body: SearchBody, names: OptionNames = AP
             filter_expression=body.filter,
             iiif_base=body.iiif_base,
             names=names,
+            record=record and previous is None,
+            request_key=request_key(body),
         )
-    return answer(name, body, result)
+    if previous is not None:
+        return answer(name, body, result, previous, repeated=True)
+    return answer(name, body, result, result["run_id"] if record else None)
 
 
-def answer(name: str, body: SearchBody, result: dict[str, Any]) -> SearchAnswer:
+def answer(
+    name: str, body: SearchBody, result: dict[str, Any], run_id: str | None, *, repeated: bool = False
+) -> SearchAnswer:
     queries = searched_queries(result)
     results = []
     for r in result["results"]:
@@ -223,7 +284,8 @@ def answer(name: str, body: SearchBody, result: dict[str, Any]) -> SearchAnswer:
         )
     params = result["params"]
     return SearchAnswer(
-        run_id=result["run_id"],
+        run_id=run_id,
+        repeated=repeated,
         collection=name,
         query=body.query,
         seconds=result["seconds"],

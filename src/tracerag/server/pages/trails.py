@@ -233,8 +233,19 @@ class Documents:
         return doc.text[start:end] if 0 <= start < end <= len(doc.text) else None
 
 
+def per_document(ranking: Sequence[Sequence[Any]]) -> list[tuple[str, int, int]]:
+    """A channel's chunk ranking ((doc_id, chunk_id, score), best first) as its documents: (doc_id, the rank of
+    its best chunk, how many of its chunks), in the order of their best chunk. One document's chunks side by side
+    would read as that many documents."""
+    found: dict[str, list[int]] = {}
+    for rank, (doc_id, *_rest) in enumerate(ranking, 1):
+        found.setdefault(doc_id, [rank, 0])[1] += 1
+    return [(doc_id, best, n) for doc_id, (best, n) in found.items()]
+
+
 def _render(request: Request, template: str, context: dict[str, Any]) -> Response:
-    return request.app.state.templates.TemplateResponse(request, template, {"page": "trails", **context})
+    context = {"page": "trails", "per_document": per_document, **context}
+    return request.app.state.templates.TemplateResponse(request, template, context)
 
 
 @router.get("/trails")

@@ -1,5 +1,5 @@
-// The search page works as a plain GET form without this file; it adds a shortcut ("/" puts the cursor in the
-// words box) and keeps empty boxes out of the address.
+// The search page: the form is POSTed (recorded in the trail, then redirected to the results' address); it works
+// without this file, which adds a shortcut ("/" puts the cursor in the words box) and keeps empty boxes out.
 "use strict";
 
 document.addEventListener("keydown", (event) => {
@@ -25,4 +25,28 @@ document.addEventListener("submit", (event) => {
 });
 window.addEventListener("pageshow", () => {
   for (const input of document.querySelectorAll(".search-form input:disabled")) input.disabled = false;
+});
+
+// "Add to selection" without leaving the page: the result is accepted into its run's selection through the
+// selections API (the button's own form post, /search/select, does the same without JavaScript).
+document.addEventListener("click", async (event) => {
+  const button = event.target instanceof Element ? event.target.closest("button.add-button") : null;
+  if (!button) return;
+  const form = button.form;
+  const run = form && form.querySelector("input[name=run]");
+  const collection = form && form.querySelector("[name=c]");
+  if (!run || !collection) return; // no recorded run: the form post says why
+  event.preventDefault();
+  button.disabled = true;
+  const doc = button.dataset.doc;
+  const path = `/api/collections/${encodeURIComponent(collection.value)}/selections/${encodeURIComponent(run.value)}/decisions`;
+  try {
+    await trace.api(path, { method: "POST", body: { doc_id: doc, decision: "accept", run: run.value } });
+    const done = trace.el("span", { class: "in-selection", "data-doc": doc, text: "In the selection" });
+    button.replaceWith(done);
+  } catch (error) {
+    button.disabled = false;
+    const said = trace.el("span", { class: "error", role: "alert", text: `Not added: ${error.message}` });
+    button.after(said);
+  }
 });
