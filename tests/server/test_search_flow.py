@@ -21,7 +21,8 @@ from tracerag.config import Settings
 from tracerag.research.selection import open_selections
 from tracerag.server import ServerConfig, create_app
 from tracerag.server.security import CSRF_COOKIE
-from tracerag.trail import trails_by_run
+from tracerag.trail import read_trail, trails_by_run
+from tracerag.trail.events import ChannelEvent
 
 NAME = "flow"
 
@@ -183,3 +184,23 @@ def test_the_document_marks_the_querys_words_as_bm25_matched_them(client: TestCl
     # without a query, nothing but the cited span is marked
     plain = client.get(href.split("?")[0], params={"start": 0, "end": 10}).text
     assert 'class="word"' not in plain and "match" not in plain.split('id="doctext"')[0].split("Text")[-1]
+
+
+def test_the_trail_lists_each_document_once_with_its_chunks(
+    flow: TestClient, flow_dir: Path, server_settings: Settings
+) -> None:
+    token = csrf(flow)
+    _, run_id = post_search(flow, token, q="fire London harbour", k="10", channel="bm25")
+    events = read_trail(trails_by_run(trail_roots(flow_dir, server_settings))[run_id])
+    ranking = next(e for e in events if isinstance(e, ChannelEvent) and e.channel == "bm25").ranking
+    ids = [d for d, _, _ in ranking]
+    assert len(set(ids)) < len(ids)  # some document has several chunks among the hits: the case this is about
+    page = flow.get(f"/trails/{NAME}/{run_id}").text
+    line = re.search(r"channel</span> bm25.*?</p>", page, flags=re.S).group(0)
+    assert f"→ {len(ids)} chunks of {len(set(ids))} documents" in line
+    shown = re.findall(r"([^,>]+?) #(\d+)(?: \((\d+) chunks\))?(?:,|</span>)", line.split('class="muted hit-docs">')[1])
+    docs = [unescape(d.strip()) for d, _, _ in shown]
+    assert docs == list(dict.fromkeys(ids))[:5] and len(set(docs)) == len(docs)
+    for doc, best, chunks in shown:
+        doc = unescape(doc.strip())
+        assert int(best) == ids.index(doc) + 1 and int(chunks or 1) == ids.count(doc)
