@@ -204,3 +204,21 @@ def test_the_trail_lists_each_document_once_with_its_chunks(
     for doc, best, chunks in shown:
         doc = unescape(doc.strip())
         assert int(best) == ids.index(doc) + 1 and int(chunks or 1) == ids.count(doc)
+
+
+def test_the_review_board_links_back_to_the_search_and_the_trail(
+    flow: TestClient, flow_dir: Path, server_settings: Settings
+) -> None:
+    token = csrf(flow)
+    location, run_id = post_search(flow, token, q="incendie", k="4", corpus="letemps")
+    board = flow.get(f"/review/{NAME}/{run_id}").text
+    search = unescape(re.search(r'<a class="search-link" href="([^"]+)"', board).group(1))
+    assert parse_qs(urlsplit(search).query) == parse_qs(urlsplit(location).query)  # the page's own address
+    assert f'<a class="run-link" href="/trails/{NAME}/{run_id}">' in board
+    assert f"run {run_id}</a>" in flow.get(search).text  # and that address shows the recorded run
+    # a run the web app did not record (the CLI's): the question searched again, no run claimed
+    from tests.server.test_review import search_run
+
+    cli = search_run(flow_dir, server_settings, "incendie", k=3, least=1)
+    other = unescape(re.search(r'<a class="search-link" href="([^"]+)"', flow.get(f"/review/{NAME}/{cli}").text)[1])
+    assert parse_qs(urlsplit(other).query) == {"c": [NAME], "q": ["incendie"]}

@@ -5,7 +5,7 @@ ranking as `retrieval/explain.py`'s data with the run id, the expansion and what
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracerag.collection import Collection
@@ -31,12 +31,12 @@ def explained_search(
     iiif_base: str | None = None,
     names: OptionNames = API_NAMES,
     record: bool = True,
-    request_key: str | None = None,
+    asked: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Any], SearchRun]:
     """Search `col` as asked, record the run, and explain its ranking. A sub-corpus, language or field key no
     document has, in a search that found nothing, is a TraceError (rather than an empty answer); an expansion that
     could not be made is in `failures` and the search goes on without it. `record` False: nothing is written (the
-    run id is then no run's); `request_key` is kept in the run's config, to know the same request again."""
+    run id is then no run's); `asked` is kept in the run's config (`run_search`)."""
     iiif_base = check_base(iiif_base, names.iiif_base)
     start = time.perf_counter()
     run = run_search(
@@ -49,7 +49,7 @@ def explained_search(
         added=added,
         filter_expression=filter_expression,
         record=record,
-        request_key=request_key,
+        asked=asked,
     )
     ranking = run.ranking
     if not ranking.documents:

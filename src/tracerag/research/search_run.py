@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -71,13 +71,13 @@ def run_search(
     trail_dir: Path | None = None,
     listeners: Sequence[EventListener] = (),
     retriever: Retriever | None = None,
-    request_key: str | None = None,
+    asked: Mapping[str, str] | None = None,
 ) -> SearchRun:
     """Search (with the expansions asked for) and record the run. An expansion that cannot be made (no model, an
     unusable answer, no vocabulary model) is a failure said in the result and the trail; the search goes on with
     what it has. Bad input (an unknown expansion, a malformed filter) raises TraceError before anything runs.
-    `request_key`, when given, is written in the run's config: a caller's name for the request as asked (the web
-    app's, to record one search once)."""
+    `asked`, when given, is written in the run's config: how the caller names the request as asked (the web app:
+    its key, to record one search once, and the page's address, to link back to it)."""
     unknown = [e for e in expand if e not in EXPANSIONS]
     if unknown:
         raise TraceError(f"--expand {', '.join(unknown)}: expected {', '.join(EXPANSIONS[:-1])} or {EXPANSIONS[-1]}")
@@ -115,7 +115,7 @@ def run_search(
                     "expansion": cfg.model_dump(mode="json"),
                     "embed_model": collection.settings.embed.model,
                 }
-                | ({"request_key": request_key} if request_key else {}),
+                | ({"asked": dict(asked)} if asked else {}),
                 llm={"provider": llm.name, "model": llm.model} if llm and ("llm" in expand or translate) else None,
                 versions=_versions(),
                 run=RunKind.SEARCH,

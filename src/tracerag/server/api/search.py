@@ -9,6 +9,7 @@ import hashlib
 import json
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlencode
 
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -184,28 +185,62 @@ def request_key(body: SearchBody) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def recorded_key(path: Path) -> str | None:
-    """The `request_key` a search run's trail was recorded with (its first line only); None for any other run."""
+# The search page's query parameters by the request field each fills: short names, the CLI's where it has one
+# (`from`, `to`), so that an address reads like the command line it matches.
+PAGE_LISTS = {"corpus": "corpus", "language": "language", "channel": "channels", "expand": "expand", "add": "add"}
+PAGE_PLAIN = {"q": "query", "k": "k", "from": "date_from", "to": "date_to", "windows": "windows", "filter": "filter"}
+PAGE_PLAIN |= {"min_ocr": "min_ocr"}
+
+
+def page_address(name: str, body: SearchBody) -> str:
+    """The search page's address for `body` over collection `name` (what differs from the defaults)."""
+    pairs: list[tuple[str, str]] = [("c", name)]
+    defaults = SearchBody(query=body.query)
+    for param, key in PAGE_PLAIN.items():
+        value = getattr(body, key)
+        if value is not None and (key == "query" or value != getattr(defaults, key)):
+            pairs.append((param, str(value)))
+    for param, key in PAGE_LISTS.items():
+        pairs += [(param, str(v)) for v in getattr(body, key) or []]
+    pairs += [("field", f"{k}={v}") for k, v in body.fields.items()]
+    return "/?" + urlencode(pairs)
+
+
+def _first_event(path: Path) -> RunEvent | None:
     try:
         with path.open("rb") as fh:
             event = EVENT_ADAPTER.validate_json(fh.readline())
     except (OSError, ValueError):
         return None
-    if not isinstance(event, RunEvent) or event.run != RunKind.SEARCH:
-        return None
-    key = event.config.get("request_key")
-    return key if isinstance(key, str) else None
+    return event if isinstance(event, RunEvent) else None
+
+
+def recorded_as(path: Path) -> dict[str, str]:
+    """What the web app recorded a search run's request as (`key`, `address`; the trail's first line only); empty
+    for any other run."""
+    event = _first_event(path)
+    if event is None or event.run != RunKind.SEARCH:
+        return {}
+    asked = event.config.get("asked")
+    return {k: v for k, v in asked.items() if isinstance(v, str)} if isinstance(asked, dict) else {}
+
+
+def recorded_key(path: Path) -> str | None:
+    return recorded_as(path).get("key")
 
 
 def repeats(state: ServerState, name: str, body: SearchBody) -> str | None:
-    """The collection's last run when it is this same search, recorded by the web app (its `request_key`), else
+    """The collection's last run when it is this same search, recorded by the web app (its `asked` key), else
     None. A search with a language model's variants is never the same twice: it is not matched."""
     if {"llm", "translate"} & set(body.expand):
         return None
     runs = trails_by_run(trail_roots(state.path_of(name), state.settings))
     if not runs:
         return None
-    last = max(runs)  # run ids sort by their start time
+    # run ids sort by their start to the second; within the newest second, by the run event's own time
+    second = max(runs)[:15]
+    started = {rid: _first_event(runs[rid]) for rid in runs if rid[:15] == second}
+    last = max(started, key=lambda rid: (e.time, rid) if (e := started[rid]) is not None else ("", rid))
     return last if recorded_key(runs[last]) == request_key(body) else None
 
 
@@ -251,7 +286,7 @@ def run(
             iiif_base=body.iiif_base,
             names=names,
             record=record and previous is None,
-            request_key=request_key(body),
+            asked={"key": request_key(body), "address": page_address(name, body)},
         )
     if previous is not None:
         return answer(name, body, result, previous, repeated=True)

@@ -1,20 +1,41 @@
 """The review board: `/review` picks a collection's selection or run, `/review/{collection}/{selection}` shows its
 candidates (title, date, the cited span in context, the agent's reasons and verdict, the judge's score) to accept,
 reject or skip by click or key (static/review.js), the counts, the export links and the draft from the accepted
-sources. The page is rendered from the same view as `GET /api/.../selections/{selection}`, so a reload shows
-what is decided; text from documents and models goes through Jinja's autoescape only."""
+sources, with links back to the search and to the run in the trail. The page is rendered from the same view as
+`GET /api/.../selections/{selection}`, so a reload shows what is decided; text from documents and models goes
+through Jinja's autoescape only."""
 
 from __future__ import annotations
 
 from typing import Annotated
+from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
+from tracerag.collection import trail_roots
+from tracerag.server.api.search import recorded_as
 from tracerag.server.api.selections import selection_list, selection_view
 from tracerag.server.deps import State
+from tracerag.server.state import ServerState
+from tracerag.trail import trails_by_run
 
 router = APIRouter(include_in_schema=False)
+
+
+def back_links(state: ServerState, name: str, question: str, run_id: str | None) -> dict[str, str | None]:
+    """Where the board came from: the search (the page's own address when the web app recorded the run, which
+    shows that run; else the question searched again) and the run in the trail."""
+    quoted = quote(name, safe="")
+    search = "/?" + urlencode({"c": name, "q": question})
+    trail = None
+    if run_id is not None:
+        path = trails_by_run(trail_roots(state.path_of(name), state.settings)).get(run_id)
+        address = recorded_as(path).get("address", "") if path is not None else ""
+        if address.startswith("/?"):
+            search = address + "&" + urlencode({"run": run_id})
+        trail = f"/trails/{quoted}/{quote(run_id, safe='')}"
+    return {"search_href": search, "trail_href": trail}
 
 
 @router.get("/review", response_class=HTMLResponse)
@@ -44,5 +65,6 @@ def review_board(
             "selection": selection,
             "board": view,
             "has_model": state.settings.llm.model is not None,
+            **back_links(state, collection, view.question, view.run_id),
         },
     )

@@ -30,7 +30,17 @@ from tracerag.errors import SelectionError, TraceError
 from tracerag.retrieval.kwic import matches, query_keys
 from tracerag.retrieval.search_filter import OptionNames
 from tracerag.server.api.collections import document_view, searchable, web_link
-from tracerag.server.api.search import SearchAnswer, SearchBody, TimeWindows, recorded_key, repeats, request_key, run
+from tracerag.server.api.search import (
+    PAGE_LISTS,
+    PAGE_PLAIN,
+    SearchAnswer,
+    SearchBody,
+    TimeWindows,
+    recorded_key,
+    repeats,
+    request_key,
+    run,
+)
 from tracerag.server.api.selections import DecisionIn, decide, selections
 from tracerag.server.deps import State
 from tracerag.server.errors import field_of, status_of, validation_message
@@ -40,11 +50,7 @@ from tracerag.trail import trails_by_run
 
 router = APIRouter(include_in_schema=False)
 
-# The page's query parameters: short names, the CLI's where it has one (`from`, `to`), so that an address reads
-# like the command line it matches.
-LIST_PARAMS = {"corpus": "corpus", "language": "language", "channel": "channels", "expand": "expand", "add": "add"}
-PLAIN_PARAMS = {"q": "query", "k": "k", "from": "date_from", "to": "date_to", "windows": "windows", "filter": "filter"}
-PLAIN_PARAMS |= {"min_ocr": "min_ocr"}
+LIST_PARAMS, PLAIN_PARAMS = PAGE_LISTS, PAGE_PLAIN
 
 # The form's labels by the request field each box fills: an error on the page names the box a person typed in
 # ("From", not `date_from`); the API keeps its field names.

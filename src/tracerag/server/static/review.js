@@ -200,8 +200,12 @@
       draftBody.append(block);
     }
     const flagged = draft.flagged ? `, ${draft.flagged} flagged` : "";
+    const trail = `/trails/${encodeURIComponent(board.dataset.collection)}/${encodeURIComponent(draft.run_id)}`;
     draftBody.append(el("p", { class: "muted",
-      text: `${draft.method} draft · ${draft.sentences.length} sentence${draft.sentences.length === 1 ? "" : "s"}${flagged} · answer run ${draft.run_id}` }));
+      text: `${draft.method} draft · ${draft.sentences.length} sentence${draft.sentences.length === 1 ? "" : "s"}${flagged} · ` },
+      el("a", { class: "answer-run-link", href: trail, text: `answer run ${draft.run_id} in the trail` })));
+    const back = document.querySelector(".board-links");
+    if (back) draftBody.append(back.cloneNode(true)); // the search and the candidates' run, under the draft too
     draftSection.hidden = false;
   }
 
