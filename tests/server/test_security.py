@@ -5,10 +5,9 @@ the rate limit, and the templates and scripts, which must hold no inline script,
 
 from __future__ import annotations
 
-from html import unescape
-
 import re
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
 import httpx

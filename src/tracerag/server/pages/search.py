@@ -366,8 +366,12 @@ def statements(answer: SearchAnswer) -> list[str]:
     readings = params.get("channel_readings") or {}
     for channel in params.get("channels") or []:
         if channel not in active:
-            why = (readings.get(channel) or {}).get("why")
-            said.append(f"The {channel} channel found nothing" + (f": {why}." if why else "."))
+            reading = readings.get(channel) or {}
+            why = reading.get("why")
+            if why and reading.get("acts") is False:
+                said.append(f"The {channel} channel stayed silent: {why}.")
+            else:
+                said.append(f"The {channel} channel found nothing" + (f" (it searched {why})." if why else "."))
     searched = expansion.get("searched")
     if searched and " ".join(searched.split()) != " ".join(answer.query.split()):
         said.append(f"Searched as “{searched}” (with the words added).")
