@@ -1,6 +1,7 @@
 """Keyword in context: where a query's words occur in a text, found the way the BM25 index matches them (words
-cut at every non-letter-or-digit, lowercased, accents folded, stemmed by the text's language), and the window
-of the text that shows the most of them.
+cut at every non-letter-or-digit, lowercased, accents folded, stemmed by the text's language: the text index's own
+analyser, `engine/text_index.analyser`, so "cœur" meets "coeur" as it does in the index), and the windows of the
+text that show the most of them. The CLI's result list and the web app's both take their snippets from here.
 
 Matching on the analysed form rather than the surface form is what lets a result explain itself: the index found
 "grèves" for the query "greve", so the snippet marks "grèves". Spans are character offsets, never markup: the
@@ -8,14 +9,17 @@ page escapes the text and marks the spans (document text is data)."""
 
 from __future__ import annotations
 
-import re
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tracerag.text import fold_key, stem
+import regex
 
-# The pieces the index's Word tokenizer cuts text into: runs of letters and digits ("_" splits too).
-_WORD = re.compile(r"[^\W_]+")
+from tracerag.engine.text_index import analyser, language_of
+
+# The pieces the index's tokenizer cuts text into: runs of Unicode Alphabetic or Numeric characters, as
+# `engine/text_index.py` cuts them (not `[^\W_]`, which splits the combining letters of OCR'd German).
+_WORD = regex.compile(r"[\p{Alphabetic}\p{N}]+")
 WIDTH = 240  # characters of context a snippet shows: about two lines of a result list at 1280 px
 
 
@@ -33,9 +37,15 @@ class Snippet:
 
 
 def term_key(word: str, language: str | None) -> str:
-    """A word as the index compares it: folded (case, accents) and stemmed in `language` (unstemmed without one)."""
-    folded = fold_key(word).replace(" ", "")
-    return stem(folded, (language or "").lower()[:2]) if language else folded
+    """A word as the index of `language` stores it: lowercased, ASCII-folded, stemmed where that index stems
+    ("fr-ch" is French; a language without a stemmer, or none, is folded only). "" for a word it drops."""
+    return _term(language_of(language), word)
+
+
+@functools.lru_cache(maxsize=100_000)
+def _term(index_language: str, word: str) -> str:
+    tokens = analyser(index_language).analyze(word)
+    return "".join(tokens)
 
 
 def query_keys(queries: Iterable[str], language: str | None) -> set[str]:
@@ -54,30 +64,76 @@ def snippet(text: str, queries: Sequence[str], language: str | None, *, width: i
     """The window of about `width` characters of `text` holding the most distinct query terms (then the most
     matches), widened to word boundaries, with its matches. `offset` is where `text` starts in the document
     (a chunk's start), so that `start`/`end` are document offsets."""
-    keys = query_keys(queries, language)
-    found = matches(text, keys, language)
-    lo, hi = _best_window(text, found, language, width)
-    lo, hi = _word_bounds(text, lo, hi)
-    spans = tuple((s - lo, e - lo) for s, e in found if s >= lo and e <= hi)
-    return Snippet(text[lo:hi], offset + lo, offset + hi, spans, lo > 0 or offset > 0, hi < len(text))
+    return snippets(text, queries, language, width=width, offset=offset)[0]
 
 
-def _best_window(text: str, found: list[tuple[int, int]], language: str | None, width: int) -> tuple[int, int]:
-    if len(text) <= width:
-        return 0, len(text)
+def snippets(
+    text: str, queries: Sequence[str], language: str | None, *, width: int = WIDTH, count: int = 1, offset: int = 0
+) -> list[Snippet]:
+    """Up to `count` windows of `text` that do not overlap, in text order: the best (as `snippet`), then the best
+    among the matches left outside it, and so on while matches are left. A text without a match gives one window,
+    its start. Offsets as in `snippet`."""
+    found = matches(text, query_keys(queries, language), language)
+    chosen: list[tuple[int, int]] = []
+    while len(chosen) < count:
+        best: tuple[tuple[int, int], int, int] | None = None  # (score, lo, hi) of the best window of any gap
+        for g0, g1 in _gaps(chosen, len(text)):
+            inside = [(s - g0, e - g0) for s, e in found if s >= g0 and e <= g1]
+            if chosen and not inside:
+                continue
+            part = text[g0:g1]
+            lo, hi, score = _best_window(part, inside, language, width)
+            lo, hi = _word_bounds(part, lo, hi)
+            if best is None or score > best[0]:
+                best = (score, g0 + lo, g0 + hi)
+        if best is None:
+            break
+        chosen = sorted([*chosen, (best[1], best[2])])
+    return [
+        Snippet(
+            text[lo:hi],
+            offset + lo,
+            offset + hi,
+            tuple((s - lo, e - lo) for s, e in found if s >= lo and e <= hi),
+            lo > 0 or offset > 0,
+            hi < len(text),
+        )
+        for lo, hi in chosen
+    ]
+
+
+def _gaps(windows: list[tuple[int, int]], length: int) -> list[tuple[int, int]]:
+    """The stretches of a text of `length` characters outside `windows` (sorted, not overlapping)."""
+    gaps, at = [], 0
+    for lo, hi in windows:
+        if lo > at:
+            gaps.append((at, lo))
+        at = max(at, hi)
+    if at < length or not windows:
+        gaps.append((at, length))
+    return gaps
+
+
+def _best_window(
+    text: str, found: list[tuple[int, int]], language: str | None, width: int
+) -> tuple[int, int, tuple[int, int]]:
+    """The window and its score (distinct terms, matches) holding the most of `found`."""
     if not found:
-        return 0, width
+        return 0, min(len(text), width), (0, 0)
     best: tuple[int, int, int] = (-1, -1, 0)  # (distinct terms, matches, first match) of the best window
     for i, (start, _) in enumerate(found):
         inside = [(s, e) for s, e in found[i:] if e <= start + width]
         distinct = len({term_key(text[s:e], language) for s, e in inside})
         if (distinct, len(inside)) > best[:2]:
             best = (distinct, len(inside), i)
+    score = (best[0], best[1])
+    if len(text) <= width:
+        return 0, len(text), (len({term_key(text[s:e], language) for s, e in found}), len(found))
     first = found[best[2]][0]
     last = max(e for s, e in found[best[2] :] if e <= first + width)
     # centre the matches in the window, so each has context on both sides
     lo = max(0, min(first - (width - (last - first)) // 2, len(text) - width))
-    return lo, min(len(text), lo + width)
+    return lo, min(len(text), lo + width), score
 
 
 def _word_bounds(text: str, lo: int, hi: int) -> tuple[int, int]:
