@@ -228,19 +228,20 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
             print_time_windows(params["time_windows"], console)
         if params.get("regions"):
             console.print(data_text(params["regions"], "dim"))
+    marks = marking(console)
     for r in result["results"]:
         meta = " · ".join(
             x for x in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}") if x
         )
-        console.print(
-            Text.assemble(
-                "\n", (f"{r['rank']:>2}.", "bold cyan"), " ", (safe_line(r["doc_id"]), "bold"), "  ", safe_line(meta)
-            )
-        )
+        console.print()
+        print_wrapped(Text(safe_line(r["title"]), style="bold"), console, first=Text(f"{r['rank']:>2}. ", "bold cyan"))
+        ident = "" if r["title_source"] == "doc_id" else safe_line(r["doc_id"])
+        print_wrapped(Text(" · ".join(x for x in (ident, safe_line(meta)) if x), style="dim"), console)
         chunk = r["best_chunk"]
-        snippet = " ".join(chunk["text"].split())
-        cut = snippet[:300] + ("…" if len(snippet) > 300 else "")
-        console.print(Text("    " + safe_line(cut), style="" if explain_ else "dim"))
+        for sn in r.get("snippets", []):
+            print_wrapped(kwic_text(sn, marks), console)
+        if explain_:
+            print_wrapped(Text(safe_line(source_place(r))), console)
         if explain_:
             console.print(
                 Text.assemble(
@@ -249,25 +250,83 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
                 )
             )
             for c in r["channels"]:
-                console.print(
+                print_wrapped(
                     Text.assemble(
-                        "    ",
                         (f"{safe_line(c['channel']):<7}", "green"),
                         f" rank {c['rank']:>3}  score {c['score']:.4f}  ",
                         safe_line(f"{c['chunk_id']} [{c['span'][0]}–{c['span'][1]}]"),
                         # a lexical channel: the language index that ranked it, whose scores are its own scale
                         safe_line(f"  ({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
-                    )
+                    ),
+                    console,
                 )
             for region in r.get("regions", []):
                 where = f"page {region['page_id']} ({region['page_number']}): box "
                 where += ",".join(f"{v:g}" for v in region["box"]) + f" {region['unit'] or '?'}"
                 console.print(Text.assemble("    ", safe_line(where), "  ", safe_line(region["url"] or region["note"])))
             if r.get("ocr"):
-                console.print(Text("    " + safe_line(ocr_line(r["ocr"], r.get("ocr_quality_stated")))))
+                print_wrapped(Text(safe_line(ocr_line(r["ocr"], r.get("ocr_quality_stated")))), console)
             shown = {k: v for k, v in r["source"].items() if k in ("file", "publication", "dataset", "page_id")}
             if shown or r["fields"]:
-                console.print(Text.assemble("    metadata: ", safe_line(json_dumps(shown | r["fields"]))))
+                print_wrapped(Text("metadata: " + safe_line(json_dumps(shown | r["fields"]))), console)
+
+
+INDENT = "    "  # a result's lines under its rank
+MAX_WIDTH = 100  # columns a result's lines wrap at, at most (a wider terminal still gets readable lines)
+
+
+def marking(console: Console) -> str | None:
+    """How a snippet marks the query's words on `console`: a style on a terminal that shows styles, else None:
+    brackets (`[grève]`), which survive a pipe, a file and NO_COLOR."""
+    if console.is_terminal and not console.no_color and console.color_system is not None:
+        return "bold reverse"
+    return None
+
+
+def kwic_text(sn: Mapping[str, Any], style: str | None) -> Text:
+    """One keyword-in-context snippet (`research/search_report.add_snippets`) as one line of text: its matched
+    words styled with `style`, or in brackets without one; "…" where the text goes on; controls shown as escapes
+    and whitespace runs made one space, piece by piece so that the spans still fall on their words."""
+    text, out, at = sn["text"], Text("…" if sn["cut_before"] else ""), 0
+    for start, end in sn["spans"]:
+        out.append(_piece(text[at:start]))
+        word = safe_line(text[start:end])
+        out.append(word if style else f"[{word}]", style=style or "")
+        at = end
+    out.append(_piece(text[at:]))
+    if sn["cut_after"]:
+        out.append("…")
+    return out
+
+
+def _piece(text: str) -> str:
+    """`safe_line` that keeps one space where the text began or ended with whitespace (a word's neighbour)."""
+    inner = safe_line(text)
+    if not inner:
+        return " " if text[:1].isspace() else ""
+    return (" " if text[:1].isspace() else "") + inner + (" " if text[-1:].isspace() else "")
+
+
+def print_wrapped(text: Text, console: Console, indent: str = INDENT, first: Text | None = None) -> None:
+    """`text` wrapped at word boundaries to the console's width (at most `MAX_WIDTH`), each line indented (the
+    first by `first`, as wide as `indent`, when given: a result's rank)."""
+    width = max(20, min(console.width, MAX_WIDTH) - len(indent))
+    for i, line in enumerate(text.wrap(console, width, overflow="fold")):
+        line.rstrip()
+        console.print((first if i == 0 and first is not None else Text(indent)) + line, soft_wrap=True)
+
+
+def source_place(r: Mapping[str, Any]) -> str:
+    """Where a result is in its source: `file HIPE….tsv, line 1234` (the line its first snippet starts on, else the
+    line its document starts on), as far as the reader recorded it."""
+    source = r["source"]
+    lines = [sn["line"] for sn in r.get("snippets", []) if sn.get("line") is not None]
+    parts = [f"file {source['file']}"] if source.get("file") else []
+    if lines:
+        parts.append(("line " if len(lines) == 1 else "lines ") + ", ".join(map(str, lines)))
+    elif source.get("line") is not None:
+        parts.append(f"document from line {source['line']}")
+    return "source: " + (", ".join(parts) if parts else "not recorded by its reader")
 
 
 def ocr_line(ocr: dict[str, Any], stated: float | None = None) -> str:

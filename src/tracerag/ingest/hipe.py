@@ -5,6 +5,9 @@ is rebuilt exactly: after each token comes "\\n" (MISC has `EndOfLine`), "" (`No
 document's last separator is dropped. A line with a tab is always a token row, even when the token itself starts
 with "#" (`###pol=München`). Named-entity mentions (NE-COARSE-LIT, B-/I- tags) are kept as character spans with
 their NEL-LIT Wikidata id in `source["entities"]`, for the entity channel and the evaluation queries.
+`source["line_offsets"]` maps text offsets to file lines (the line a result's snippet starts on:
+`research/search_report.line_at`): [offset, line] of the first token and of each token whose line is not the
+previous entry's plus the runs of whitespace since it; every other token start after whitespace is counted from it.
 
 `corpus` is the newspaper inside its dataset: `{dataset}/{publication title}` lowercased, with runs of
 characters other than letters, digits, "_" and "-" in the title turned into "-", or the dataset alone without a
@@ -81,20 +84,40 @@ class _Doc:
     tokens: int = 0
     entities: list[dict[str, Any]] = field(default_factory=list)
     open_entity: dict[str, Any] | None = None
+    # [text offset, file line] of each token whose line is not the last entry's line plus the runs of whitespace
+    # since it (a token glued to the one before, a comment line between): the file line of any token start after
+    # whitespace follows from it (`research/search_report.line_at`); a few entries, not one per token
+    line_offsets: list[list[int]] = field(default_factory=list)
+    _runs: int = 0  # runs of whitespace in the text since the last entry
+    _in_space: bool = False  # whether the text so far ends in whitespace
     replaced: int = 0  # bytes that could not be decoded, replaced by U+FFFD
     first_replaced: int | None = None  # the line of the first
 
-    def add_token(self, token: str, misc: str, tag: str, nel: str) -> None:
+    def add_token(self, token: str, misc: str, tag: str, nel: str, lineno: int) -> None:
         if self.tokens:
             self.parts.append(self.pending)
             self.length += len(self.pending)
+            self._count_runs(self.pending)
         start = self.length
+        if not self.line_offsets or self.line_offsets[-1][1] + self._runs != lineno:
+            self.line_offsets.append([start, lineno])
+            self._runs = 0
+        self._count_runs(token)
         self.parts.append(token)
         self.length += len(token)
         self.tokens += 1
         flags = misc.split("|")
         self.pending = "\n" if "EndOfLine" in flags else "" if "NoSpaceAfter" in flags else " "
         self._track_entity(tag, nel, start, self.length)
+
+    def _count_runs(self, piece: str) -> None:
+        if piece and not any(ch.isspace() for ch in piece):
+            self._in_space = False
+            return
+        for ch in piece:
+            space = ch.isspace()
+            self._runs += space and not self._in_space
+            self._in_space = space
 
     def _track_entity(self, tag: str, nel: str, start: int, end: int) -> None:
         kind = tag[2:] if tag[:2] in ("B-", "I-") else None
@@ -164,6 +187,7 @@ def _read_file(f: Path, enc: Encoding) -> Iterator[Item]:
                     _cell(cells, columns.misc, ""),
                     _cell(cells, columns.ne, "O"),
                     _cell(cells, columns.nel, "_"),
+                    lineno,
                 )
             elif line.startswith("#") and "=" in line:  # else a bare comment: nothing to keep
                 key, value = (s.strip() for s in line[1:].split("=", 1))
@@ -241,6 +265,7 @@ def _finish(doc: _Doc, f: Path, enc: Encoding) -> Iterator[Item]:
             continue
         source[key if short in source else short] = value
     source["entities"] = doc.entities
+    source["line_offsets"] = doc.line_offsets
 
     ocr_quality = None
     if "topres19th:ocr_quality_mean" in doc.headers:

@@ -16,10 +16,14 @@ from dataclasses import dataclass
 import regex
 
 from tracerag.engine.text_index import analyser, language_of
+from tracerag.ingest.normalise import join_hyphenation
 
 # The pieces the index's tokenizer cuts text into: runs of Unicode Alphabetic or Numeric characters, as
 # `engine/text_index.py` cuts them (not `[^\W_]`, which splits the combining letters of OCR'd German).
 _WORD = regex.compile(r"[\p{Alphabetic}\p{N}]+")
+# What may join two pieces into one word in the index's text: OCR line-end hyphenation ("Belle¬ ville", "opi-\nnion"),
+# undone by `ingest/normalise.join_hyphenation` before indexing
+_JOINS = "¬\u00ad-\u2010"
 WIDTH = 240  # characters of context a snippet shows: about two lines of a result list at 1280 px
 
 
@@ -38,7 +42,10 @@ class Snippet:
 
 def term_key(word: str, language: str | None) -> str:
     """A word as the index of `language` stores it: lowercased, ASCII-folded, stemmed where that index stems
-    ("fr-ch" is French; a language without a stemmer, or none, is folded only). "" for a word it drops."""
+    ("fr-ch" is French; a language without a stemmer, or none, is folded only). "" for a word it drops. A word
+    hyphenated at a line end ("Belle¬ ville") is the one word the index made of it."""
+    if any(ch in _JOINS for ch in word):
+        word = join_hyphenation(word)
     return _term(language_of(language), word)
 
 
@@ -54,10 +61,24 @@ def query_keys(queries: Iterable[str], language: str | None) -> set[str]:
 
 
 def matches(text: str, keys: set[str], language: str | None) -> list[tuple[int, int]]:
-    """The spans of `text`'s words whose analysed form is one of `keys`, in order."""
+    """The spans of `text`'s words whose analysed form is one of `keys`, in order; two pieces of a word hyphenated
+    at a line end are one word, as the index read them (its span covers both)."""
     if not keys:
         return []
-    return [(m.start(), m.end()) for m in _WORD.finditer(text) if term_key(m.group(), language) in keys]
+    words = list(_WORD.finditer(text))
+    found: list[tuple[int, int]] = []
+    after = -1  # the end of a hyphenated word whose second piece is not a word of its own
+    for i, m in enumerate(words):
+        if m.start() < after:
+            continue
+        start, end = m.span()
+        if i + 1 < len(words) and text[end : end + 1] and text[end : end + 1] in _JOINS:
+            nxt = words[i + 1]
+            if _WORD.fullmatch(join_hyphenation(text[start : nxt.end()])):
+                end = after = nxt.end()
+        if term_key(text[start:end], language) in keys:
+            found.append((start, end))
+    return found
 
 
 def snippet(text: str, queries: Sequence[str], language: str | None, *, width: int = WIDTH, offset: int = 0) -> Snippet:
