@@ -85,7 +85,9 @@ def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
     result = invoke("search", "incendie de l'Opéra", "-c", path, "--explain")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert re.search(r"^ 1\. figaro-1887-05-17-p1  press · 1887-05-17 · fr$", out, flags=re.M)
+    assert re.search(r"^ 1\. Le Figaro\n    figaro-1887-05-17-p1 · press · 1887-05-17 · fr$", out, flags=re.M)
+    # piped: every word the index matched in brackets (it keeps function words: BM25 weighs them by rarity)
+    assert "    [L]'[incendie] [de] [l]'[Opéra]-Comique a fait [de] nombreuses victimes." in out
     # found 1st by bm25 and by phrase, the one document found: 1 in each (its score over the best), CombSUM 1 + 1,
     # every channel weighing 1 since a collection of two documents is too small to calibrate
     assert "score 2.00000 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
@@ -101,7 +103,7 @@ def test_search_without_explain_is_short(ingested):
     path, _ = ingested
     result = invoke("search", "incendie Opéra", "-c", path)
     assert result.exit_code == 0, result.output
-    assert " 1. figaro-1887-05-17-p1" in result.stdout
+    assert " 1. Le Figaro\n    figaro-1887-05-17-p1 · press" in result.stdout
     assert "RRF" not in result.stdout
 
 

@@ -243,11 +243,12 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
         if explain_:
             print_wrapped(Text(safe_line(source_place(r))), console)
         if explain_:
-            console.print(
+            print_wrapped(
                 Text.assemble(
-                    f"    score {r['score']:.5f} · best chunk ",
+                    f"score {r['score']:.5f} · best chunk ",
                     safe_line(f"{chunk['chunk_id']} chars {chunk['start']}–{chunk['end']}"),
-                )
+                ),
+                console,
             )
             for c in r["channels"]:
                 print_wrapped(
@@ -272,7 +273,6 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
 
 
 INDENT = "    "  # a result's lines under its rank
-MAX_WIDTH = 100  # columns a result's lines wrap at, at most (a wider terminal still gets readable lines)
 
 
 def marking(console: Console) -> str | None:
@@ -284,7 +284,7 @@ def marking(console: Console) -> str | None:
 
 
 def kwic_text(sn: Mapping[str, Any], style: str | None) -> Text:
-    """One keyword-in-context snippet (`research/search_report.add_snippets`) as one line of text: its matched
+    """One keyword-in-context snippet (`retrieval/explain.add_snippets`) as one line of text: its matched
     words styled with `style`, or in brackets without one; "…" where the text goes on; controls shown as escapes
     and whitespace runs made one space, piece by piece so that the spans still fall on their words."""
     text, out, at = sn["text"], Text("…" if sn["cut_before"] else ""), 0
@@ -308,9 +308,9 @@ def _piece(text: str) -> str:
 
 
 def print_wrapped(text: Text, console: Console, indent: str = INDENT, first: Text | None = None) -> None:
-    """`text` wrapped at word boundaries to the console's width (at most `MAX_WIDTH`), each line indented (the
+    """`text` wrapped at word boundaries to the console's width (80 columns when piped), each line indented (the
     first by `first`, as wide as `indent`, when given: a result's rank)."""
-    width = max(20, min(console.width, MAX_WIDTH) - len(indent))
+    width = max(20, console.width - len(indent))
     for i, line in enumerate(text.wrap(console, width, overflow="fold")):
         line.rstrip()
         console.print((first if i == 0 and first is not None else Text(indent)) + line, soft_wrap=True)

@@ -6,7 +6,7 @@ document's last separator is dropped. A line with a tab is always a token row, e
 with "#" (`###pol=München`). Named-entity mentions (NE-COARSE-LIT, B-/I- tags) are kept as character spans with
 their NEL-LIT Wikidata id in `source["entities"]`, for the entity channel and the evaluation queries.
 `source["line_offsets"]` maps text offsets to file lines (the line a result's snippet starts on:
-`research/search_report.line_at`): [offset, line] of the first token and of each token whose line is not the
+`retrieval/explain.line_at`): [offset, line] of the first token and of each token whose line is not the
 previous entry's plus the runs of whitespace since it; every other token start after whitespace is counted from it.
 
 `corpus` is the newspaper inside its dataset: `{dataset}/{publication title}` lowercased, with runs of
@@ -86,7 +86,7 @@ class _Doc:
     open_entity: dict[str, Any] | None = None
     # [text offset, file line] of each token whose line is not the last entry's line plus the runs of whitespace
     # since it (a token glued to the one before, a comment line between): the file line of any token start after
-    # whitespace follows from it (`research/search_report.line_at`); a few entries, not one per token
+    # whitespace follows from it (`retrieval/explain.line_at`); a few entries, not one per token
     line_offsets: list[list[int]] = field(default_factory=list)
     _runs: int = 0  # runs of whitespace in the text since the last entry
     _in_space: bool = False  # whether the text so far ends in whitespace

@@ -105,6 +105,8 @@ def snippets(
             part = text[g0:g1]
             lo, hi, score = _best_window(part, inside, language, width)
             lo, hi = _word_bounds(part, lo, hi)
+            if g0 + lo == 0 and offset > 0:  # a chunk may begin inside a word: start at its first whole one
+                lo = _first_whole_word(part, inside)
             if best is None or score > best[0]:
                 best = (score, g0 + lo, g0 + hi)
         if best is None:
@@ -155,6 +157,16 @@ def _best_window(
     # centre the matches in the window, so each has context on both sides
     lo = max(0, min(first - (width - (last - first)) // 2, len(text) - width))
     return lo, min(len(text), lo + width), score
+
+
+def _first_whole_word(text: str, found: list[tuple[int, int]]) -> int:
+    """Where the text's first whole word starts: after its first whitespace, if within 30 characters and before
+    the first match."""
+    limit = min(30, found[0][0] if found else 30, len(text))
+    for i in range(limit):
+        if text[i].isspace():
+            return i + 1
+    return 0
 
 
 def _word_bounds(text: str, lo: int, hi: int) -> tuple[int, int]:
