@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tracerag.ingest import read_documents
 from tracerag.model import Document
-from tracerag.retrieval.kwic import matches, query_keys, snippet, term_key
+from tracerag.retrieval.kwic import matches, query_keys, snippet, snippets, term_key
 
 
 def test_words_meet_as_the_index_makes_them_one_term() -> None:
@@ -78,3 +78,26 @@ def test_on_real_newspapers_every_bm25_hit_shows_a_query_word(hipe_dir: Path, tm
                 assert all(term_key(sn.text[s:e], doc.language) in keys for s, e in sn.spans)
                 marked += len(sn.spans)
         assert marked >= 25  # 27 measured
+
+
+def test_words_are_analysed_by_the_index_s_own_analyser() -> None:
+    assert term_key("cœur", "fr") == term_key("COEUR", "fr")  # ASCII folding, which Unicode decomposition misses
+    assert matches("die Voͤrse schloss", query_keys(["voͤrse"], "de"), "de") == [(4, 10)]  # combining letter kept
+    assert term_key("strikes", "da") != term_key("strike", "da")  # no Danish index stemmer: folded only
+    assert term_key("Grèves", "fr-ch") == term_key("greve", "fr")
+
+
+def test_a_word_hyphenated_at_a_line_end_is_matched_whole_as_the_index_joined_it() -> None:
+    text = "au commis¬ sariat de Belle¬ville, l'opi-\nnion; Saint-\nMartin"
+    found = matches(text, query_keys(["commissariat belleville opinion saint"], "fr"), "fr")
+    assert [text[s:e] for s, e in found] == ["commis¬ sariat", "Belle¬ville", "opi-\nnion", "Saint"]
+    assert matches(text, query_keys(["sariat ville"], "fr"), "fr") == []  # halves are not words of the index
+
+
+def test_several_windows_do_not_overlap_and_come_in_text_order() -> None:
+    filler = " ".join(["rien"] * 60)
+    text = f"la grève du port. {filler} une autre grève. {filler} fin"
+    first, second = snippets(text, ["grève"], "fr", width=60, count=3)
+    assert first.end <= second.start
+    assert [sn.text[s:e] for sn in (first, second) for s, e in sn.spans] == ["grève", "grève"]
+    assert len(snippets(text, ["absent"], "fr", width=60, count=3)) == 1  # no match: the text's start, once
