@@ -313,7 +313,7 @@ def print_wrapped(text: Text, console: Console, indent: str = INDENT, first: Tex
     width = max(20, console.width - len(indent))
     for i, line in enumerate(text.wrap(console, width, overflow="fold")):
         line.rstrip()
-        console.print((first if i == 0 and first is not None else Text(indent)) + line, soft_wrap=True)
+        console.print(Text.assemble(first if i == 0 and first is not None else indent, line), soft_wrap=True)
 
 
 def source_place(r: Mapping[str, Any]) -> str:
