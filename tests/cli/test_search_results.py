@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 from typer.testing import CliRunner
 
 from tracerag.cli import app
@@ -102,3 +103,10 @@ def test_a_reader_without_a_line_map_says_so(tmp_path: Path) -> None:
     assert sn["line"] is None and [sn["text"][s:e] for s, e in sn["spans"]] == ["STRIKES"]
     explained = runner.invoke(app, ["search", "strike", "-c", str(col), "--explain"], env={"COLUMNS": "80"})
     assert "[STRIKES]" in explained.stdout and "source: not recorded by its reader" in explained.stdout
+
+
+def test_the_rank_s_colour_stays_on_the_rank_and_the_title_keeps_its_own_style() -> None:
+    buf = io.StringIO()
+    tty = Console(file=buf, force_terminal=True, color_system="standard", width=80)
+    print_wrapped(Text("Le titre", style="bold"), tty, first=Text(" 1. ", style="bold cyan"))
+    assert buf.getvalue() == "\x1b[1;36m 1. \x1b[0m\x1b[1mLe titre\x1b[0m\n"
