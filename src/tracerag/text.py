@@ -63,6 +63,19 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\U{code:08x}"
 
 
+# The control characters (C0 with tab and line breaks, DEL, C1) and lone surrogates: what `_HIDDEN` shows as an
+# escape (besides tab and newline, and the invisible format characters), and what no identifier may hold.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def first_control(value: str) -> tuple[int, str] | None:
+    """(index, escape) of the first control character or lone surrogate in `value` (`(3, "\\x1b")`), or None.
+    Ingest refuses an id that holds one: ids are typed, cited and matched, and bytes that did not decode (a
+    binary file read as a table) are what puts ESC and NUL into them."""
+    m = _CONTROL.search(value)
+    return (m.start(), _escape(m)) if m else None
+
+
 def safe_line(value: Any) -> str:
     """`value` fit for one line of a terminal (a table cell, a title, a snippet): whitespace runs, line breaks
     included, become one space, ends stripped; controls and invisible format characters shown as escapes."""

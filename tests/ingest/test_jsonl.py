@@ -38,7 +38,7 @@ def test_good_records_carry_every_field() -> None:
     assert figaro.fields == {}
     assert figaro.ocr_quality == pytest.approx(0.82)
 
-    letter = docs["42"]  # integer id, `body` alias, partial date normalised
+    letter = docs["42"]  # an id of digits (as a string), `body` alias, partial date normalised
     assert letter.text == "Brief an die Redaktion."
     assert letter.date == "1887-05"
     assert letter.language == "de"

@@ -17,6 +17,7 @@ from typing import Any
 
 from tracerag.errors import ConfigError, RecordError
 from tracerag.model import Document
+from tracerag.text import first_control
 
 # format name -> module under tracerag.ingest
 FORMATS: dict[str, str] = {
@@ -67,6 +68,13 @@ _SUFFIXES = {
 }
 
 
+def id_problem(doc_id: str) -> str | None:
+    """Why `doc_id` cannot be a document's id, or None: it holds a control character (ESC, NUL, a line break), as
+    the ids of a binary file read as records do. Every reader reports such a record and skips it."""
+    found = first_control(doc_id)
+    return f"id holds a control character ({found[1]} at character {found[0] + 1})" if found else None
+
+
 def detect_format(path: Path) -> str:
     """Guess a format from file suffixes; a folder is judged by its most common known suffix."""
     files = [path] if path.is_file() else [p for p in path.rglob("*") if p.is_file()]
@@ -89,7 +97,20 @@ def read_documents(path: Path, fmt: str | None = None, **options: Any) -> Iterat
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     module = importlib.import_module(f"tracerag.ingest.{FORMATS[fmt]}")
-    return module.read(path, **options)
+    return _checked_ids(module.read(path, **options), path)
+
+
+def _checked_ids(items: Iterator[Item], path: Path) -> Iterator[Item]:
+    """The readers' items, with a document whose id holds a control character turned into a `RecordError`: the
+    readers of tables, JSON Lines and text folders say so with the line; this catches the others (an ALTO block
+    id, a HIPE document id)."""
+    for item in items:
+        problem = id_problem(item.id) if isinstance(item, Document) else None
+        if problem:
+            where = item.source.get("file") if isinstance(item.source.get("file"), str) else None
+            yield RecordError(problem, file=where or str(path), record=item.id)
+            continue
+        yield item
 
 
 def reader_files(path: Path, fmt: str, **options: Any) -> list[Path]:
@@ -122,6 +143,7 @@ __all__ = [
     "RecordError",
     "RecordWarning",
     "detect_format",
+    "id_problem",
     "iter_files",
     "read_documents",
     "read_part",

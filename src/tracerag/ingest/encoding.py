@@ -5,17 +5,28 @@ encoding of a file is chosen (`choose`), first rule that applies:
 
 1. the encoding the user names (`--encoding`: any Python codec name, `utf-8`, `latin-1`, `cp1252`, ...);
 2. a byte-order mark (UTF-8, UTF-16, UTF-32);
-3. valid UTF-8 (plain ASCII included);
-4. mostly UTF-8: at least as many valid multi-byte UTF-8 characters as bytes that are not UTF-8 (a UTF-8 text
+3. UTF-16 without a byte-order mark: NUL bytes at one parity of positions (`_utf16_shaped`), confirmed by
+   charset-normalizer reading the sample as UTF-16LE or BE without mess. The NUL pattern is needed because
+   UTF-16 of text in the ASCII range, Cyrillic included, is valid UTF-8 (a NUL every other byte) and would never
+   reach the detector of step 6, which reads UTF-16 without a mark well (French, German, Russian, Chinese);
+4. valid UTF-8 (plain ASCII included);
+5. mostly UTF-8: at least as many valid multi-byte UTF-8 characters as bytes that are not UTF-8 (a UTF-8 text
    with a damaged byte, or a line pasted from elsewhere) is read as UTF-8 with those bytes replaced. A valid
    multi-byte sequence is strong evidence for UTF-8 (single-byte text seldom forms one by chance), an invalid
    byte evidence against; ASCII is valid in every candidate and says nothing;
-5. charset-normalizer on the first MiB. On a short text many encodings decode equally well (cp1250, cp1252 and
+6. charset-normalizer on the first MiB. On a short text many encodings decode equally well (cp1250, cp1252 and
    iso8859-15 all read "Musée" without a flaw, and the detector may name any of them): windows-1252 is taken
    when it reads the bytes about as cleanly as the best candidate (margin below), as the WHATWG Encoding Standard
    falls back to it for unlabelled legacy text (it is also a superset of Latin-1's printable range); else the
    detector's best (also when the detector has no verdict at all, as on some short OCR pages);
-6. nothing fits (binary data): UTF-8 with replacement, which the readers then reject as not text.
+7. nothing fits (binary data): UTF-8 with replacement, which the readers then reject as not text.
+
+Steps 5 and 6 guess a legacy encoding; JSON is UTF-8 (RFC 8259), so its readers ask for steps 1 to 4 only
+(`legacy=False`), as RFC 4627 had JSON readers tell UTF-16 from its NUL bytes.
+
+Whatever the encoding, decoded bytes that are mostly replacements and control characters are binary data, not
+text: `binary_reason` is that one check, used by every reader (a text file on its whole text; a CSV or JSON
+Lines file on its first bytes, before any record is read), with the same message.
 """
 
 from __future__ import annotations
@@ -54,6 +65,10 @@ _PREFERRED = "cp1252"
 # 1-9). Text in another script reads as mess in cp1252 and never comes close.
 _CHAOS_MARGIN = 0.05
 _TEXT_CHAOS = 0.2  # the detector's own cut-off: above it, bytes are not text in that encoding
+# Share of one parity's bytes that must be NUL for UTF-16 without a byte-order mark to be considered: Russian text
+# has about one character in six below U+0100 (its spaces and punctuation), French nearly all; binary data about
+# one in 256.
+_UTF16_NULS = 0.05
 
 
 def _escape(err: UnicodeError) -> tuple[str, int]:
@@ -92,6 +107,7 @@ class Encoding:
 
 UTF8 = Encoding("utf-8", "utf-8")
 _LABELS = {"utf-8": "UTF-8", "utf-8-sig": "UTF-8", "utf-16": "UTF-16", "utf-32": "UTF-32"}
+_LABELS |= {"utf-16-le": "UTF-16LE", "utf-16-be": "UTF-16BE"}
 
 
 def asked_encoding(name: str | None) -> Encoding | None:
@@ -107,21 +123,47 @@ def asked_encoding(name: str | None) -> Encoding | None:
     return Encoding(codec, "asked")
 
 
-def choose(sample: bytes, *, whole: bool, asked: Encoding | None = None) -> Encoding:
-    """The encoding of a file whose first bytes are `sample` (`whole`: the sample is the entire file)."""
+def choose(sample: bytes, *, whole: bool, asked: Encoding | None = None, legacy: bool = True) -> Encoding:
+    """The encoding of a file whose first bytes are `sample` (`whole`: the sample is the entire file; `legacy`:
+    guess a legacy encoding for bytes that are not UTF-8, else keep UTF-8 and let them be replaced)."""
     if asked is not None:
         return asked
     for bom, codec in _BOMS:
         if sample.startswith(bom):
             return Encoding(codec, "byte-order mark")
+    utf16 = _utf16(sample, whole=whole)
+    if utf16 is not None:
+        return Encoding(utf16, "detected")
     text = codecs.getincrementaldecoder("utf-8")(_HANDLER).decode(sample, final=whole)
     bad = len(_ESCAPED.findall(text))
-    if not bad:
+    if not bad or not legacy:
         return UTF8
     if len(_NON_ASCII.findall(text)) >= bad:
         return Encoding("utf-8", "mostly utf-8")
     detected = _detect(sample)
     return Encoding(detected, "detected") if detected else Encoding("utf-8", "fallback")
+
+
+def _utf16(sample: bytes, *, whole: bool) -> str | None:
+    """"utf-16-le" or "utf-16-be" for UTF-16 text without a byte-order mark, else None.
+
+    The shape first: text in UTF-16 has a NUL high byte for every character below U+0100 (letters of Latin
+    scripts, and the spaces, digits and punctuation of every script), at odd positions in little-endian, even in
+    big-endian, and almost none at the other parity; UTF-8 text holds no NUL, random bytes hold few, at both.
+    Then the detector confirms: charset-normalizer reads the sample in that codec with little mess (a file of
+    16-bit numbers has the shape, and reads as a jumble of scripts). The detector alone would not do: it is asked
+    only for bytes that are not UTF-8 (step 6), and UTF-16 of ASCII-range text is valid UTF-8."""
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    high, low = max(even, odd), min(even, odd)
+    if high == 0 or high < _UTF16_NULS * (len(sample) // 2) or low * 2 > high:
+        return None
+    codec = "utf-16-le" if odd > even else "utf-16-be"
+    try:  # incremental: a sample cut inside a character is not an error
+        text = codecs.getincrementaldecoder(codec)("strict").decode(sample, final=whole)
+    except UnicodeDecodeError:
+        return None
+    best = from_bytes(text.encode(codec), cp_isolation=[codec], threshold=1.0).best()
+    return codec if best is not None and best.chaos < _TEXT_CHAOS and not binary_reason(text, 0, len(sample)) else None
 
 
 def _detect(sample: bytes) -> str | None:
@@ -179,6 +221,21 @@ class Lines:
             yield from fh
 
 
+def sniff(
+    path: Path, asked: Encoding | None = None, *, legacy: bool = True, size: int = SAMPLE_BYTES
+) -> tuple[Encoding, str | None]:
+    """For a reader that streams a file record by record: the file's encoding, chosen from its first `size` bytes
+    as `choose` does, and why those bytes are binary data (None: they are text). A file of data, not text, is then
+    refused whole, with the message a text file gets, rather than read as hundreds of garbage records."""
+    with Path(path).open("rb") as fh:
+        sample = fh.read(size + 1)
+    whole = len(sample) <= size
+    sample = sample[:size]
+    enc = choose(sample, whole=whole, asked=asked, legacy=legacy)
+    text, replaced, _ = decode(sample, enc)
+    return enc, binary_reason(text, replaced, len(sample), enc, whole=whole)
+
+
 def bom_free(enc: Encoding) -> str:
     """The codec to read `enc` text files with: a UTF-8 byte-order mark is not part of the first line."""
     return "utf-8-sig" if enc.codec == "utf-8" else enc.codec
@@ -210,7 +267,8 @@ def decode(raw: bytes, enc: Encoding) -> tuple[str, int, int | None]:
 def decode_file(raw: bytes, asked: Encoding | None = None) -> tuple[Encoding, str, int, int | None]:
     """A whole file's bytes as text: (encoding chosen, text, bytes replaced, index of the first replacement).
     Plain UTF-8, by far the common case, is decoded once, at C speed, without a detection pass."""
-    if asked is None and not raw.startswith(tuple(bom for bom, _ in _BOMS)):
+    # (A NUL may be UTF-16 without a byte-order mark, which is valid UTF-8 when its text is ASCII: `choose` decides.)
+    if asked is None and not raw.startswith(tuple(bom for bom, _ in _BOMS)) and raw.find(0, 0, SAMPLE_BYTES) < 0:
         try:
             return UTF8, raw.decode("utf-8"), 0, None
         except UnicodeDecodeError:
@@ -219,9 +277,17 @@ def decode_file(raw: bytes, asked: Encoding | None = None) -> tuple[Encoding, st
     return (enc, *decode(raw, enc))
 
 
-def is_binary(text: str, replaced: int) -> bool:
-    """Decoded bytes that are mostly replacements and control characters are data, not text."""
-    return bool(text) and (replaced + len(_CONTROL.findall(text))) > BINARY_SHARE * len(text)
+def binary_reason(text: str, replaced: int, size: int, enc: Encoding = UTF8, *, whole: bool = True) -> str | None:
+    """Why `size` bytes decoded as `enc` into `text` (with `replaced` bytes replaced) are data, not text, or None
+    when they are text: replacements and control characters together above `BINARY_SHARE` of the characters.
+    The one check and the one message for every reader (`whole`: the bytes are the whole file, else its start)."""
+    controls = len(_CONTROL.findall(text))
+    if not text or replaced + controls <= BINARY_SHARE * len(text):
+        return None
+    parts = [f"{replaced:,} of {size:,} bytes are not {enc.label}"] if replaced else []
+    if controls:
+        parts.append(f"{controls:,} of {len(text):,} characters are control characters")
+    return f"binary data, not text: {' and '.join(parts)}{'' if whole else f' in its first {size:,} bytes'}"
 
 
 def replaced_note(count: int, enc: Encoding) -> str:

@@ -2,7 +2,8 @@
 
 Keys of a record:
 
-- `id` (required): the document id, a string or an integer, unique in the collection.
+- `id` (required): the document id, a string, unique in the collection. A number, list, object or null, or a
+  string holding a control character (ESC, NUL, a line break), is a bad record: reported with its line, skipped.
 - `text` (required): the full text, kept exactly; `body` or `content` are read when `text` is absent.
 - `corpus`: the sub-corpus (default: the `corpus` option, else "default").
 - `title`: a display title.
@@ -35,7 +36,7 @@ from typing import Any
 
 from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
-from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, id_problem, iter_files
 from tracerag.ingest.encoding import (
     REPLACEMENT,
     UTF8,
@@ -43,15 +44,20 @@ from tracerag.ingest.encoding import (
     Lines,
     asked_encoding,
     bom_free,
+    choice_note,
     first_marked_byte,
     replace_marks,
     replaced_note,
+    sniff,
 )
 from tracerag.model import Document
 
 SUFFIXES = (".jsonl", ".ndjson")
 TEXT_KEYS = ("text", "body", "content")
 _SNIPPET = 200
+# What is read to see UTF-16 or binary data: no legacy encoding is guessed for JSON, so a short sample will do,
+# and memory holds one line.
+_SAMPLE = 1 << 16
 # A `\ud800`-`\udfff` escape may decode to a lone surrogate, which no later UTF-8 encoding accepts.
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -78,6 +84,9 @@ def read(
                 yield item
                 continue
             if isinstance(item, RecordWarning):
+                if item.line is None:  # about the whole file (its encoding)
+                    yield item
+                    continue
                 warning = item  # said with the record it concerns, or not at all if the record is bad
                 continue
             line, obj, raw = item
@@ -108,10 +117,20 @@ def iter_records(
 
     Bytes that are not UTF-8 (or not `encoding`): with `repair`, they are replaced by U+FFFD, as are lone
     surrogates made by `\\u` escapes, and a `RecordWarning` for the line comes just before it; without, the line
-    is a `RecordError` (for callers that know no warnings).
+    is a `RecordError` (for callers that know no warnings). UTF-16 without a byte-order mark is seen and said in
+    a `RecordWarning` without a line, first; a file whose first 64 KiB are binary data is one `RecordError`.
     """
     name = str(f)
-    enc = encoding or UTF8
+    try:  # JSON is UTF-8 (RFC 8259): no legacy encoding is guessed, but UTF-16 and a byte-order mark are seen
+        enc, binary = sniff(Path(f), encoding if repair else UTF8, legacy=False, size=_SAMPLE)
+    except OSError as e:
+        yield RecordError(f"cannot read: {e.strerror or e}", file=name)
+        return
+    if binary:  # one error for the file, as for a text file, not a garbage record per line
+        yield RecordError(binary, file=name)
+        return
+    if enc.guessed:
+        yield RecordWarning(choice_note(enc), file=name)
     # A raw CR cannot be inside a JSON string: a lone \r ends a line (old Mac files) as \n does.
     lines = Lines(Path(f), bom_free(enc))
     for n, line in enumerate(lines, start=1):
@@ -195,11 +214,14 @@ def document_from_record(
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, found {_json_type(obj)}")
     doc_id = obj.get(id_field)
-    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
-        doc_id = str(doc_id)
-    if not isinstance(doc_id, str) or not doc_id.strip():
-        what = "missing" if doc_id is None or doc_id == "" else f"not a string or integer: {doc_id!r}"
-        raise ValueError(f"id {what} (key {id_field!r})")
+    if doc_id is None or (isinstance(doc_id, str) and not doc_id.strip()):
+        raise ValueError(f"id missing (key {id_field!r})")
+    # A number is not converted: 42, 42.0 and 4.2e1 would be three spellings of one id, or one id "42" beside
+    # another; the source says what it means by writing the id as a string.
+    if not isinstance(doc_id, str):
+        raise ValueError(f"id must be a string, found {_json_type(doc_id)} {_shown(doc_id)} (key {id_field!r})")
+    if problem := id_problem(doc_id):
+        raise ValueError(f"{problem} (key {id_field!r})")
     text_key = next((k for k in text_keys if obj.get(k) is not None), None)
     if text_key is None:
         raise ValueError(f"text missing (key {' / '.join(map(repr, text_keys))})")
@@ -278,6 +300,12 @@ def _encodable(obj: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def _shown(value: Any) -> str:
+    """A JSON value as written, cut short, for an error message."""
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
 def _json_type(value: Any) -> str:

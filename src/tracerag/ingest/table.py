@@ -18,7 +18,9 @@ Options (column names as written in the header, surrounding spaces ignored):
 - `encoding`: the files' encoding (`--encoding`); by default UTF-8 when the file is, else what
   `ingest.encoding` detects from its first MiB, said in one `RecordWarning` for the file.
 
-A row that cannot be read (missing id or text, wrong column count) is yielded as a `RecordError` with the file
+A file whose first MiB is binary data (mostly bytes that do not decode, or control characters) is refused
+whole, with the message a text file gets (`encoding.binary_reason`). A row that cannot be read (missing id or
+text, an id holding a control character, wrong column count) is yielded as a `RecordError` with the file
 and the physical line where the row starts, and reading goes on. A row is kept, with a `RecordWarning` for its
 line, when it has bytes its encoding cannot decode (each replaced by U+FFFD and counted) or a date that is not a
 date (`1887-13`: the row is kept undated). A mapped column missing from the header is one `RecordError` for the
@@ -36,16 +38,15 @@ from typing import Any
 
 from tracerag.dates import normalise_date
 from tracerag.errors import RecordError
-from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, id_problem, iter_files
 from tracerag.ingest.encoding import (
-    SAMPLE_BYTES,
     Encoding,
     Lines,
     asked_encoding,
     choice_note,
-    choose,
     replace_marks,
     replaced_note,
+    sniff,
 )
 from tracerag.model import Document
 
@@ -218,23 +219,23 @@ def iter_rows(
     Without `repair` the file is UTF-8 and a row with bytes that are not is a `RecordError` (for callers that know
     no warnings). With `repair`, the encoding is `encoding`, else chosen from the first MiB (a guess is said in a
     `RecordWarning` without a line, first); a row's undecodable bytes are replaced by U+FFFD and a
-    `RecordWarning` for its line comes just before it.
+    `RecordWarning` for its line comes just before it. A file whose first MiB is binary data (mostly bytes that
+    do not decode, or control characters: `encoding.binary_reason`) is one `RecordError`, and no row.
     """
     csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
     name = str(f)
-    enc = Encoding("utf-8-sig", "utf-8")
-    if repair:
-        try:
-            with Path(f).open("rb") as fh:
-                sample = fh.read(SAMPLE_BYTES + 1)
-        except OSError as e:
-            yield RecordError(f"cannot read: {e.strerror or e}", file=name)
-            return
-        enc = choose(sample[:SAMPLE_BYTES], whole=len(sample) <= SAMPLE_BYTES, asked=encoding)
-        if enc.codec == "utf-8":
-            enc = Encoding("utf-8-sig", enc.how)  # a byte-order mark is not part of the header
-        if enc.guessed:
-            yield RecordWarning(choice_note(enc), file=name)
+    try:
+        enc, binary = sniff(Path(f), encoding if repair else Encoding("utf-8-sig", "utf-8"))
+    except OSError as e:
+        yield RecordError(f"cannot read: {e.strerror or e}", file=name)
+        return
+    if binary:  # one error for the file, as for a text file, not a garbage row per line
+        yield RecordError(binary, file=name)
+        return
+    if enc.codec == "utf-8":
+        enc = Encoding("utf-8-sig", enc.how)  # a byte-order mark is not part of the header
+    if enc.guessed:
+        yield RecordWarning(choice_note(enc), file=name)
     skip: int | None = 0
     while skip is not None:  # parsing starts again after a quoted field that ran to the end of the file
         skip = yield from _parse(f, enc, delimiter, repair, skip)
@@ -354,6 +355,8 @@ def _document(
     doc_id = row[cols.id].strip()
     if not doc_id:
         raise ValueError(f"id missing (column {mapped['id']!r})")
+    if problem := id_problem(doc_id):
+        raise ValueError(f"{problem} (column {mapped['id']!r})")
     text = row[cols.text]
     if not text.strip():
         raise ValueError(f"text missing (column {mapped['text']!r})")

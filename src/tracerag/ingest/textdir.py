@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from tracerag.errors import RecordError
-from tracerag.ingest import Item, ReadPart, RecordWarning, iter_files
+from tracerag.ingest import Item, ReadPart, RecordWarning, id_problem, iter_files
 from tracerag.ingest.encoding import (
     UTF8,
     Encoding,
@@ -42,7 +42,7 @@ from tracerag.ingest.encoding import (
     choice_note,
     decode,
     decode_file,
-    is_binary,
+    binary_reason,
     replaced_note,
 )
 from tracerag.ingest.jsonl import iter_records, record_metadata
@@ -93,16 +93,18 @@ def _document(
 ) -> Iterator[Item]:
     rel = f.relative_to(root)
     doc_id = rel.with_suffix("").as_posix()
+    if problem := id_problem(doc_id):  # a file name may hold any byte but / and NUL
+        yield RecordError(f"{problem}, from the file's name", file=str(f), record=doc_id)
+        return
     try:
         raw = f.read_bytes()
     except OSError as e:
         yield RecordError(f"cannot read: {e.strerror or e}", file=str(f), record=doc_id)
         return
     enc, text, replaced, first = decode_file(raw, asked)
-    if is_binary(text, replaced):
-        yield RecordError(
-            f"binary data, not text ({replaced} of {len(raw)} bytes not {enc.label})", file=str(f), record=doc_id
-        )
+    binary = binary_reason(text, replaced, len(raw), enc)
+    if binary:
+        yield RecordError(binary, file=str(f), record=doc_id)
         return
     del raw  # only the text is kept: the bytes of a 200 MB file would live on while its document is ingested
     if not text or text.isspace():  # (not `strip()`: a copy of the whole text)
@@ -199,7 +201,17 @@ def _load_metadata(path: Path, index: _Index, asked: Encoding | None) -> Iterato
         if not isinstance(obj, dict):
             yield RecordError("expected a JSON object", file=name, line=line, record=raw)
             continue
-        key = next((str(obj[k]).strip() for k in _KEYS if obj.get(k) not in (None, "")), None)
+        named = [k for k in _KEYS if obj.get(k) not in (None, "")]
+        if named and not isinstance(obj[named[0]], str):  # as for the id of a JSONL record: see jsonl.py
+            found = obj[named[0]]
+            yield RecordError(
+                f"{named[0]} must be a string, found {json.dumps(found)[:40]} (key {named[0]!r})",
+                file=name,
+                line=line,
+                record=raw,
+            )
+            continue
+        key = obj[named[0]].strip() if named else None
         if key is None:
             yield RecordError("no 'id' or 'file' to match a text file", file=name, line=line, record=raw)
             continue
