@@ -145,7 +145,7 @@ def choose(sample: bytes, *, whole: bool, asked: Encoding | None = None, legacy:
 
 
 def _utf16(sample: bytes, *, whole: bool) -> str | None:
-    """"utf-16-le" or "utf-16-be" for UTF-16 text without a byte-order mark, else None.
+    """ "utf-16-le" or "utf-16-be" for UTF-16 text without a byte-order mark, else None.
 
     The shape first: text in UTF-16 has a NUL high byte for every character below U+0100 (letters of Latin
     scripts, and the spaces, digits and punctuation of every script), at odd positions in little-endian, even in

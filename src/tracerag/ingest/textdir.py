@@ -39,10 +39,10 @@ from tracerag.ingest.encoding import (
     UTF8,
     Encoding,
     asked_encoding,
+    binary_reason,
     choice_note,
     decode,
     decode_file,
-    binary_reason,
     replaced_note,
 )
 from tracerag.ingest.jsonl import iter_records, record_metadata
