@@ -105,10 +105,9 @@ def _checked_ids(items: Iterator[Item], path: Path) -> Iterator[Item]:
     readers of tables, JSON Lines and text folders say so with the line; this catches the others (an ALTO block
     id, a HIPE document id)."""
     for item in items:
-        problem = id_problem(item.id) if isinstance(item, Document) else None
-        if problem:
-            where = item.source.get("file") if isinstance(item.source.get("file"), str) else None
-            yield RecordError(problem, file=where or str(path), record=item.id)
+        if isinstance(item, Document) and (problem := id_problem(item.id)):
+            where = item.source.get("file")
+            yield RecordError(problem, file=where if isinstance(where, str) else str(path), record=item.id)
             continue
         yield item
 

@@ -219,7 +219,7 @@ def document_from_record(
     # A number is not converted: 42, 42.0 and 4.2e1 would be three spellings of one id, or one id "42" beside
     # another; the source says what it means by writing the id as a string.
     if not isinstance(doc_id, str):
-        raise ValueError(f"id must be a string, found {_json_type(doc_id)} {_shown(doc_id)} (key {id_field!r})")
+        raise ValueError(not_a_string("id", doc_id, id_field))
     if problem := id_problem(doc_id):
         raise ValueError(f"{problem} (key {id_field!r})")
     text_key = next((k for k in text_keys if obj.get(k) is not None), None)
@@ -300,6 +300,11 @@ def _encodable(obj: Any) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def not_a_string(what: str, value: Any, key: str) -> str:
+    """The reason a record is skipped whose `key` should hold a string naming `what` (an id) and holds `value`."""
+    return f"{what} must be a string, found {_json_type(value)} {_shown(value)} (key {key!r})"
 
 
 def _shown(value: Any) -> str:

@@ -45,7 +45,7 @@ from tracerag.ingest.encoding import (
     decode_file,
     replaced_note,
 )
-from tracerag.ingest.jsonl import iter_records, record_metadata
+from tracerag.ingest.jsonl import iter_records, not_a_string, record_metadata
 from tracerag.ingest.table import iter_rows
 from tracerag.model import Document
 
@@ -203,13 +203,7 @@ def _load_metadata(path: Path, index: _Index, asked: Encoding | None) -> Iterato
             continue
         named = [k for k in _KEYS if obj.get(k) not in (None, "")]
         if named and not isinstance(obj[named[0]], str):  # as for the id of a JSONL record: see jsonl.py
-            found = obj[named[0]]
-            yield RecordError(
-                f"{named[0]} must be a string, found {json.dumps(found)[:40]} (key {named[0]!r})",
-                file=name,
-                line=line,
-                record=raw,
-            )
+            yield RecordError(not_a_string(named[0], obj[named[0]], named[0]), file=name, line=line, record=raw)
             continue
         key = obj[named[0]].strip() if named else None
         if key is None:
