@@ -1,6 +1,6 @@
 """Document text is data: against a hostile corpus (ESC and OSC sequences, BEL, NUL, C1 controls, bidi overrides,
-rich markup, emoji codes, spreadsheet formulas, newlines in ids, titles, corpus names, texts, file names, model
-output and catalog fields), no raw control character reaches stdout or stderr of any command, markup and emoji
+rich markup, emoji codes, spreadsheet formulas in ids, titles, corpus names, texts, file names, model output and
+catalog fields; an id holding a control character is refused at ingest, and said), no raw control character reaches stdout or stderr of any command, markup and emoji
 codes show literally, CSV cells are neutralised, and JSON gives back the exact original text."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ MARKUP = "[bold red]rouge[/] [/] [link=https://evil.example]ici[/link]"
 EMOJI = ":smile:"
 HYPERLINK = '=HYPERLINK("http://evil.example","x")'
 
-DOC_1 = "evil\x1b[31m-1"
+DOC_1 = "evil\u202e[31m-1"  # a bidi override: an id with a control character is refused at ingest
 DOC_2 = "@SUM(1+1)"
 DOCUMENTS = [
     {
@@ -187,6 +187,7 @@ def test_ingest_skip_messages(ingested, hostile):
     skipped = [line for line in result.stderr.splitlines() if line.startswith("skipped ")]
     assert len(skipped) == 2
     assert all("bad\\x1b[2J.jsonl" in line for line in skipped)
+    assert "id holds a control character (\\x1b at character 2) (key 'id')" in skipped[0]
     again = invoke("ingest", hostile, "-c", ingested[0], "--embed-model", "none", "--json")
     errors = json.loads(again.stdout)["errors"]
     assert {Path(e["file"]).name for e in errors} == {BAD_FILE}  # exact in JSON
@@ -198,7 +199,7 @@ def test_search_explain_and_plain(ingested):
         result = invoke("search", "incendie", "-c", path, *args)
         assert result.exit_code == 0, result.output
         assert_literal(result.stdout)
-        assert "evil\\x1b[31m-1" in result.stdout and "\\x1b[2J\\x1b[?1049h\\x1b]0;PWNED\\x07" in result.stdout
+        assert "evil\\u202e[31m-1" in result.stdout and "\\x1b[2J\\x1b[?1049h\\x1b]0;PWNED\\x07" in result.stdout
         assert "\\x9b31m \\u202eevil\\u202c \\u2066isolate\\u2069\\x00\\x07\\x08" in result.stdout
     explained = invoke("search", "incendie", "-c", path, "--explain").stdout
     assert "corp\\x1b]0;T\\x07us" in explained and "\\x1b]8;;http://evil.example\\x1b\\lien" in explained
@@ -263,7 +264,7 @@ def run(ingested) -> tuple[Path, str, dict]:
     shown, _ = _ask(path)
     assert shown.exit_code == 0, shown.output
     assert_literal(shown.stdout)
-    assert "evil\\x1b[31m-1" in shown.stdout
+    assert "evil\\u202e[31m-1" in shown.stdout
     as_json, _ = _ask(path, "--json")
     assert as_json.exit_code == 0, as_json.output
     payload = json.loads(as_json.stdout)
@@ -285,7 +286,7 @@ def test_trail_show_and_list(run):
         shown = invoke("trail", "show", run_id, "-c", path, *args)
         assert shown.exit_code == 0, shown.output
         assert_literal(shown.stdout)
-        assert "evil\\x1b[31m-1" in shown.stdout and "\\u202eevil" in shown.stdout
+        assert "evil\\u202e[31m-1" in shown.stdout and "\\u202eevil" in shown.stdout
     verbose = invoke("trail", "show", run_id, "-c", path, "-v").stdout
     assert "[bold red]not JSON[/]" in " ".join(verbose.split())
     listed = invoke("trail", "list", "-c", path)
