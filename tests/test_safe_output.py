@@ -1,14 +1,20 @@
 """Document text is data: against a hostile corpus (ESC and OSC sequences, BEL, NUL, C1 controls, bidi overrides,
 rich markup, emoji codes, spreadsheet formulas in ids, titles, corpus names, texts, file names, model output and
-catalog fields; an id holding a control character is refused at ingest, and said), no raw control character reaches stdout or stderr of any command, markup and emoji
-codes show literally, CSV cells are neutralised, and JSON gives back the exact original text."""
+catalog fields; an id holding a control character is refused at ingest, and said), no raw control character
+reaches stdout or stderr of any command (an export included, on a real terminal), markup and emoji codes show
+literally, CSV cells are neutralised, and JSON and exports to a file or a pipe give back the exact text."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import os
+import pty
 import re
+import subprocess
+import sys
+import threading
 import unicodedata
 from pathlib import Path
 
@@ -19,7 +25,9 @@ from typer.testing import CliRunner
 from tests.agent.policy import Policy
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tracerag.cli import app, render, write_stdout
+from tracerag.config import load_settings
 from tracerag.llm import Message
+from tracerag.research.selection import Decision, open_selections
 from tracerag.text import FORMULA_TRIGGERS, csv_cell, json_dumps, safe_block, safe_line
 from tracerag.trail import read_trail
 from tracerag.trail.show import render_trail
@@ -41,6 +49,7 @@ HYPERLINK = '=HYPERLINK("http://evil.example","x")'
 
 DOC_1 = "evil\u202e[31m-1"  # a bidi override: an id with a control character is refused at ingest
 DOC_2 = "@SUM(1+1)"
+TITLE_2 = f"-1+2 {CLEAR}{TITLE} \u202eevil"  # ESC, an OSC sequence and a right-to-left override
 DOCUMENTS = [
     {
         "id": DOC_1,
@@ -54,7 +63,7 @@ DOCUMENTS = [
     {
         "id": DOC_2,
         "corpus": "press\u202e",
-        "title": "-1+2",
+        "title": TITLE_2,
         "text": f"+cmd incendie du port. {LINK} {DCS} suite.",
         "language": "fr",
     },
@@ -313,7 +322,7 @@ def test_trail_export_csv_neutralises_formulas(run):
         for column, cell in row.items():
             assert not cell.startswith(FORMULA_TRIGGERS), (column, cell)
     by_id = {r["doc_id"].removeprefix("'"): r for r in rows}
-    assert by_id[DOC_1]["title"] == "'" + HYPERLINK and by_id[DOC_2]["title"] == "'-1+2"
+    assert by_id[DOC_1]["title"] == "'" + HYPERLINK and by_id[DOC_2]["title"] == "'" + TITLE_2
     assert by_id[DOC_1]["reasons"] == "'" + REASON and by_id["plain-1"]["quote"].startswith("'=1+2")
     assert by_id[DOC_1]["publication"] == "'+cmd|' /C calc'!A0"
 
@@ -327,9 +336,98 @@ def test_trail_export_ris_and_csl_json(run, tmp_path):
     assert sum(line == "ER  - " for line in lines) == len(DOCUMENTS)
     result = invoke("trail", "export", run_id, "-c", path, "--format", "csl-json")
     items = {item["id"]: item for item in json.loads(result.stdout)}
-    assert items[DOC_1]["title"] == HYPERLINK and items[DOC_2]["title"] == "-1+2"
+    assert items[DOC_1]["title"] == HYPERLINK and items[DOC_2]["title"] == TITLE_2
     text = DOCUMENTS[0]["text"]
     assert items[DOC_1]["abstract"] in text and REASON in items[DOC_1]["note"]
+
+
+# -- exports: escaped on a terminal, exact in a file or a pipe -------------------------------------------------
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+EXPORT_FORMATS = ("csv", "ris", "csl-json")
+
+
+def _cli(args: list[str], *, tty: bool) -> bytes:
+    """What `tracerag ARGS` writes to stdout, run as its own process with stdout a pseudo-terminal (`tty`) or a
+    pipe: `isatty()` is then the real one, as on a user's screen."""
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    command = [sys.executable, "-c", "from tracerag.cli import app; app()", *args]
+    if not tty:
+        done = subprocess.run(command, capture_output=True, env=env, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+    leader, follower = pty.openpty()
+    with subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, env=env) as child:
+        os.close(follower)
+        out: list[bytes] = []
+        _drain(leader, out)  # as it comes: a full terminal buffer would block the child
+        os.close(leader)
+        assert child.wait(timeout=120) == 0, child.stderr.read() if child.stderr else ""
+    return b"".join(out)
+
+
+def _drain(leader: int, out: list[bytes]) -> None:
+    """Read a pseudo-terminal until every writer has closed it (Linux then answers EIO)."""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            return
+        if not chunk:
+            return
+        out.append(chunk)
+
+
+@pytest.fixture(scope="module")
+def selected(run) -> Path:
+    """The researcher accepted the two hostile sources of the run, with a hostile note."""
+    path, _, _ = run
+    with open_selections(path, load_settings(), write=True) as store:
+        for doc_id in (DOC_1, DOC_2):
+            store.decide(QUESTION, doc_id, Decision.ACCEPTED, who="historian", span=(0, 12), note=f"vu {TITLE}")
+    return path
+
+
+@pytest.mark.parametrize("fmt", EXPORT_FORMATS)
+@pytest.mark.parametrize("command", ["trail", "selection"])
+def test_an_export_to_a_terminal_shows_control_characters_as_escapes(run, selected, command, fmt, tmp_path):
+    """The title of DOC_2 holds ESC, an OSC sequence (set the window title) and U+202E. On a terminal they are
+    shown as `\\x1b`, `\\x07`, `\\u202e`; through a pipe and in a file the export is exact, the same bytes."""
+    path, run_id, _ = run
+    args = [command, "export", run_id if command == "trail" else "incendie", "-c", str(path), "--format", fmt]
+    shown = _cli(args, tty=True).decode("utf-8").replace("\r\n", "\n")  # the terminal's own line ends
+    assert_safe(shown)
+    # (CSL-JSON escapes them itself, as JSON does; a RIS line drops C0 controls, as before.)
+    osc = {"csv": "\\x1b]0;PWNED\\x07", "csl-json": "\\u001b]0;PWNED\\u0007", "ris": "[2J[?1049h]0;PWNED"}[fmt]
+    assert osc in shown and "\\u202eevil" in shown
+    piped = _cli(args, tty=False)
+    _cli([*args, "-o", str(tmp_path / f"export.{fmt}")], tty=False)
+    assert piped == (tmp_path / f"export.{fmt}").read_bytes()
+    text = piped.decode("utf-8")
+    if fmt == "csv":
+        titles = {r["doc_id"].removeprefix("'"): r["title"] for r in csv.DictReader(io.StringIO(text))}
+        assert titles[DOC_2] == "'" + TITLE_2  # exact, formula neutralised as before
+    elif fmt == "csl-json":
+        assert {item["id"]: item["title"] for item in json.loads(text)}[DOC_2] == TITLE_2
+    else:
+        assert "\u202eevil" in text
+
+
+def test_an_export_to_a_terminal_named_by_out_is_escaped_too(run):
+    path, run_id, _ = run
+    leader, follower = pty.openpty()
+    shown: list[bytes] = []
+    reader = threading.Thread(target=_drain, args=(leader, shown))  # a full terminal buffer would block the writer
+    reader.start()
+    try:
+        result = runner.invoke(app, ["trail", "export", run_id, "-c", str(path), "-o", os.ttyname(follower)], env=ENV)
+        assert result.exit_code == 0, result.output
+    finally:
+        os.close(follower)
+        reader.join(timeout=60)
+        os.close(leader)
+    text = b"".join(shown).decode("utf-8")
+    assert "\\x1b]0;PWNED\\x07" in text and "\x1b" not in text and "\u202e" not in text
 
 
 @pytest.fixture(scope="module")

@@ -31,8 +31,8 @@ from tracerag.cli.app import (
     friendly,
     out,
     settings_with_llm,
+    write_export,
     write_json,
-    write_stdout,
 )
 from tracerag.errors import ConfigError, TrailError
 
@@ -237,10 +237,8 @@ def trail_export(
             return store_regions(col.store, documents, iiif_base=base or settings.iiif_base, dpi=settings.dpi)(sources)
 
     text = export_sources(events, documents, fmt, regions=regions)
-    if output is None:
-        write_stdout(text)
-    else:
-        output.write_text(text, encoding="utf-8")
+    write_export(text, output)
+    if output is not None:
         err.print(data_text(f"wrote {output}"))
 
 

@@ -269,6 +269,17 @@ def write_stdout(text: str) -> None:
     sys.stdout.write(safe_block(text) if sys.stdout.isatty() else text)
 
 
+def write_export(text: str, output: Path | None) -> None:
+    """An export (CSV, RIS, CSL-JSON) to the file `output`, or to stdout when None. Exact in a file or a pipe (what
+    a spreadsheet or a reference manager imports); on a terminal, stdout or a device `--out` names (`/dev/tty`),
+    with control characters shown as escapes, as every other command prints data (`write_stdout`)."""
+    if output is None:
+        write_stdout(text)
+        return
+    with output.open("w", encoding="utf-8") as fh:
+        fh.write(safe_block(text) if fh.isatty() else text)
+
+
 def write_json(value: object, **options: Any) -> None:
     """One JSON document on stdout: strings decode to the exact text, and nothing in it acts on a terminal."""
     sys.stdout.write(json_dumps(value, indent=2, **options) + "\n")

@@ -36,8 +36,8 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    write_export,
     write_json,
-    write_stdout,
 )
 
 if TYPE_CHECKING:
@@ -347,10 +347,8 @@ def selection_export(
     else:
         with Collection.open(collection, settings, mode="read") as col:
             text = export_accepted(accepted, col, fmt, iiif_base=base)
-    if output is None:
-        write_stdout(text)
-    else:
-        output.write_text(text, encoding="utf-8")
+    write_export(text, output)
+    if output is not None:
         err.print(data_text(f"wrote {counted(len(accepted), 'accepted source')} to {output}"))
     if not accepted:
         err.print(data_text(f"nothing is accepted yet for {key!r}: the export holds no source", "yellow"))
