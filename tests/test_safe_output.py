@@ -28,7 +28,7 @@ from tracerag.cli import app, render, write_stdout
 from tracerag.config import load_settings
 from tracerag.llm import Message
 from tracerag.research.selection import Decision, open_selections
-from tracerag.text import FORMULA_TRIGGERS, csv_cell, json_dumps, safe_block, safe_line
+from tracerag.text import FORMULA_TRIGGERS, csv_cell, first_control, json_dumps, safe_block, safe_line
 from tracerag.trail import read_trail
 from tracerag.trail.show import render_trail
 
@@ -133,6 +133,15 @@ def test_every_control_and_invisible_format_character_is_made_visible():
         assert_safe(shown)
     assert "\\x1b" in safe_line(hidden) and "\\x9b" in safe_line(hidden) and "\\u202e" in safe_line(hidden)
     assert "\\U000e0041" in safe_line(hidden) and "\\ud800" in safe_line(hidden)
+
+
+def test_an_id_may_hold_no_control_character_and_the_set_is_unicodes():
+    """What ingest refuses in an id (`first_control`) is exactly Unicode's controls and surrogates, from the
+    definition `safe_line` escapes; a bidi override is shown escaped but allowed."""
+    controls = {chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cc", "Cs")}
+    assert {chr(c) for c in range(0x110000) if first_control(chr(c))} == controls
+    assert first_control("ab\x1bc") == (2, "\\x1b") and first_control("x\n") == (1, "\\x0a")
+    assert first_control(DOC_1) is None and first_control("Grève à Zürich") is None
 
 
 def test_text_is_otherwise_kept_as_it_is():

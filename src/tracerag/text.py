@@ -42,7 +42,9 @@ _FORMAT = (
     "\u061c\u180e\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f"
 )
-_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff" + _FORMAT + "]")
+# C0 without tab and newline, DEL, C1, lone surrogates: the control characters, tab and newline aside.
+_CONTROLS = "\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff"
+_HIDDEN = re.compile("[" + _CONTROLS + _FORMAT + "]")
 # What a paragraph treats as a line break: CR LF, CR, VT, FF, the file/group/record separators, NEL, U+2028/9.
 _LINE_BREAK = re.compile("\r\n|[\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]")
 _WHITESPACE = re.compile(r"\s+")
@@ -63,9 +65,8 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\U{code:08x}"
 
 
-# The control characters (C0 with tab and line breaks, DEL, C1) and lone surrogates: what `_HIDDEN` shows as an
-# escape (besides tab and newline, and the invisible format characters), and what no identifier may hold.
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# Every control character and lone surrogate, tab and newline included: what no identifier may hold.
+_CONTROL = re.compile("[\t\n" + _CONTROLS + "]")
 
 
 def first_control(value: str) -> tuple[int, str] | None:
