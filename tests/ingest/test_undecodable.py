@@ -180,3 +180,13 @@ def test_ingest_reports_the_skips_and_keeps_going(tmp_path: Path) -> None:
     assert report["added"] == 1 and report["skipped"] == 1
     [error] = report["errors"]
     assert (Path(error["file"]).name, error["line"]) == ("a.jsonl", 1) and "id must be a string" in error["reason"]
+
+
+def test_an_alto_file_whose_name_holds_a_control_character_is_skipped(tmp_path: Path) -> None:
+    """ALTO and HIPE readers do not check ids themselves: `read_documents` does, for every reader."""
+    page = Path(__file__).parents[1] / "fixtures" / "alto" / "page_v4.xml"
+    (tmp_path / "page\x1b[2J.xml").write_bytes(page.read_bytes())
+    docs, errors, _ = split(list(read_documents(tmp_path, "alto")))
+    assert docs == {}
+    [error] = errors
+    assert error.reason == "id holds a control character (\\x1b at character 5)" and error.record == "page\x1b[2J"

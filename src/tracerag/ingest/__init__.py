@@ -97,13 +97,17 @@ def read_documents(path: Path, fmt: str | None = None, **options: Any) -> Iterat
     if fmt not in FORMATS:
         raise ConfigError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
     module = importlib.import_module(f"tracerag.ingest.{FORMATS[fmt]}")
-    return _checked_ids(module.read(path, **options), path)
+    items = module.read(path, **options)
+    return items if fmt in _CHECK_IDS else _checked_ids(items, path)
+
+
+# The formats whose readers check each id themselves (`id_problem`), naming the line.
+_CHECK_IDS = ("jsonl", "csv", "txt")
 
 
 def _checked_ids(items: Iterator[Item], path: Path) -> Iterator[Item]:
-    """The readers' items, with a document whose id holds a control character turned into a `RecordError`: the
-    readers of tables, JSON Lines and text folders say so with the line; this catches the others (an ALTO block
-    id, a HIPE document id)."""
+    """The items of a reader that does not check ids (ALTO: a file name and block id; HIPE: a document id), with a
+    document whose id holds a control character turned into a `RecordError`."""
     for item in items:
         if isinstance(item, Document) and (problem := id_problem(item.id)):
             where = item.source.get("file")
