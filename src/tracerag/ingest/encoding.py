@@ -5,7 +5,7 @@ encoding of a file is chosen (`choose`), first rule that applies:
 
 1. the encoding the user names (`--encoding`: any Python codec name, `utf-8`, `latin-1`, `cp1252`, ...);
 2. a byte-order mark (UTF-8, UTF-16, UTF-32);
-3. UTF-16 without a byte-order mark: NUL bytes at one parity of positions (`_utf16_shaped`), confirmed by
+3. UTF-16 without a byte-order mark: NUL bytes at one parity of positions (`_utf16`), confirmed by
    charset-normalizer reading the sample as UTF-16LE or BE without mess. The NUL pattern is needed because
    UTF-16 of text in the ASCII range, Cyrillic included, is valid UTF-8 (a NUL every other byte) and would never
    reach the detector of step 6, which reads UTF-16 without a mark well (French, German, Russian, Chinese);
