@@ -50,3 +50,16 @@ document.addEventListener("click", async (event) => {
     button.after(said);
   }
 });
+
+// On a narrow screen the filters fold away under their heading, so that the results come first; they stay open
+// when one of them is set (one sees what narrowed the results) or the window widens. Without this file they are
+// open everywhere.
+{
+  const filters = document.querySelector("details.filters");
+  const narrow = window.matchMedia("(max-width: 48rem)");
+  const isSet = (el) => (el.type === "checkbox" ? el.checked : el.value.trim() !== "") || el.getAttribute("aria-invalid") === "true";
+  if (filters) {
+    if (narrow.matches && ![...filters.querySelectorAll("input, select")].some(isSet)) filters.open = false;
+    narrow.addEventListener("change", (event) => { if (!event.matches) filters.open = true; });
+  }
+}
