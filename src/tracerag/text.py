@@ -8,6 +8,8 @@ the window title, U+009B is a one-character CSI), and a bidi override or an invi
 what the reader sees without being seen itself. So every terminal rendering goes through `safe_line` (one line:
 a table cell, a title) or `safe_block` (a paragraph), which keep the text as it is except for those characters,
 and those are shown as the escape a programmer would type: `\\x1b`, `\\x9b`, `\\u202e`.
+The web app's pages follow the same rule (the `shown` template filter is `safe_block`), each such text in an
+element that isolates it (`dir="auto"` or `<bdi>`), so that a title cannot reverse the words around it either.
 
 Why escapes and not control pictures (`␛`): one notation covers every class (Unicode has pictures for C0 and DEL
 only, none for C1 or bidi controls), it is plain ASCII that every font and terminal shows, and it is what one

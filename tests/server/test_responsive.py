@@ -90,7 +90,7 @@ CASES = {
         "/?q=fire&from=1850&to=1920&language=en&language=fr&k=20", "li.result", ".result-list", ".kwic"
     ),
     "search-windows": Case("/?q=fire&windows=20y", "svg.window-chart", ".result-list", ".kwic"),
-    "document": Case("@/?q=harbour+fire+warehouses", "mark#span", "#doctext", "#doctext"),
+    "document": Case("@/?q=destructive+fire+london", "mark#span", "#doctext", "#doctext"),
     "ask": Case("/ask", "#ask-form", "#ask-form"),
     "review": Case("/review", ".review-collection", ".review-collection"),
     "review-board": Case(f"/review/{NAME}/{{run}}", ".card", ".card", ".card .quote"),
@@ -171,3 +171,27 @@ def test_filters_fold_away_on_a_phone_and_stay_open_when_set(tab: Any, site: Sit
         assert tab.locator("#from").is_visible()
     _goto(tab, site, CASES["search-filters"])  # filters set: shown, so that one sees what narrowed the results
     assert tab.locator("details.filters").evaluate("d => d.open") and tab.locator("#from").is_visible()
+
+
+def test_a_bidi_override_in_a_title_is_isolated_and_shown(tab: Any, site: Site) -> None:
+    """The fixture's title is "Invoice \\u202egnp.exe harbour report": raw, the override would show the rest
+    reversed ("troper ruobrah exe.png"), disguising the file name; shown, it is the escape, in an isolated element."""
+    tab.set_viewport_size({"width": 1280, "height": 800})
+    tab.goto(site.url + "/?q=ruobrah")  # the text's reversed word: its snippet holds the controls too
+    result = tab.locator("li.result", has_text="Invoice")
+    title = result.locator("h3")
+    assert title.evaluate("h => h.dir") == "auto"
+    assert title.inner_text() == "Invoice \\u202egnp.exe harbour report"
+    assert "\u202e" not in tab.evaluate("() => document.body.textContent")
+    kwic = result.locator(".kwic")
+    assert kwic.evaluate("p => p.dir") == "auto" and "\\u202e" in kwic.inner_text()
+    title.locator("a").click()
+    tab.locator("#doctext").wait_for()
+    assert tab.locator("h1").evaluate("h => h.dir") == "auto"
+    assert tab.locator("h1").inner_text() == "Invoice \\u202egnp.exe harbour report"
+    assert tab.title().startswith("Invoice \\u202egnp.exe")
+    text = tab.locator("#doctext").inner_text()
+    assert "\\u202eerif ruobrah\\u202c" in text and "\\u2066isolate\\u2069" in text and "\\u061c" in text
+    assert tab.locator("td", has_text="Harbour").inner_text() == "The \\u2067Harbour\\u2069 Gazette"
+    body = tab.evaluate("() => document.body.textContent + document.title")
+    assert not any(ch in body for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")

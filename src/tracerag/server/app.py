@@ -16,6 +16,7 @@ from tracerag import __version__
 from tracerag.server import errors
 from tracerag.server.security import LOOPBACK, Guard, RateLimiter
 from tracerag.server.state import ServerConfig, ServerState
+from tracerag.text import safe_block
 
 HERE = Path(__file__).parent
 
@@ -66,4 +67,8 @@ def templates() -> Jinja2Templates:
     t = Jinja2Templates(directory=HERE / "templates")
     t.env.autoescape = True
     t.env.globals["version"] = __version__
+    # `shown`: the one rule for untrusted text in a page, as in a terminal (tracerag.text.safe_block): controls and
+    # invisible format characters, the bidi overrides and isolates among them, are shown as their escape
+    # (`\u202e`), so that none reverses or hides the words after it. Its element isolates it (`dir="auto"`, <bdi>).
+    t.env.filters["shown"] = safe_block
     return t

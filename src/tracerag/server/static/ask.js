@@ -128,7 +128,7 @@
     const item = el(
       "li",
       { class: "ask-source" },
-      el("h3", {}, el("a", { href: documentHref(name, s) }, s.title)),
+      el("h3", { dir: "auto" }, el("a", { href: documentHref(name, s) }, s.title)),
       el("p", { class: "meta" }, verdict, meta ? ` · ${meta}` : "",
         s.promoted_from_hold ? " · promoted from hold" : "", ` · ${s.doc_id}`),
     );

@@ -42,7 +42,7 @@
       el("span", { class: "visually-hidden", text: `${said}: ` }),
       el("strong", { text: r.label }));
     if (r.quote) {
-      item.append(` \u2014 ${FIELDS[r.field] || r.field}: `, el("q", { class: "quote", text: r.quote }));
+      item.append(` \u2014 ${FIELDS[r.field] || r.field}: `, el("q", { class: "quote", dir: "auto", text: r.quote }));
     } else if (r.holds !== true) {
       item.append(` \u2014 ${r.reason || "not stated in the directory"}`);
     }
@@ -70,7 +70,7 @@
     if (c.eligibility) fact("For", c.eligibility);
     if (c.url) fact("Web", link(c.url));
     if (c.verified) fact("Verified", el("span", { class: c.verified_stale ? "stale" : "", text: c.verified }));
-    const article = el("article", { class: "card" }, el("h3", { text: c.name }), facts);
+    const article = el("article", { class: "card" }, el("h3", { dir: "auto", text: c.name }), facts);
     if (c.reasons.length) {
       article.append(el("p", { class: "why", text: "Why it fits" }),
         el("ul", { class: "reasons" }, ...c.reasons.map(reason)));
