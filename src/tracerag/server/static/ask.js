@@ -132,7 +132,7 @@
       el("p", { class: "meta" }, verdict, meta ? ` · ${meta}` : "",
         s.promoted_from_hold ? " · promoted from hold" : "", ` · ${s.doc_id}`),
     );
-    if (s.quote) item.append(el("blockquote", { class: "quote" }, s.quote));
+    if (s.quote) item.append(el("blockquote", { class: "quote", dir: "auto" }, s.quote));
     if (s.reasons.length) {
       item.append(
         el("ul", { class: "reasons" }, ...s.reasons.map((reason, i) => {

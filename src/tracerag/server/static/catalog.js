@@ -79,7 +79,7 @@
   }
 
   function assistantTurn(turn) {
-    const body = el("div", { class: "said" });
+    const body = el("div", { class: "said", dir: "auto" });
     if (turn.question) {
       body.append(el("p", { class: "question" }, el("strong", { text: "Question: " }), turn.question));
     } else if (turn.cards.length) {
@@ -92,9 +92,9 @@
       }
       body.append(el("div", { class: "cards" }, ...turn.cards.map(card)));
       body.append(el("details", { class: "reply" }, el("summary", { text: "The reply as text" }),
-        el("p", { class: "wraps", text: turn.reply })));
+        el("p", { class: "wraps", dir: "auto", text: turn.reply })));
     } else {
-      body.append(el("p", { class: "wraps", text: turn.reply }));
+      body.append(el("p", { class: "wraps", dir: "auto", text: turn.reply }));
     }
     if (turn.notes.length) {
       // labelled, so that a screen reader says what the list is (what the assistant or its model made of the request)
@@ -108,7 +108,7 @@
       body.append(el("details", { class: "removed" },
         el("summary", { text: `Removed from the model's reply (${turn.removed.length})` }),
         el("ul", {}, ...turn.removed.map((r) => el("li", {}, `${r.kind} "${r.value}": `,
-          el("span", { class: "quote", text: r.sentence }))))));
+          el("span", { class: "quote", dir: "auto", text: r.sentence }))))));
     }
     return el("li", { class: `turn assistant outcome-${turn.outcome}` },
       el("p", { class: "who", text: "Directory" }), body);
