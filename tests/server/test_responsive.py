@@ -77,7 +77,7 @@ def tab(chromium: Any, site: Site) -> Iterator[Any]:  # noqa: F811
 
 @dataclass(frozen=True)
 class Case:
-    path: str  # {run} is the search run; a path starting with "@" is the href of the first result of that search
+    path: str  # {run}: the search run; "@" + a search: its first result's page; "!" + a search: that search recorded
     ready: str  # what shows that the page is there
     column: str  # the main text column, measured
     prose: str | None = None  # an element of running text, whose lines are measured
@@ -86,6 +86,7 @@ class Case:
 CASES = {
     "search-empty": Case("/", "#q", ".results"),
     "search-results": Case("/?q=harbour+fire", "li.result", ".result-list", ".kwic"),
+    "search-recorded": Case("!/?q=harbour+fire", ".add-button", ".result-list", ".kwic"),
     "search-filters": Case(
         "/?q=fire&from=1850&to=1920&language=en&language=fr&k=20", "li.result", ".result-list", ".kwic"
     ),
@@ -116,7 +117,7 @@ MEASURE = """([column, prose]) => {
     ch = text.getBoundingClientRect().width / probe.getBoundingClientRect().width;
     probe.remove();
   }
-  const controls = "header a, main button, main .button, main summary, main select, main textarea, "
+  const controls = "header a, .result-actions a, main button, main .button, main summary, main select, main textarea, "
     + "main input:not([type=hidden]):not([type=checkbox]):not([type=radio])";
   const small = [...document.querySelectorAll(controls)]
     .filter((el) => el.getClientRects().length && getComputedStyle(el).visibility !== "hidden")
@@ -133,7 +134,9 @@ def _goto(tab: Any, site: Site, case: Case) -> None:
     if path.startswith("@"):
         tab.goto(site.url + path[1:])
         path = tab.locator("li.result h3 a").first.get_attribute("href")
-    tab.goto(site.url + path)
+    tab.goto(site.url + path.lstrip("!"))
+    if path.startswith("!"):  # recorded by the page's own form post: the results get their actions
+        tab.locator("button.record-button").click()
     tab.locator(case.ready).first.wait_for()
 
 
