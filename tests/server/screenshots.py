@@ -57,7 +57,10 @@ def main(out: Path = OUT) -> list[Path]:
                     saved.append(target)
 
                 page.goto(live.url + "/?q=harbour+fire")
-                page.locator("li.result").first.wait_for()
+                page.locator("button.record-button").click()  # recorded: each result can join the selection
+                page.locator("li.result .add-button").first.wait_for()
+                if width < 768:  # a phone shows the time-window chart first: the shot is of the results under it
+                    page.locator(".result-list").evaluate("r => r.scrollIntoView({block: 'start'})")
                 save("search")
                 page.locator("li.result", has_text="DESTRUCTIVE FIRE IN LONDON").locator("h3 a").click()
                 page.locator("mark#span").wait_for()
