@@ -45,7 +45,9 @@ trail_app = typer.Typer(help="Show, export and inspect the audit trails of agent
 
 LlmOpt = Annotated[
     str | None,
-    typer.Option("--llm", help="Model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."),
+    typer.Option(
+        "--llm", metavar="MODEL", help="Model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."
+    ),
 ]
 
 
@@ -58,7 +60,8 @@ def ask(
     llm: LlmOpt = None,
     base_url: BaseUrlOpt = None,
     replay_run: Annotated[
-        str | None, typer.Option("--replay", help="Re-run a recorded run (id or trail file) from its LLM answers.")
+        str | None,
+        typer.Option("--replay", metavar="RUN", help="Re-run a recorded run (id or trail file) from its LLM answers."),
     ] = None,
     record: Annotated[Path | None, typer.Option(help="Also save every model answer in this folder.")] = None,
     trail_dir: Annotated[

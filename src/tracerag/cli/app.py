@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, ParamSpec
 import typer
 from rich.console import Console
 from rich.text import Text
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand
 from typer.models import CommandInfo, TyperInfo
 
 from tracerag import __version__
+from tracerag.cli.help import Command, Group
 from tracerag.errors import CollectionBusyError, TraceError, disk_full
 from tracerag.text import json_dumps, safe_block, safe_line
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from tracerag.config import Settings
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(Group):
     """The top-level group: a command's module is imported, and the command built, only when that command runs or
     shows its help. `tracerag --help` lists every command from what its module registers on `app` (its help text,
     the docstring, stays the one definition), without building its options; nothing else is imported for it."""
@@ -93,20 +94,30 @@ def _registered(name: str, where: str) -> CommandInfo | TyperInfo:
     """The command or group `name` as its module registers it on `app` (importing the module, once)."""
     module, _, sub_app = where.partition(":")
     loaded = importlib.import_module(f"tracerag.cli.{module}")
-    if sub_app:
-        return TyperInfo(getattr(loaded, sub_app), name=name)
+    if sub_app:  # a group: it and its commands built with the help of `cli/help.py`
+        group = getattr(loaded, sub_app)
+        for info in group.registered_commands:
+            _with_help(info)
+        return TyperInfo(group, name=name, cls=Group)
     for info in app.registered_commands:
         if info.callback is not None and (info.name or info.callback.__name__.replace("_", "-")) == name:
-            return info
+            return _with_help(info)
     raise LookupError(f"tracerag.cli.{module} registers no command {name!r}")
 
 
-def _outline(name: str, found: CommandInfo | TyperInfo) -> TyperCommand | TyperGroup:
+def _with_help(info: CommandInfo) -> CommandInfo:
+    """A command built as `cli/help.Command` (typer's default class otherwise): its help says what to type."""
+    if info.cls is None or info.cls is TyperCommand:
+        info.cls = Command
+    return info
+
+
+def _outline(name: str, found: CommandInfo | TyperInfo) -> Command | Group:
     """A command or group with the name and help text `typer` would give it, and no options (a list's row)."""
     if isinstance(found, CommandInfo):
         assert found.callback is not None
         helped = inspect.getdoc(found.callback) if found.help is None else inspect.cleandoc(found.help)
-        return TyperCommand(
+        return Command(
             name=name,
             help=helped,
             short_help=found.short_help,
@@ -115,7 +126,7 @@ def _outline(name: str, found: CommandInfo | TyperInfo) -> TyperCommand | TyperG
             rich_help_panel=found.rich_help_panel,
         )
     info = found.typer_instance.info if found.typer_instance else found
-    return TyperGroup(name=name, help=info.help, hidden=info.hidden, deprecated=info.deprecated)
+    return Group(name=name, help=info.help, hidden=info.hidden, deprecated=info.deprecated)
 
 
 app = typer.Typer(
@@ -138,40 +149,59 @@ class _Console(Console):
 out = _Console(emoji=False, highlight=False)
 err = _Console(stderr=True, emoji=False, highlight=False)
 
-CollectionOpt = Annotated[Path, typer.Option("--collection", "-c", help="Collection directory.")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Settings TOML file (or TRACERAG_CONFIG).")]
+CollectionOpt = Annotated[Path, typer.Option("--collection", "-c", metavar="DIR", help="Collection directory.")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", metavar="FILE", help="Settings TOML file (or TRACERAG_CONFIG).")
+]
 WaitOpt = Annotated[
     bool,
     typer.Option("--wait", help="When another process is writing the collection, wait for it (else exit 3 at once)."),
 ]
-BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")]
+BaseUrlOpt = Annotated[str | None, typer.Option(metavar="URL", help="Endpoint of an openai: model.")]
 # where a collection's index lives: embedded, or a Qdrant server (settings engine.*)
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", help="Where a new collection's index lives: tantivy (embedded) or qdrant (a server)."),
+    typer.Option(
+        "--engine",
+        metavar="tantivy|qdrant",
+        help="Where a new collection's index lives: tantivy (embedded) or qdrant (a server).",
+    ),
 ]
 UrlOpt = Annotated[
     str | None,
-    typer.Option("--url", help="The Qdrant server (REST, e.g. http://qdrant:6333); implies --engine qdrant."),
+    typer.Option(
+        "--url", metavar="URL", help="The Qdrant server (REST, e.g. http://qdrant:6333); implies --engine qdrant."
+    ),
 ]
 ApiKeyOpt = Annotated[
     str | None,
-    typer.Option("--api-key", help="The Qdrant server's key (never written; QDRANT_API_KEY keeps it out of `ps`)."),
+    typer.Option(
+        "--api-key", metavar="KEY", help="The Qdrant server's key (never written; QDRANT_API_KEY keeps it out of `ps`)."
+    ),
 ]
 QdrantCollectionOpt = Annotated[
     str | None,
-    typer.Option("--qdrant-collection", help="Server collection to make (default: tracerag_<folder>_<id>)."),
+    typer.Option(
+        "--qdrant-collection", metavar="NAME", help="Server collection to make (default: tracerag_<folder>_<id>)."
+    ),
 ]
-ExportFormatOpt = Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")]
-ExportOutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")]
+ExportFormatOpt = Annotated[str, typer.Option("--format", metavar="csv|ris|csl-json", help="What to write.")]
+ExportOutOpt = Annotated[
+    Path | None, typer.Option("--out", "-o", metavar="FILE", help="File to write (default: stdout).")
+]
 # where `tracerag serve` (and `demo --serve`) listens; the defaults are the settings' server.host / server.port
 HostOpt = Annotated[
-    str | None, typer.Option("--host", help="Address to listen on (default 127.0.0.1; any other needs a token).")
+    str | None,
+    typer.Option(
+        "--host", metavar="ADDRESS", help="Address to listen on (default 127.0.0.1; any other needs a token)."
+    ),
 ]
 PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
 IiifBaseOpt = Annotated[
     str | None,
-    typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
+    typer.Option(
+        metavar="URL", help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."
+    ),
 ]
 
 

@@ -49,7 +49,8 @@ def calibrate(
         ),
     ] = True,
     llm: Annotated[
-        str | None, typer.Option("--llm", help="Model for the questions: openai:MODEL, local, replay:DIR.")
+        str | None,
+        typer.Option("--llm", metavar="MODEL", help="Model for the questions: openai:MODEL, local, replay:DIR."),
     ] = None,
     base_url: BaseUrlOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the calibration as JSON.")] = False,

@@ -52,7 +52,8 @@ def ingest(
     path: Annotated[Path, typer.Argument(help="File or folder to read.")],
     collection: CollectionOpt,
     fmt: Annotated[
-        str | None, typer.Option("--format", "-f", help="jsonl, csv, txt, alto or hipe (default: guess).")
+        str | None,
+        typer.Option("--format", "-f", metavar="FORMAT", help="jsonl, csv, txt, alto or hipe (default: guess)."),
     ] = None,
     no_dense: Annotated[
         bool, typer.Option("--no-dense", help="Skip embeddings now; add them later with `tracerag embed`.")

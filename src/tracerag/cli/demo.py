@@ -30,7 +30,9 @@ DEMO_K = 3
 def demo(
     data: Annotated[
         Path | None,
-        typer.Option("--data", help="Local copy of the three HIPE-2022 v2.1 demo files (or TRACERAG_DEMO_DATA)."),
+        typer.Option(
+            "--data", metavar="DIR", help="Local copy of the three HIPE-2022 v2.1 demo files (or TRACERAG_DEMO_DATA)."
+        ),
     ] = None,
     download: Annotated[
         bool, typer.Option("--download", help="Fetch those HIPE files (1.4 MB, pinned, checksummed, cached).")

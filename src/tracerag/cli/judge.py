@@ -39,19 +39,25 @@ if TYPE_CHECKING:
 
 LlmOpt = Annotated[
     str | None,
-    typer.Option("--llm", help="Judge model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."),
+    typer.Option(
+        "--llm", metavar="MODEL", help="Judge model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."
+    ),
 ]
 
 
 @app.command()
 @friendly
 def judge(
-    criteria: Annotated[Path, typer.Option("--criteria", help="The criteria: a .toml file, or any text file.")],
+    criteria: Annotated[
+        Path, typer.Option("--criteria", metavar="FILE", help="The criteria: a .toml file, or any text file.")
+    ],
     from_run: Annotated[
-        str | None, typer.Option("--from", help="A search, ask or judge run (id, unique prefix, or .jsonl file).")
+        str | None,
+        typer.Option("--from", metavar="RUN", help="A search, ask or judge run (id, unique prefix, or .jsonl file)."),
     ] = None,
     selection: Annotated[
-        str | None, typer.Option("--selection", help="A saved selection's question (its accepted sources).")
+        str | None,
+        typer.Option("--selection", metavar="QUESTION", help="A saved selection's question (its accepted sources)."),
     ] = None,
     collection: CollectionOpt = Path("."),
     k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="Judge only the run's first K candidates.")] = None,

@@ -33,7 +33,11 @@ def migrate(
     collection: CollectionOpt,
     to: Annotated[
         str,
-        typer.Option("--to", help="Where the index goes: tantivy (embedded, the default) or qdrant (a server)."),
+        typer.Option(
+            "--to",
+            metavar="tantivy|qdrant",
+            help="Where the index goes: tantivy (embedded, the default) or qdrant (a server).",
+        ),
     ] = "tantivy",
     url: Annotated[
         str | None, typer.Option("--url", help="The Qdrant server of --to qdrant (REST, e.g. http://qdrant:6333).")
