@@ -30,6 +30,7 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    print_table,
     settings_with_llm,
     write_export,
     write_json,
@@ -142,7 +143,7 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
             data_text(r.origin + flag),
             data_text(r.reasons[0] if r.reasons else ""),
         )
-    out.print(table)
+    print_table(table)
     t = result.totals
     out.print(
         Text(
@@ -184,7 +185,7 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
             continue
         summary = summarise(events)
         table.add_row(data_text(path.stem), data_text(summary.status), data_text(summary.question))
-    out.print(table)
+    print_table(table)
     for bad in damaged:  # each in full, `file:line: reason` on one line, never cut
         err.print(Text.assemble(("damaged trail", "red"), " ", data_text(bad)), soft_wrap=True)
     return ExitCode.PARTIAL if damaged else ExitCode.OK

@@ -36,6 +36,7 @@ from tracerag.text import json_dumps, safe_block, safe_line
 # and every command's `--help` import only the CLI's own modules, typer and rich (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from rich.progress import Progress
+    from rich.table import Table
 
     from tracerag.config import Settings
 
@@ -291,6 +292,46 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     """`1 document`, `2 documents`: a count with its noun, singular where the count is 1 (English, as the CLI's
     own words are)."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+_NARROWEST_COLUMN = 12  # a table whose columns would be narrower than this on average prints one block per row
+
+
+def print_table(table: Table, console: Console | None = None) -> None:
+    """A table that keeps every column at any width: cells wrap, and a word longer than its column folds onto the
+    next line rather than being cut. Where even that does not fit (columns that must stay wide), or the columns
+    would be too narrow to read, each row is printed as a block of `header: value` lines instead of dropping the
+    columns past the edge (what Rich does to a table wider than the terminal)."""
+    from rich.segment import Segment
+    from rich.table import Table
+
+    def fits() -> bool:  # rendered uncropped: a table whose columns cannot shrink enough is wider than the console
+        lines = Segment.split_lines(console.render(table, console.options))
+        return max((Segment.get_line_length(line) for line in lines), default=0) <= console.width
+
+    console = console or out
+    for column in table.columns:
+        column.overflow = "fold"
+        column.no_wrap = False
+    if not fits():
+        for column in table.columns:  # a column kept wide for a long name (`min_width`) may fold it instead
+            column.min_width = None
+    if fits() and console.width >= _NARROWEST_COLUMN * len(table.columns):
+        console.print(table)
+        return
+    if table.title:
+        console.print(table.title, style="bold")
+    for i in range(table.row_count):
+        block = Table.grid(padding=(0, 1))
+        block.add_column(style="bold", overflow="fold", max_width=max(8, console.width // 3))
+        block.add_column(overflow="fold")
+        for column in table.columns:
+            cells = list(column.cells)
+            header = column.header if isinstance(column.header, (str, Text)) else ""
+            block.add_row(Text.assemble(header, ":"), cells[i])
+        console.print(block)
+        if i < table.row_count - 1:
+            console.print()
 
 
 def write_stdout(text: str) -> None:

@@ -26,6 +26,7 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    print_table,
     progress_bar,
     write_json,
 )
@@ -288,7 +289,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
             data_text(c["date_max"] or ""),
             data_text(language_counts(c["languages"], c["languages_detected"])),
         )
-    out.print(table)
+    print_table(table)
     if stats["ocr_quality"] is None:
         out.print(
             "[yellow]no OCR-quality estimates: ingested before they were made; the next ingest adds them[/yellow]"
@@ -319,7 +320,7 @@ def _print_ocr(distribution: dict[str, dict]) -> None:
             " · ".join(f"{v:.2f}" for v in five) if five else "",
             data_text(", ".join(f"{k} {n:,}" for k, n in d["fixes"].items())),
         )
-    out.print(table)
+    print_table(table)
     if waiting:
         out.print(
             f"[yellow]{counted(waiting, 'document')} not estimated yet (ingested before estimates were made): "

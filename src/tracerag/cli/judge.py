@@ -25,6 +25,7 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    print_table,
     progress_bar,
     settings_with_llm,
     write_json,
@@ -163,7 +164,7 @@ def _print(runs: list[JudgeRun], correlations: list[Correlation]) -> None:
         score = Text(str(j.score)) if j.score is not None else Text("failed", style="red")
         why = data_text(j.reasoning if j.score is not None else j.failure, "" if j.score is not None else "red")
         table.add_row(str(j.rank or "-"), data_text(j.doc_id), score, why)
-    out.print(table)
+    print_table(table)
     for r in runs:
         cached = sum(j.cached for j in r.judgments)
         model = r.judgments[0].model if r.judgments else "?"
