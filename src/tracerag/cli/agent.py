@@ -156,7 +156,7 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
     # written to --trail-dir is named by its file.
     run = result.run_id if trail_dir is None or result.trail_path is None else str(result.trail_path)
     show = shlex.join(["tracerag", "trail", "show", run, "-c", str(collection)])
-    out.print(data_text(f"trail: {result.trail_path}  ({show})"))
+    out.print(data_text(f"trail: {result.trail_path}  ({show})"), soft_wrap=True)  # copied whole, never wrapped
 
 
 @trail_app.command("list")

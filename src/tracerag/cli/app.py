@@ -294,29 +294,47 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
-_NARROWEST_COLUMN = 12  # a table whose columns would be narrower than this on average prints one block per row
+_NARROWEST_COLUMN = 8  # a table with a column narrower than this (and than its content) prints one block per row
 
 
 def print_table(table: Table, console: Console | None = None) -> None:
-    """A table that keeps every column at any width: cells wrap, and a word longer than its column folds onto the
-    next line rather than being cut. Where even that does not fit (columns that must stay wide), or the columns
-    would be too narrow to read, each row is printed as a block of `header: value` lines instead of dropping the
-    columns past the edge (what Rich does to a table wider than the terminal)."""
+    """A table that keeps every column at any width, where Rich would drop the columns past the terminal's edge:
+    cells wrap and a word longer than its column folds rather than being cut; a table that does not fit as made
+    loses its outer border first, then the widths its columns asked for (`min_width`: a name kept on one line
+    folds instead); one whose columns would still not fit, or be too narrow to read, prints each row as a block
+    of `header: value` lines."""
+    from rich import box
+    from rich.measure import Measurement
     from rich.segment import Segment
     from rich.table import Table
 
-    def fits() -> bool:  # rendered uncropped: a table whose columns cannot shrink enough is wider than the console
-        lines = Segment.split_lines(console.render(table, console.options))
-        return max((Segment.get_line_length(line) for line in lines), default=0) <= console.width
-
     console = console or out
-    for column in table.columns:
-        column.overflow = "fold"
-        column.no_wrap = False
+
+    def fits() -> bool:
+        """Rendered uncropped no wider than the console (a table whose columns cannot shrink enough is wider), and
+        no column narrower than its content or `_NARROWEST_COLUMN`, whichever is less (Rich's private sizing)."""
+        lines = Segment.split_lines(console.render(table, console.options))
+        if max((Segment.get_line_length(line) for line in lines), default=0) > console.width:
+            return False
+        options = console.options.update_width(console.width - table._extra_width)
+        widths = table._calculate_column_widths(console, options)
+        for i, (column, width) in enumerate(zip(table.columns, widths, strict=True)):
+            content = max(Measurement.get(console, options, cell).maximum for cell in [column.header, *column.cells])
+            if width - table._get_padding_width(i) < min(content, _NARROWEST_COLUMN):
+                return False
+        return True
+
+    for column in table.columns:  # a column that asked for its width keeps it while the others wrap (Rich would
+        column.overflow = "fold"  # narrow the widest column first, whatever it asked for)
+        column.no_wrap = column.min_width is not None
+    made = (table.box, table.show_edge, table.pad_edge)
     if not fits():
-        for column in table.columns:  # a column kept wide for a long name (`min_width`) may fold it instead
-            column.min_width = None
-    if fits() and console.width >= _NARROWEST_COLUMN * len(table.columns):
+        table.box, table.show_edge, table.pad_edge = box.SIMPLE_HEAD, False, False
+    if not fits():
+        table.box, table.show_edge, table.pad_edge = made
+        for column in table.columns:
+            column.min_width, column.no_wrap = None, False
+    if fits():
         console.print(table)
         return
     if table.title:
@@ -326,9 +344,8 @@ def print_table(table: Table, console: Console | None = None) -> None:
         block.add_column(style="bold", overflow="fold", max_width=max(8, console.width // 3))
         block.add_column(overflow="fold")
         for column in table.columns:
-            cells = list(column.cells)
             header = column.header if isinstance(column.header, (str, Text)) else ""
-            block.add_row(Text.assemble(header, ":"), cells[i])
+            block.add_row(Text.assemble(header, ":"), list(column.cells)[i])
         console.print(block)
         if i < table.row_count - 1:
             console.print()

@@ -243,7 +243,9 @@ def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = 
         # Each page of vectors is stored once the index has it, so a second run starts after the last one stored.
         again = shlex.join(["tracerag", "embed", "-c", str(collection)])
         kept = f"{reached[0]:,} of {counted(reached[1], 'chunk')} embedded and kept" if reached[1] else "nothing done"
-        err.print(data_text(f"interrupted: {kept}; run `{again}` again to resume where it stopped", "yellow"))
+        err.print(
+            data_text(f"interrupted: {kept}; run `{again}` again to resume where it stopped", "yellow"), soft_wrap=True
+        )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     print_embedded(done, seconds)
 
