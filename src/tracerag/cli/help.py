@@ -116,7 +116,7 @@ def _rows(rows: list[tuple[str, str]], width: int) -> list[str]:
             lines += _fill(text, width, " " * left, first=f"  {name}".ljust(left)) if text else [f"  {name}"]
         else:
             lines += textwrap.wrap(f"  {name}", width, subsequent_indent="    ", break_on_hyphens=False)
-            indent = " " * (min(left, 8) if width >= _NARROW else 6)
+            indent = " " * (left if width >= _NARROW else 6)  # under its column, or just indented when narrow
             lines += _fill(text, width, indent) if text else []
     return lines
 
