@@ -4,7 +4,10 @@ columns, and 40), names what each option takes (`TEXT`, `PATH`, `N`, `DIR`, the 
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -86,3 +89,18 @@ def test_descriptions_are_reflowed_but_lists_keep_their_lines() -> None:
     listed = "Keys:\n- a accept\n- r reject"
     assert reflow(listed) == listed
     assert reflow("Shown.\n\f\nNot help.") == "Shown."
+
+
+def test_a_command_whose_module_was_imported_first_has_the_same_help() -> None:
+    """typer builds at once the commands already registered when the app is made (a test, or a library user,
+    that imported `tracerag.cli.demo` first): they too are built with this help. In a fresh interpreter, since
+    this one has built every command already."""
+    code = (
+        "import tracerag.cli.demo\n"
+        "from typer.testing import CliRunner\n"
+        "from tracerag.cli import app\n"
+        "print(CliRunner().invoke(app, ['demo', '--help']).output)"
+    )
+    env = {**os.environ, "COLUMNS": "80"}
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert "<bool>" not in shown and re.search(r"^  --download {2,}Fetch", shown, re.M), shown

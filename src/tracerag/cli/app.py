@@ -130,7 +130,15 @@ def _outline(name: str, found: CommandInfo | TyperInfo) -> Command | Group:
     return Group(name=name, help=info.help, hidden=info.hidden, deprecated=info.deprecated)
 
 
-app = typer.Typer(
+class _Typer(typer.Typer):
+    """The app: its commands built as `cli/help.Command` (typer's `TyperCommand` otherwise), whether `LazyGroup`
+    builds one or typer does (a command whose module was imported before the group was made)."""
+
+    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+        return super().command(*args, cls=cls or Command, **kwargs)
+
+
+app = _Typer(
     cls=LazyGroup,
     help="TRACE: accountable source discovery over noisy historical collections.",
     no_args_is_help=True,
