@@ -14,7 +14,7 @@ from rich.padding import Padding
 from rich.text import Text
 
 from tracerag.cli.app import ExitCode, HostOpt, PortOpt, app, data_text, err, friendly, out
-from tracerag.cli.views import embed_missing, print_ingest_report, print_time_windows, run_ingest
+from tracerag.cli.views import embed_missing, kwic_text, marking, print_ingest_report, print_time_windows, run_ingest
 from tracerag.errors import ConfigError
 from tracerag.text import safe_line
 
@@ -203,29 +203,15 @@ def _print_brief(result: dict, query: DemoQuery, noted: set[str], *, idle: bool)
 
 def _in_context(result: dict, query: str) -> Text:
     """The channels that found the result (`bm25 #1`), then its best chunk around the query's words as the index
-    matched them (folded, stemmed), marked: in colour on a terminal, between [ ] when piped. One line, cut at the
-    console's edge."""
+    matched them, marked as `search` marks them (`views.kwic_text`: in colour on a terminal, between [ ] when
+    piped). One line, narrower than `search`'s snippets, cut at the console's edge."""
     from tracerag.retrieval.kwic import snippet
 
     finds = " · ".join(f"{c['channel']} #{c['rank']}" for c in result["channels"])
     chunk = result["best_chunk"]
-    found = snippet(chunk["text"], [query], result["language"], width=max(30, out.width - len(finds) - 8))
-    line = Text.assemble("      ", (safe_line(finds), "green"), "  ", "…" if found.cut_before else "")
-    at = 0
-    for start, end in found.spans:
-        line.append(_piece(found.text[at:start]))
-        word = safe_line(found.text[start:end])
-        line.append(word, "bold yellow") if out.is_terminal else line.append(f"[{word}]")
-        at = end
-    line.append(_piece(found.text[at:]).rstrip() + ("…" if found.cut_after else ""))
-    return line
-
-
-def _piece(text: str) -> str:
-    """A piece of a snippet as one line, with the spaces at its ends that set it off from the marked words."""
-    if not text.strip():
-        return " " if text else ""
-    return (" " if text[0].isspace() else "") + safe_line(text) + (" " if text[-1].isspace() else "")
+    found = snippet(chunk["text"], [query], result["language"], width=max(30, out.width - len(finds) - 12))
+    shown = {"text": found.text, "spans": found.spans, "cut_before": found.cut_before, "cut_after": found.cut_after}
+    return Text.assemble("      ", (safe_line(finds), "green"), "  ", kwic_text(shown, marking(out)))
 
 
 def _print_change(lexical: dict, hybrid: dict) -> None:
