@@ -78,14 +78,40 @@ def test_the_demo_answers_offline_from_the_packaged_sample(fresh_machine: Path) 
     assert line, out
     copied = runner.invoke(app, shlex.split(line[1])[1:], env={"COLUMNS": "400"})
     assert copied.exit_code == 0 and "fusion: combsum" in copied.output, copied.output
-    assert re.search(r" 1\. [^·]+ luxzeit-1858-07-10-revue-politique · ", out) and "comte [Walcwski]" in out
-    assert "fusion: combsum" in out and "bm25 rank" in out and "phrase rank" in out and "date rank" in out
-    assert "dense rank" not in out and "--no-dense: no vectors" in out
+    # each result with the channels that found it and its words in context, marked with [ ] when piped
+    assert "1. luxzeit-1858-07-10-revue-politique" in out and "comte [Walcwski] d'une" in out
+    assert "fusion: combsum" in out and "bm25 #1" in out and "phrase #1" in out and "date #1" in out
+    assert "dense #" not in out and "--no-dense: no vectors" in out
     assert not (fresh_machine / "cache").exists()
 
     again = runner.invoke(app, ["demo", "--collection", str(collection), "--no-dense"])
     assert again.exit_code == 0, again.output
     assert "added 0 · updated 0 · unchanged 35" in flat(again.output)
+
+
+def _is_short_and_says_each_note_once(output: str) -> None:
+    """At most ~120 lines at 80 columns, no paragraph twice (a result line may: a document found by two
+    searches; and a heading), and every command to copy on one line of its own, whole, even though the output
+    is piped."""
+    lines = [line.strip() for line in output.splitlines()]
+    assert len(lines) <= 120, output
+    said = [line for line in lines if len(line) > 30 and not re.match(r"\d+\. ", line) and line[-1] != ":"]
+    assert not {line for line in said if said.count(line) > 1}, output
+    commands = [shlex.split(line[2:]) for line in lines if line.startswith("$ tracerag search ")]
+    assert commands and all("-c" in c and "--explain" in c for c in commands), output
+
+
+def test_the_demo_is_short_and_its_commands_are_whole_when_piped(fresh_machine: Path) -> None:
+    collection = fresh_machine / "a folder with a long name, to make each command longer than 80 columns" / "demo"
+    result = runner.invoke(app, ["demo", "--collection", str(collection), "--no-dense"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    _is_short_and_says_each_note_once(result.output)
+    lines = result.output.splitlines()
+    for query in sample_source().queries:  # the whole command on one line, as the shell reads it back
+        typed = shlex.join(["tracerag", "search", query.text, "-c", str(collection), "--explain"])
+        assert f"$ {typed} --channels bm25,date,phrase" in lines, result.output
+    assert any(shlex.join(["tracerag", "embed", "-c", str(collection)]) in line for line in lines)
+    assert any(f'tracerag search "..." -c {shlex.quote(str(collection))} --explain' in line for line in lines)
 
 
 def test_the_default_collection_is_named_after_the_data(fresh_machine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,8 +188,8 @@ def test_the_demo_embeds_after_searching_and_asks_again(fresh_machine: Path) -> 
         "3. vectors for the dense channel",
         "chunks/s",
         "4. the same questions with the dense channel",
-        f"$ tracerag search 'police regulation about dogs' -c {collection} --explain an English",
-        "dense rank",
+        f"$ tracerag search 'police regulation about dogs' -c {collection} --explain ",
+        "dense #",
         "what the dense channel changed:",
     ]
     at = 0
@@ -171,6 +197,7 @@ def test_the_demo_embeds_after_searching_and_asks_again(fresh_machine: Path) -> 
         at = out.find(marker, at)
         assert at >= 0, (marker, out)
     assert "read 6 · added 6" in out and "embedded " in out
+    _is_short_and_says_each_note_once(result.output)  # the questions asked again say what they show only once
 
     again = runner.invoke(app, ["demo", "--collection", str(collection), "--per-file", "2"])
     assert again.exit_code == 0, again.output

@@ -30,6 +30,7 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    print_table,
     settings_with_llm,
     write_export,
     write_json,
@@ -45,7 +46,9 @@ trail_app = typer.Typer(help="Show, export and inspect the audit trails of agent
 
 LlmOpt = Annotated[
     str | None,
-    typer.Option("--llm", help="Model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."),
+    typer.Option(
+        "--llm", metavar="MODEL", help="Model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."
+    ),
 ]
 
 
@@ -58,7 +61,8 @@ def ask(
     llm: LlmOpt = None,
     base_url: BaseUrlOpt = None,
     replay_run: Annotated[
-        str | None, typer.Option("--replay", help="Re-run a recorded run (id or trail file) from its LLM answers.")
+        str | None,
+        typer.Option("--replay", metavar="RUN", help="Re-run a recorded run (id or trail file) from its LLM answers."),
     ] = None,
     record: Annotated[Path | None, typer.Option(help="Also save every model answer in this folder.")] = None,
     trail_dir: Annotated[
@@ -139,7 +143,7 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
             data_text(r.origin + flag),
             data_text(r.reasons[0] if r.reasons else ""),
         )
-    out.print(table)
+    print_table(table)
     t = result.totals
     out.print(
         Text(
@@ -152,7 +156,7 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
     # written to --trail-dir is named by its file.
     run = result.run_id if trail_dir is None or result.trail_path is None else str(result.trail_path)
     show = shlex.join(["tracerag", "trail", "show", run, "-c", str(collection)])
-    out.print(data_text(f"trail: {result.trail_path}  ({show})"))
+    out.print(data_text(f"trail: {result.trail_path}  ({show})"), soft_wrap=True)  # copied whole, never wrapped
 
 
 @trail_app.command("list")
@@ -181,7 +185,7 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
             continue
         summary = summarise(events)
         table.add_row(data_text(path.stem), data_text(summary.status), data_text(summary.question))
-    out.print(table)
+    print_table(table)
     for bad in damaged:  # each in full, `file:line: reason` on one line, never cut
         err.print(Text.assemble(("damaged trail", "red"), " ", data_text(bad)), soft_wrap=True)
     return ExitCode.PARTIAL if damaged else ExitCode.OK

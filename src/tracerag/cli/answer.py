@@ -42,16 +42,25 @@ KIND_STYLE = {"quotation": "cyan", "paraphrase": "", "inference": "magenta"}
 def answer(
     question: Annotated[str, typer.Argument(help="The question the draft answers.")],
     selection: Annotated[
-        str | None, typer.Option("--selection", help="A saved selection's question: draft from its accepted sources.")
+        str | None,
+        typer.Option(
+            "--selection", metavar="QUESTION", help="A saved selection's question: draft from its accepted sources."
+        ),
     ] = None,
-    from_run: Annotated[str | None, typer.Option("--from", help="An ask run (id, prefix or .jsonl file).")] = None,
+    from_run: Annotated[
+        str | None, typer.Option("--from", metavar="RUN", help="An ask run (id, prefix or .jsonl file).")
+    ] = None,
     agent_accepted: Annotated[
         bool, typer.Option("--agent-accepted", help="With --from: the sources the agent accepted.")
     ] = False,
     collection: CollectionOpt = Path("."),
     llm: Annotated[
         str | None,
-        typer.Option("--llm", help="openai:MODEL, local or replay:DIR (default: settings; none: extractive draft)."),
+        typer.Option(
+            "--llm",
+            metavar="MODEL",
+            help="openai:MODEL, local or replay:DIR (default: settings; none: extractive draft).",
+        ),
     ] = None,
     base_url: BaseUrlOpt = None,
     language: Annotated[

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, ParamSpec
 import typer
 from rich.console import Console
 from rich.text import Text
-from typer.core import TyperCommand, TyperGroup
+from typer.core import TyperCommand
 from typer.models import CommandInfo, TyperInfo
 
 from tracerag import __version__
+from tracerag.cli.help import Command, Group
 from tracerag.errors import CollectionBusyError, TraceError, disk_full
 from tracerag.text import json_dumps, safe_block, safe_line
 
@@ -35,11 +36,12 @@ from tracerag.text import json_dumps, safe_block, safe_line
 # and every command's `--help` import only the CLI's own modules, typer and rich (tests/cli/test_startup.py).
 if TYPE_CHECKING:
     from rich.progress import Progress
+    from rich.table import Table
 
     from tracerag.config import Settings
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(Group):
     """The top-level group: a command's module is imported, and the command built, only when that command runs or
     shows its help. `tracerag --help` lists every command from what its module registers on `app` (its help text,
     the docstring, stays the one definition), without building its options; nothing else is imported for it."""
@@ -93,20 +95,30 @@ def _registered(name: str, where: str) -> CommandInfo | TyperInfo:
     """The command or group `name` as its module registers it on `app` (importing the module, once)."""
     module, _, sub_app = where.partition(":")
     loaded = importlib.import_module(f"tracerag.cli.{module}")
-    if sub_app:
-        return TyperInfo(getattr(loaded, sub_app), name=name)
+    if sub_app:  # a group: it and its commands built with the help of `cli/help.py`
+        group = getattr(loaded, sub_app)
+        for info in group.registered_commands:
+            _with_help(info)
+        return TyperInfo(group, name=name, cls=Group)
     for info in app.registered_commands:
         if info.callback is not None and (info.name or info.callback.__name__.replace("_", "-")) == name:
-            return info
+            return _with_help(info)
     raise LookupError(f"tracerag.cli.{module} registers no command {name!r}")
 
 
-def _outline(name: str, found: CommandInfo | TyperInfo) -> TyperCommand | TyperGroup:
+def _with_help(info: CommandInfo) -> CommandInfo:
+    """A command built as `cli/help.Command` (typer's default class otherwise): its help says what to type."""
+    if info.cls is None or info.cls is TyperCommand:
+        info.cls = Command
+    return info
+
+
+def _outline(name: str, found: CommandInfo | TyperInfo) -> Command | Group:
     """A command or group with the name and help text `typer` would give it, and no options (a list's row)."""
     if isinstance(found, CommandInfo):
         assert found.callback is not None
         helped = inspect.getdoc(found.callback) if found.help is None else inspect.cleandoc(found.help)
-        return TyperCommand(
+        return Command(
             name=name,
             help=helped,
             short_help=found.short_help,
@@ -115,10 +127,18 @@ def _outline(name: str, found: CommandInfo | TyperInfo) -> TyperCommand | TyperG
             rich_help_panel=found.rich_help_panel,
         )
     info = found.typer_instance.info if found.typer_instance else found
-    return TyperGroup(name=name, help=info.help, hidden=info.hidden, deprecated=info.deprecated)
+    return Group(name=name, help=info.help, hidden=info.hidden, deprecated=info.deprecated)
 
 
-app = typer.Typer(
+class _Typer(typer.Typer):
+    """The app: its commands built as `cli/help.Command` (typer's `TyperCommand` otherwise), whether `LazyGroup`
+    builds one or typer does (a command whose module was imported before the group was made)."""
+
+    def command(self, *args: Any, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Any:
+        return super().command(*args, cls=cls or Command, **kwargs)
+
+
+app = _Typer(
     cls=LazyGroup,
     help="TRACE: accountable source discovery over noisy historical collections.",
     no_args_is_help=True,
@@ -138,40 +158,59 @@ class _Console(Console):
 out = _Console(emoji=False, highlight=False)
 err = _Console(stderr=True, emoji=False, highlight=False)
 
-CollectionOpt = Annotated[Path, typer.Option("--collection", "-c", help="Collection directory.")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="Settings TOML file (or TRACERAG_CONFIG).")]
+CollectionOpt = Annotated[Path, typer.Option("--collection", "-c", metavar="DIR", help="Collection directory.")]
+ConfigOpt = Annotated[
+    Path | None, typer.Option("--config", metavar="FILE", help="Settings TOML file (or TRACERAG_CONFIG).")
+]
 WaitOpt = Annotated[
     bool,
     typer.Option("--wait", help="When another process is writing the collection, wait for it (else exit 3 at once)."),
 ]
-BaseUrlOpt = Annotated[str | None, typer.Option(help="Endpoint of an openai: model.")]
+BaseUrlOpt = Annotated[str | None, typer.Option(metavar="URL", help="Endpoint of an openai: model.")]
 # where a collection's index lives: embedded, or a Qdrant server (settings engine.*)
 EngineOpt = Annotated[
     str | None,
-    typer.Option("--engine", help="Where a new collection's index lives: tantivy (embedded) or qdrant (a server)."),
+    typer.Option(
+        "--engine",
+        metavar="tantivy|qdrant",
+        help="Where a new collection's index lives: tantivy (embedded) or qdrant (a server).",
+    ),
 ]
 UrlOpt = Annotated[
     str | None,
-    typer.Option("--url", help="The Qdrant server (REST, e.g. http://qdrant:6333); implies --engine qdrant."),
+    typer.Option(
+        "--url", metavar="URL", help="The Qdrant server (REST, e.g. http://qdrant:6333); implies --engine qdrant."
+    ),
 ]
 ApiKeyOpt = Annotated[
     str | None,
-    typer.Option("--api-key", help="The Qdrant server's key (never written; QDRANT_API_KEY keeps it out of `ps`)."),
+    typer.Option(
+        "--api-key", metavar="KEY", help="The Qdrant server's key (never written; QDRANT_API_KEY keeps it out of `ps`)."
+    ),
 ]
 QdrantCollectionOpt = Annotated[
     str | None,
-    typer.Option("--qdrant-collection", help="Server collection to make (default: tracerag_<folder>_<id>)."),
+    typer.Option(
+        "--qdrant-collection", metavar="NAME", help="Server collection to make (default: tracerag_<folder>_<id>)."
+    ),
 ]
-ExportFormatOpt = Annotated[str, typer.Option("--format", help="csv, ris or csl-json.")]
-ExportOutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: stdout).")]
+ExportFormatOpt = Annotated[str, typer.Option("--format", metavar="csv|ris|csl-json", help="What to write.")]
+ExportOutOpt = Annotated[
+    Path | None, typer.Option("--out", "-o", metavar="FILE", help="File to write (default: stdout).")
+]
 # where `tracerag serve` (and `demo --serve`) listens; the defaults are the settings' server.host / server.port
 HostOpt = Annotated[
-    str | None, typer.Option("--host", help="Address to listen on (default 127.0.0.1; any other needs a token).")
+    str | None,
+    typer.Option(
+        "--host", metavar="ADDRESS", help="Address to listen on (default 127.0.0.1; any other needs a token)."
+    ),
 ]
 PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
 IiifBaseOpt = Annotated[
     str | None,
-    typer.Option(help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."),
+    typer.Option(
+        metavar="URL", help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."
+    ),
 ]
 
 
@@ -261,6 +300,63 @@ def counted(n: int, noun: str, plural: str | None = None) -> str:
     """`1 document`, `2 documents`: a count with its noun, singular where the count is 1 (English, as the CLI's
     own words are)."""
     return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+_NARROWEST_COLUMN = 8  # a table with a column narrower than this (and than its content) prints one block per row
+
+
+def print_table(table: Table, console: Console | None = None) -> None:
+    """A table that keeps every column at any width, where Rich would drop the columns past the terminal's edge:
+    cells wrap and a word longer than its column folds rather than being cut; a table that does not fit as made
+    loses its outer border first, then the widths its columns asked for (`min_width`: a name kept on one line
+    folds instead); one whose columns would still not fit, or be too narrow to read, prints each row as a block
+    of `header: value` lines."""
+    from rich import box
+    from rich.measure import Measurement
+    from rich.segment import Segment
+    from rich.table import Table
+
+    console = console or out
+
+    def fits() -> bool:
+        """Rendered uncropped no wider than the console (a table whose columns cannot shrink enough is wider), and
+        no column narrower than its content or `_NARROWEST_COLUMN`, whichever is less (Rich's private sizing)."""
+        lines = Segment.split_lines(console.render(table, console.options))
+        if max((Segment.get_line_length(line) for line in lines), default=0) > console.width:
+            return False
+        options = console.options.update_width(console.width - table._extra_width)
+        widths = table._calculate_column_widths(console, options)
+        for i, (column, width) in enumerate(zip(table.columns, widths, strict=True)):
+            content = max(Measurement.get(console, options, cell).maximum for cell in [column.header, *column.cells])
+            if width - table._get_padding_width(i) < min(content, _NARROWEST_COLUMN):
+                return False
+        return True
+
+    for column in table.columns:  # a column that asked for its width keeps it while the others wrap (Rich would
+        column.overflow = "fold"  # narrow the widest column first, whatever it asked for)
+        column.no_wrap = column.min_width is not None
+    made = (table.box, table.show_edge, table.pad_edge)
+    if not fits():
+        table.box, table.show_edge, table.pad_edge = box.SIMPLE_HEAD, False, False
+    if not fits():
+        table.box, table.show_edge, table.pad_edge = made
+        for column in table.columns:
+            column.min_width, column.no_wrap = None, False
+    if fits():
+        console.print(table)
+        return
+    if table.title:
+        console.print(table.title, style="bold")
+    for i in range(table.row_count):
+        block = Table.grid(padding=(0, 1))
+        block.add_column(style="bold", overflow="fold", max_width=max(8, console.width // 3))
+        block.add_column(overflow="fold")
+        for column in table.columns:
+            header = column.header if isinstance(column.header, (str, Text)) else ""
+            block.add_row(Text.assemble(header, ":"), list(column.cells)[i])
+        console.print(block)
+        if i < table.row_count - 1:
+            console.print()
 
 
 def write_stdout(text: str) -> None:

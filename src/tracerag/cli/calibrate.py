@@ -16,6 +16,7 @@ from tracerag.cli.app import (
     data_text,
     friendly,
     out,
+    print_table,
     settings_with_llm,
     write_json,
 )
@@ -49,7 +50,8 @@ def calibrate(
         ),
     ] = True,
     llm: Annotated[
-        str | None, typer.Option("--llm", help="Model for the questions: openai:MODEL, local, replay:DIR.")
+        str | None,
+        typer.Option("--llm", metavar="MODEL", help="Model for the questions: openai:MODEL, local, replay:DIR."),
     ] = None,
     base_url: BaseUrlOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the calibration as JSON.")] = False,
@@ -109,9 +111,9 @@ def print_calibration(found: Calibration) -> None:
             f"{found.reference[channel]:.3f}",
             f"[bold]{weight:.2f}[/bold]",
         )
-    out.print(table)
+    print_table(table)
     out.print("per kind: pseudo-MRR (queries acted on); each kind weighs the same")
-    out.print(kind_table(found))
+    print_table(kind_table(found))
     for kind, report in found.kinds.items():
         if report.note:
             out.print(data_text(f"{kind}: {report.note}"))

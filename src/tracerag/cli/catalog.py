@@ -40,7 +40,9 @@ if TYPE_CHECKING:
 catalog_app = typer.Typer(help="Build catalogs of public services for `tracerag chat`.", no_args_is_help=True)
 
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")  # what the mapped reader reads as JSON lines
-CatalogOpt = Annotated[Path, typer.Option("--catalog", help="Catalog directory (made by `tracerag catalog ingest`).")]
+CatalogOpt = Annotated[
+    Path, typer.Option("--catalog", metavar="DIR", help="Catalog directory (made by `tracerag catalog ingest`).")
+]
 
 
 @catalog_app.command("ingest")
@@ -51,7 +53,8 @@ def catalog_ingest(
     ],
     catalog: CatalogOpt,
     fmt: Annotated[
-        str, typer.Option("--format", help="auto (by the source's shape), hsds, 211-export or mapped.")
+        str,
+        typer.Option("--format", metavar="FORMAT", help="auto (by the source's shape), hsds, 211-export or mapped."),
     ] = "auto",
     mapping: Annotated[
         Path | None,
@@ -158,7 +161,8 @@ def chat(
     ] = "location+hours",
     k: Annotated[int, typer.Option("--k", "-k", min=1, help="Services to recommend.")] = 5,
     llm: Annotated[
-        str | None, typer.Option("--llm", help="openai:MODEL, local or replay:DIR (default: settings llm.model).")
+        str | None,
+        typer.Option("--llm", metavar="MODEL", help="openai:MODEL, local or replay:DIR (default: settings llm.model)."),
     ] = None,
     base_url: BaseUrlOpt = None,
     config: ConfigOpt = None,
@@ -204,9 +208,9 @@ def _print_turn(turn: Turn) -> None:
 @friendly
 def catalog_eval(
     catalog: CatalogOpt,
-    out_dir: Annotated[Path, typer.Option("--out", help="Report folder (results.json, results.md).")] = Path(
-        "reports/catalog"
-    ),
+    out_dir: Annotated[
+        Path, typer.Option("--out", metavar="DIR", help="Report folder (results.json, results.md).")
+    ] = Path("reports/catalog"),
     queries: Annotated[int, typer.Option(min=1, help="Requests generated from the catalog.")] = 1000,
     seed: Annotated[int, typer.Option(help="Seed of the generator.")] = 0,
     variants: Annotated[str, typer.Option(help="Comma-separated structured-index variants.")] = (
@@ -218,7 +222,11 @@ def catalog_eval(
     ] = None,
     llm: Annotated[
         str | None,
-        typer.Option("--llm", help="Also run with this model (openai:MODEL, local; default: settings llm.model)."),
+        typer.Option(
+            "--llm",
+            metavar="MODEL",
+            help="Also run with this model (openai:MODEL, local; default: settings llm.model).",
+        ),
     ] = None,
     base_url: BaseUrlOpt = None,
     requests: Annotated[

@@ -26,6 +26,7 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    print_table,
     progress_bar,
     write_json,
 )
@@ -52,7 +53,8 @@ def ingest(
     path: Annotated[Path, typer.Argument(help="File or folder to read.")],
     collection: CollectionOpt,
     fmt: Annotated[
-        str | None, typer.Option("--format", "-f", help="jsonl, csv, txt, alto or hipe (default: guess).")
+        str | None,
+        typer.Option("--format", "-f", metavar="FORMAT", help="jsonl, csv, txt, alto or hipe (default: guess)."),
     ] = None,
     no_dense: Annotated[
         bool, typer.Option("--no-dense", help="Skip embeddings now; add them later with `tracerag embed`.")
@@ -241,7 +243,9 @@ def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = 
         # Each page of vectors is stored once the index has it, so a second run starts after the last one stored.
         again = shlex.join(["tracerag", "embed", "-c", str(collection)])
         kept = f"{reached[0]:,} of {counted(reached[1], 'chunk')} embedded and kept" if reached[1] else "nothing done"
-        err.print(data_text(f"interrupted: {kept}; run `{again}` again to resume where it stopped", "yellow"))
+        err.print(
+            data_text(f"interrupted: {kept}; run `{again}` again to resume where it stopped", "yellow"), soft_wrap=True
+        )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     print_embedded(done, seconds)
 
@@ -287,7 +291,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
             data_text(c["date_max"] or ""),
             data_text(language_counts(c["languages"], c["languages_detected"])),
         )
-    out.print(table)
+    print_table(table)
     if stats["ocr_quality"] is None:
         out.print(
             "[yellow]no OCR-quality estimates: ingested before they were made; the next ingest adds them[/yellow]"
@@ -318,7 +322,7 @@ def _print_ocr(distribution: dict[str, dict]) -> None:
             " · ".join(f"{v:.2f}" for v in five) if five else "",
             data_text(", ".join(f"{k} {n:,}" for k, n in d["fixes"].items())),
         )
-    out.print(table)
+    print_table(table)
     if waiting:
         out.print(
             f"[yellow]{counted(waiting, 'document')} not estimated yet (ingested before estimates were made): "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from collections.abc import Sequence
@@ -9,10 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.padding import Padding
 from rich.text import Text
 
 from tracerag.cli.app import ExitCode, HostOpt, PortOpt, app, data_text, err, friendly, out
-from tracerag.cli.views import embed_missing, print_ingest_report, render, run_ingest
+from tracerag.cli.views import embed_missing, kwic_text, marking, print_ingest_report, print_time_windows, run_ingest
 from tracerag.errors import ConfigError
 from tracerag.text import safe_line
 
@@ -23,6 +25,11 @@ if TYPE_CHECKING:
 # The first pass searches before any vector exists, so it asks for the lexical channels by name.
 DEMO_LEXICAL = ("bm25", "date", "phrase")
 DEMO_K = 3
+# How to read the searches, said once before them rather than shown in full for each.
+READING = (
+    "Each search is the command that shows its whole explanation; here, each result's channels (#rank) and "
+    "words in context, and each note once."
+)
 
 
 @app.command()
@@ -30,7 +37,9 @@ DEMO_K = 3
 def demo(
     data: Annotated[
         Path | None,
-        typer.Option("--data", help="Local copy of the three HIPE-2022 v2.1 demo files (or TRACERAG_DEMO_DATA)."),
+        typer.Option(
+            "--data", metavar="DIR", help="Local copy of the three HIPE-2022 v2.1 demo files (or TRACERAG_DEMO_DATA)."
+        ),
     ] = None,
     download: Annotated[
         bool, typer.Option("--download", help="Fetch those HIPE files (1.4 MB, pinned, checksummed, cached).")
@@ -78,18 +87,25 @@ def demo(
         out.rule("1. lexical index (no vectors yet)")
         report = run_ingest(col, records, dense=False)
         print_ingest_report(report, False)
-        lexical = _demo_searches(col, source.queries, DEMO_LEXICAL, "2. explained searches, lexical channels")
+        out.print(data_text(READING, "dim"))
+        noted: set[str] = set()  # the notes printed so far: each once
+        lexical = _demo_searches(
+            col, source.queries, DEMO_LEXICAL, "2. explained searches, lexical channels", noted=noted
+        )
         if no_dense:
-            out.print(data_text(f"\n--no-dense: no vectors (`tracerag embed -c {target}` adds them later)"))
+            embed_later = shlex.join(["tracerag", "embed", "-c", str(target)])
+            out.print(data_text(f"\n--no-dense: no vectors (`{embed_later}` adds them later)"), soft_wrap=True)
         elif not col.dim:
             out.print("\nthis collection has no embedding model: lexical channels only")
         else:
             out.rule("3. vectors for the dense channel")
             embed_missing(col)
             again = [q for q in source.queries if q.hybrid]
-            _demo_searches(col, again, None, "4. the same questions with the dense channel", before=lexical)
-    hint = f'try `tracerag search "..." -c {target} --explain`; the next demo reuses it'
-    out.print(data_text(f"\ncollection kept in {target}: {hint}"))
+            _demo_searches(
+                col, again, None, "4. the same questions with the dense channel", before=lexical, noted=noted
+            )
+    try_it = f'tracerag search "..." -c {shlex.quote(str(target))} --explain'
+    out.print(data_text(f"\ncollection kept in {target}: try `{try_it}`; the next demo reuses it"), soft_wrap=True)
     if serve:  # after the writer closed it: the server reads it like any other collection
         from tracerag.server.run import run_server
         from tracerag.server.state import ServerConfig
@@ -112,9 +128,11 @@ def _demo_searches(
     title: str,
     *,
     before: dict[str, dict] | None = None,
+    noted: set[str],
 ) -> dict[str, dict]:
-    """Run and print each query explained, and what changed since `before` (the same queries' earlier results);
-    returns each query's explained result."""
+    """Run and print each query, explained in brief, and what changed since `before` (the same queries' earlier
+    results); returns each query's explained result. A note the explanation repeats from one search to the next
+    (`noted`: the notes printed so far) is printed once; the copied command shows it all."""
     from tracerag.retrieval import Retriever, SearchRequest
     from tracerag.retrieval.explain import explain
 
@@ -126,17 +144,74 @@ def _demo_searches(
         command = ["tracerag", "search", query.text, "-c", str(col.path), "--explain"]
         command += ["--channels", ",".join(channels)] if channels else []
         command += ["--windows", query.windows] if query.windows else []
-        out.print(Text.assemble("\n$ ", (safe_line(shlex.join(command)), "bold")))
-        out.print(Text("  " + safe_line(query.shows), style="italic"))
+        # one line however long, so that it is copied whole from a terminal or a pipe
+        out.print(Text.assemble("\n$ ", (safe_line(shlex.join(command)), "bold")), soft_wrap=True)
+        if query.shows not in noted:  # what the query shows, said the first time it is asked
+            noted.add(query.shows)
+            out.print(Text("  " + safe_line(query.shows), style="italic"))
         start = time.perf_counter()
         ranking = retriever.search(SearchRequest(query=query.text, k=DEMO_K, channels=channels, windows=query.windows))
         result = explain(ranking, col)
         result["seconds"] = round(time.perf_counter() - start, 4)
-        render(result, True, out)
+        _print_brief(result, query, noted, idle=before is None)
         if before is not None and query.text in before:
             _print_change(before[query.text], result)
         results[query.text] = result
     return results
+
+
+def _print_brief(result: dict, query: DemoQuery, noted: set[str], *, idle: bool) -> None:
+    """One search in brief: the notes not printed before (the time windows where the query asks for them; with
+    `idle`, also why a channel did nothing, which the lexical pass says), then each result with the channels that
+    found it and its words in context."""
+    params = result["params"]
+    notes = (
+        [f"date in query: {params['query_date'][0]} … {params['query_date'][1]}"] if params.get("query_date") else []
+    )
+    if params.get("fusion"):
+        from tracerag.retrieval.explain import fusion_summary
+
+        # how the channels are fused, each clause once; the weights and what this query moved, each time new
+        fusion = params["fusion"]
+        method = fusion_summary({**fusion, "weights": {}, "why": ""}).removesuffix(": ")
+        why, _, moved = str(fusion.get("why") or "").partition("; this query: ")
+        clauses = [c for c in why.split("; ") if c]
+        notes += [f"fusion: {method}" + (f": {clauses[0]}" if clauses else "")]
+        notes += [f"fusion: {clause}" for clause in clauses[1:]]
+        weights = " · ".join(f"{c} {w:.2f}" for c, w in (params["fusion"].get("weights") or {}).items())
+        this = "; ".join(x for x in (weights and f"weights {weights}", moved and f"this query: {moved}") if x)
+        notes += [f"fusion, {this}"] if this else []
+    # the channels' readings of the query, each kind once ("a phrase (2 words…)" and "(4 words…)" are one kind);
+    # page regions are not part of the demo (its documents have none)
+    readings = params.get("channel_readings", {})
+    notes += [f"{name}: {reading['why']}" for name, reading in readings.items() if idle or reading["acts"]]
+    for note in notes:
+        kind = re.sub(r"\d+", "N", note) if note.partition(":")[0] in readings else note
+        if kind not in noted:
+            noted.add(kind)
+            out.print(Padding(data_text(note, "dim"), (0, 0, 0, 2), expand=False))
+    if query.windows and params.get("time_windows"):
+        print_time_windows(params["time_windows"], out)
+    for r in result["results"]:
+        head = Text.assemble(f"  {r['rank']:>2}. ", (safe_line(r["doc_id"]), "bold"))
+        for part in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}"):
+            if part and head.cell_len + len(safe_line(part)) + 3 <= out.width:  # on one line: what fits of it
+                head.append(("  " if head.plain.endswith(safe_line(r["doc_id"])) else " · ") + safe_line(part))
+        out.print(head, no_wrap=True, overflow="ellipsis")
+        out.print(_in_context(r, query.text), no_wrap=True, overflow="ellipsis")
+
+
+def _in_context(result: dict, query: str) -> Text:
+    """The channels that found the result (`bm25 #1`), then its best chunk around the query's words as the index
+    matched them, marked as `search` marks them (`views.kwic_text`: in colour on a terminal, between [ ] when
+    piped). One line, narrower than `search`'s snippets, cut at the console's edge."""
+    from tracerag.retrieval.kwic import snippet
+
+    finds = " · ".join(f"{c['channel']} #{c['rank']}" for c in result["channels"])
+    chunk = result["best_chunk"]
+    found = snippet(chunk["text"], [query], result["language"], width=max(30, out.width - len(finds) - 12))
+    shown = {"text": found.text, "spans": found.spans, "cut_before": found.cut_before, "cut_after": found.cut_after}
+    return Text.assemble("      ", (safe_line(finds), "green"), "  ", kwic_text(shown, marking(out)))
 
 
 def _print_change(lexical: dict, hybrid: dict) -> None:
@@ -144,6 +219,10 @@ def _print_change(lexical: dict, hybrid: dict) -> None:
 
     dense = {r["doc_id"]: c["rank"] for r in hybrid["results"] for c in r["channels"] if c["channel"] == "dense"}
     lines = describe_change([r["doc_id"] for r in lexical["results"]], [r["doc_id"] for r in hybrid["results"]], dense)
-    out.print(Text("\n  what the dense channel changed:", style="bold"))
+    out.print(Text("  what the dense channel changed:", style="bold"))
+    dropped = [line.partition(": ")[2] for line in lines if line.startswith("out of the top")]
+    lines = [line for line in lines if not line.startswith("out of the top")]
+    if dropped:  # one line for the documents it pushed out
+        lines.append(f"out of the top {len(hybrid['results'])}: {', '.join(dropped)}")
     for line in lines:
         out.print(Text.assemble("    ", data_text(line)))

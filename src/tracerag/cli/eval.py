@@ -53,7 +53,7 @@ def eval_(
         ),
     ] = None,
     out_dir: Annotated[
-        Path, typer.Option("--out", help="Report folder (results.json, results.md, runs/*.trec).")
+        Path, typer.Option("--out", metavar="DIR", help="Report folder (results.json, results.md, runs/*.trec).")
     ] = Path("reports/eval"),
     run_config: Annotated[
         Path | None, typer.Option(help="TOML file of named runs ([runs.NAME] channels, windows).")
@@ -67,10 +67,13 @@ def eval_(
         Path | None,
         typer.Option("--collection", "-c", help="The collection of a selection:QUESTION benchmark (the researcher's)."),
     ] = None,
-    data: Annotated[Path | None, typer.Option("--data", help="Datasets folder (TRACERAG_DATASETS).")] = None,
+    data: Annotated[
+        Path | None, typer.Option("--data", metavar="DIR", help="Datasets folder (TRACERAG_DATASETS).")
+    ] = None,
     list_: Annotated[bool, typer.Option("--list", help="Describe every benchmark and exit.")] = False,
     llm: Annotated[
-        str | None, typer.Option("--llm", help="Model of the agent run: openai:MODEL, local, replay:DIR.")
+        str | None,
+        typer.Option("--llm", metavar="MODEL", help="Model of the agent run: openai:MODEL, local, replay:DIR."),
     ] = None,
     base_url: BaseUrlOpt = None,
     config: ConfigOpt = None,

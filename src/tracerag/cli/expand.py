@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from tracerag.cli.app import CollectionOpt, ConfigOpt, WaitOpt, app, data_text, err, friendly, out, write_json
+from tracerag.cli.app import (
+    CollectionOpt,
+    ConfigOpt,
+    WaitOpt,
+    app,
+    data_text,
+    err,
+    friendly,
+    out,
+    print_table,
+    write_json,
+)
 from tracerag.errors import TraceError
 
 
@@ -83,5 +94,5 @@ def expand(
         table.add_column("occurrences", justify="right")
         for nb in nbs:
             table.add_row(data_text(nb.word), f"{nb.similarity:.2f}", f"{nb.count:,}")
-        out.print(table)
+        print_table(table)
     out.print(data_text('add the ones you want: tracerag search "QUERY" --add WORD --add WORD', "dim"))

@@ -19,7 +19,7 @@ from tracerag.retrieval.fusion import RRF_K, Method, Normalisation
 @friendly
 def fuse(
     runs: Annotated[list[Path], typer.Argument(help="Two or more TREC run files.")],
-    out_path: Annotated[Path, typer.Option("--out", help="The fused TREC run file to write.")],
+    out_path: Annotated[Path, typer.Option("--out", metavar="FILE", help="The fused TREC run file to write.")],
     method: Annotated[
         Method,
         typer.Option(help="rrf (Cormack et al. 2009), wrrf (weighted RRF), combsum or combmnz (Fox & Shaw 1994)."),

@@ -25,6 +25,7 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    print_table,
     progress_bar,
     settings_with_llm,
     write_json,
@@ -39,19 +40,25 @@ if TYPE_CHECKING:
 
 LlmOpt = Annotated[
     str | None,
-    typer.Option("--llm", help="Judge model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."),
+    typer.Option(
+        "--llm", metavar="MODEL", help="Judge model: openai:MODEL, local, or replay:DIR (default: settings llm.model)."
+    ),
 ]
 
 
 @app.command()
 @friendly
 def judge(
-    criteria: Annotated[Path, typer.Option("--criteria", help="The criteria: a .toml file, or any text file.")],
+    criteria: Annotated[
+        Path, typer.Option("--criteria", metavar="FILE", help="The criteria: a .toml file, or any text file.")
+    ],
     from_run: Annotated[
-        str | None, typer.Option("--from", help="A search, ask or judge run (id, unique prefix, or .jsonl file).")
+        str | None,
+        typer.Option("--from", metavar="RUN", help="A search, ask or judge run (id, unique prefix, or .jsonl file)."),
     ] = None,
     selection: Annotated[
-        str | None, typer.Option("--selection", help="A saved selection's question (its accepted sources).")
+        str | None,
+        typer.Option("--selection", metavar="QUESTION", help="A saved selection's question (its accepted sources)."),
     ] = None,
     collection: CollectionOpt = Path("."),
     k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="Judge only the run's first K candidates.")] = None,
@@ -157,7 +164,7 @@ def _print(runs: list[JudgeRun], correlations: list[Correlation]) -> None:
         score = Text(str(j.score)) if j.score is not None else Text("failed", style="red")
         why = data_text(j.reasoning if j.score is not None else j.failure, "" if j.score is not None else "red")
         table.add_row(str(j.rank or "-"), data_text(j.doc_id), score, why)
-    out.print(table)
+    print_table(table)
     for r in runs:
         cached = sum(j.cached for j in r.judgments)
         model = r.judgments[0].model if r.judgments else "?"

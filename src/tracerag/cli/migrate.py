@@ -33,7 +33,11 @@ def migrate(
     collection: CollectionOpt,
     to: Annotated[
         str,
-        typer.Option("--to", help="Where the index goes: tantivy (embedded, the default) or qdrant (a server)."),
+        typer.Option(
+            "--to",
+            metavar="tantivy|qdrant",
+            help="Where the index goes: tantivy (embedded, the default) or qdrant (a server).",
+        ),
     ] = "tantivy",
     url: Annotated[
         str | None, typer.Option("--url", help="The Qdrant server of --to qdrant (REST, e.g. http://qdrant:6333).")
@@ -88,7 +92,10 @@ def migrate(
         except KeyboardInterrupt:
             again = shlex.join(["tracerag", "migrate", "-c", str(collection), "--to", "qdrant", "--url", url])
             moved = f"{reached[0]:,} of {reached[1]:,} points moved and kept" if reached[1] else "nothing moved"
-            err.print(data_text(f"interrupted: {moved}; run `{again}` again to continue where it stopped", "yellow"))
+            err.print(
+                data_text(f"interrupted: {moved}; run `{again}` again to continue where it stopped", "yellow"),
+                soft_wrap=True,
+            )
             raise typer.Exit(ExitCode.INTERRUPTED) from None
     if json_out:
         write_json(report.to_dict())

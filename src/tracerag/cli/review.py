@@ -36,6 +36,7 @@ from tracerag.cli.app import (
     err,
     friendly,
     out,
+    print_table,
     write_export,
     write_json,
 )
@@ -273,7 +274,7 @@ def selection_list(collection: CollectionOpt = Path("."), config: ConfigOpt = No
         table = Table("question", "accepted", "rejected", "undecided", "last change")
         for s in store.questions():
             table.add_row(data_text(s.question), str(s.accepted), str(s.rejected), str(s.undecided), s.last_change)
-    out.print(table)
+    print_table(table)
 
 
 @selection_app.command("show")
@@ -317,7 +318,7 @@ def selection_show(
         span = f"{r.span[0]}-{r.span[1]}" if r.span else ""
         table.add_row(data_text(r.doc_id), Text(r.decision.value, style=style), data_text(r.who), r.when,
                       data_text(r.note), span)  # fmt: skip
-    out.print(table)
+    print_table(table)
 
 
 @selection_app.command("export")

@@ -31,44 +31,63 @@ def search(
     query: Annotated[str, typer.Argument(help='What to look for. Quote phrases with "...".')],
     collection: CollectionOpt,
     k: Annotated[int, typer.Option("--k", "-k", help="Number of documents.")] = 10,
-    corpus: Annotated[list[str] | None, typer.Option("--corpus", help="Restrict to a sub-corpus (repeatable).")] = None,
-    date_from: Annotated[str | None, typer.Option("--from", help="Earliest date (1890, 1890-05, 1890-05-01).")] = None,
+    corpus: Annotated[
+        list[str] | None, typer.Option("--corpus", metavar="NAME", help="Restrict to a sub-corpus (repeatable).")
+    ] = None,
+    date_from: Annotated[
+        str | None, typer.Option("--from", metavar="DATE", help="Earliest date (1890, 1890-05, 1890-05-01).")
+    ] = None,
     date_to: Annotated[
-        str | None, typer.Option("--to", help="Latest date (inclusive: --to 1900 is up to 1900-12-31).")
+        str | None, typer.Option("--to", metavar="DATE", help="Latest date (inclusive: --to 1900 is up to 1900-12-31).")
     ] = None,
     language: Annotated[
-        list[str] | None, typer.Option("--language", help="Restrict to a language (repeatable).")
+        list[str] | None, typer.Option("--language", metavar="CODE", help="Restrict to a language (repeatable).")
     ] = None,
-    field: Annotated[list[str] | None, typer.Option("--field", help="Structured field KEY=VALUE (repeatable).")] = None,
+    field: Annotated[
+        list[str] | None, typer.Option("--field", metavar="KEY=VALUE", help="Structured field KEY=VALUE (repeatable).")
+    ] = None,
     doc_id: Annotated[
-        list[str] | None, typer.Option("--doc-id", help="Allow-list of document ids (repeatable).")
+        list[str] | None, typer.Option("--doc-id", metavar="ID", help="Allow-list of document ids (repeatable).")
     ] = None,
     channels: Annotated[
-        str | None, typer.Option(help="Comma-separated channels (bm25,dense,date,phrase,entity).")
+        str | None, typer.Option(metavar="CHANNELS", help="Comma-separated channels (bm25,dense,date,phrase,entity).")
     ] = None,
     windows: Annotated[
         str | None,
-        typer.Option(help="Temporal windowing: equal share per window, e.g. 5y (also the windows --explain shows)."),
+        typer.Option(
+            metavar="SPAN",
+            help="Temporal windowing: equal share per window, e.g. 5y (also the windows --explain shows).",
+        ),
     ] = None,
     iiif_base: IiifBaseOpt = None,
     expand: Annotated[
         list[str] | None,
         typer.Option(
+            metavar="llm|translate|vocab",
             help="Also search variants, fused by RRF: 'llm' (a model's, --llm; with the query in the collection's "
             "other languages unless expansion.translate is false), 'translate' (those translations alone) or "
-            "'vocab' (repeatable)."
+            "'vocab' (repeatable).",
         ),
     ] = None,
     variants: Annotated[int | None, typer.Option(min=1, help="LLM variants (default expansion.variants).")] = None,
     add: Annotated[
-        list[str] | None, typer.Option("--add", help="Add a word to the query, e.g. a neighbour (repeatable).")
+        list[str] | None,
+        typer.Option("--add", metavar="WORD", help="Add a word to the query, e.g. a neighbour (repeatable)."),
     ] = None,
-    synonyms: Annotated[Path | None, typer.Option(help="Spelling/synonym map (TSV) applied to the query.")] = None,
+    synonyms: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="Spelling/synonym map (TSV) applied to the query.")
+    ] = None,
     filter_expr: Annotated[
-        str | None, typer.Option("--filter", help='Boolean filter: AND OR NOT ( ) "phrase" field:value word*.')
+        str | None,
+        typer.Option(
+            "--filter", metavar="EXPRESSION", help='Boolean filter: AND OR NOT ( ) "phrase" field:value word*.'
+        ),
     ] = None,
     llm: Annotated[
-        str | None, typer.Option("--llm", help="Model for --expand llm/translate: openai:MODEL, local, replay:DIR.")
+        str | None,
+        typer.Option(
+            "--llm", metavar="MODEL", help="Model for --expand llm/translate: openai:MODEL, local, replay:DIR."
+        ),
     ] = None,
     base_url: BaseUrlOpt = None,
     min_ocr: Annotated[

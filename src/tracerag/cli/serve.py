@@ -34,13 +34,17 @@ def serve(
     collection: Annotated[
         list[Path] | None, typer.Option("--collection", "-c", help="Collection directory to serve (repeatable).")
     ] = None,
-    catalog: Annotated[Path | None, typer.Option("--catalog", help="Catalog directory for the catalog chat.")] = None,
+    catalog: Annotated[
+        Path | None, typer.Option("--catalog", metavar="DIR", help="Catalog directory for the catalog chat.")
+    ] = None,
     host: HostOpt = None,
     port: PortOpt = None,
     token: TokenOpt = None,
     llm: Annotated[
         str | None,
-        typer.Option("--llm", help="Model for ask, judge, drafts and chat: openai:MODEL, local, replay:DIR."),
+        typer.Option(
+            "--llm", metavar="MODEL", help="Model for ask, judge, drafts and chat: openai:MODEL, local, replay:DIR."
+        ),
     ] = None,
     base_url: BaseUrlOpt = None,
     config: ConfigOpt = None,

@@ -163,7 +163,7 @@ def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
     calls = [e for e in events if isinstance(e, LLMCallEvent)]
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
-    grid.add_column()
+    grid.add_column(overflow="fold")
     grid.add_row("Question", _text(_data(run.question)))
     run_line: list[Part] = [_data(run.run_id), ("  started " + run.time, "dim")]
     if run.replay_of:
@@ -273,10 +273,10 @@ def _expansion(event: ExpansionEvent) -> RenderableType:
 
 def _plan(event: PlanEvent) -> RenderableType:
     table = Table(title=None, show_header=True, header_style="bold", expand=False, box=None, padding=(0, 1))
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("sub-question")
-    table.add_column("target corpus", style="cyan")
-    table.add_column("key entities", style="dim")
+    table.add_column("#", justify="right", style="dim", overflow="fold")
+    table.add_column("sub-question", overflow="fold")
+    table.add_column("target corpus", style="cyan", overflow="fold")
+    table.add_column("key entities", style="dim", overflow="fold")
     for i, sq in enumerate(event.sub_questions):
         table.add_row(
             str(i),
@@ -424,9 +424,9 @@ def _replan(event: ReplanEvent) -> RenderableType:
 
 def _reranks(events: Sequence[RerankEvent]) -> RenderableType:
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 1))
-    table.add_column("accepted by", justify="right")
-    table.add_column("method")
-    table.add_column("order (doc, score)")
+    table.add_column("accepted by", justify="right", overflow="fold")
+    table.add_column("method", overflow="fold")
+    table.add_column("order (doc, score)", overflow="fold")
     for event in events:
         order = ", ".join(f"{_data(doc)} {score:.3g}" for doc, score in event.order[:8])
         if len(event.order) > 8:
@@ -444,10 +444,10 @@ def _source_line(doc: Document) -> Text:
 
 def _ranking(result: ResultEvent, documents: Mapping[str, Document] | None) -> RenderableType:
     table = Table(title=_text(("Final ranking", "bold")), title_justify="left", header_style="bold", expand=False)
-    table.add_column("rank", justify="right")
+    table.add_column("rank", justify="right", overflow="fold")
     table.add_column("document", overflow="fold")
-    table.add_column("accepted by", justify="right")
-    table.add_column("origin")
+    table.add_column("accepted by", justify="right", overflow="fold")
+    table.add_column("origin", overflow="fold")
     table.add_column("first reason", overflow="fold")
     for ranked in sorted(result.ranking, key=lambda r: r.rank):
         doc_cell = _text((_data(ranked.doc_id), "cyan"))
@@ -473,13 +473,13 @@ def _ranking(result: ResultEvent, documents: Mapping[str, Document] | None) -> R
 
 def _llm_calls(calls: Sequence[LLMCallEvent]) -> RenderableType:
     table = Table(title=_text(("LLM calls", "bold")), title_justify="left", header_style="bold")
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("purpose")
-    table.add_column("sq", justify="right")
-    table.add_column("model")
-    table.add_column("tokens", justify="right")
-    table.add_column("latency", justify="right")
-    table.add_column("cost", justify="right")
+    table.add_column("#", justify="right", style="dim", overflow="fold")
+    table.add_column("purpose", overflow="fold")
+    table.add_column("sq", justify="right", overflow="fold")
+    table.add_column("model", overflow="fold")
+    table.add_column("tokens", justify="right", overflow="fold")
+    table.add_column("latency", justify="right", overflow="fold")
+    table.add_column("cost", justify="right", overflow="fold")
     table.add_column("response", overflow="fold")
     for event in calls:
         response = _text(_data(_clip(event.response, RESPONSE_CHARS)))
