@@ -71,6 +71,21 @@ def _escape(match: re.Match[str]) -> str:
 _CONTROL = re.compile("[\t\n" + _CONTROLS + "]")
 
 
+def hidden_ranges() -> list[tuple[int, int]]:
+    """The code point ranges `safe_line` and `safe_block` show as escapes, for a reader in another language:
+    the web pages' scripts escape what they set as text with the same set (`trace.shown` in static/app.js), so a
+    page has one definition of a hidden character, this one."""
+    spec, ranges, i = _CONTROLS + _FORMAT, [], 0
+    while i < len(spec):
+        if i + 2 < len(spec) and spec[i + 1] == "-":
+            ranges.append((ord(spec[i]), ord(spec[i + 2])))
+            i += 3
+        else:
+            ranges.append((ord(spec[i]), ord(spec[i])))
+            i += 1
+    return ranges
+
+
 def first_control(value: str) -> tuple[int, str] | None:
     """(index, escape) of the first control character or lone surrogate in `value` (`(3, "\\x1b")`), or None.
     Ingest refuses an id that holds one: ids are typed, cited and matched, and bytes that did not decode (a

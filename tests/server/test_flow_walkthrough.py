@@ -31,7 +31,7 @@ def test_search_add_review_draft_trail(flow_dir: Path, server_settings: Settings
         run_id = page.url.split("run=")[1].split("&")[0]
         assert page.locator("a.run-link").first.get_attribute("href") == f"/trails/flow/{run_id}"
         assert axe(page) == []
-        fits(page, width)
+        fits(page)
         shot(page, f"flow-search-{width}")
 
         # add the first result to the selection, from the results (the selections API, by search.js)
@@ -51,7 +51,7 @@ def test_search_add_review_draft_trail(flow_dir: Path, server_settings: Settings
         page.keyboard.press("a")
         page.locator(".card[data-decision=accept]").nth(1).wait_for()
         assert page.locator("[data-count=accepted]").inner_text() == "2"
-        fits(page, width)
+        fits(page)
 
         # the cited draft from the two accepted sources, with its run and the way back
         page.locator("#draft-button").focus()
@@ -60,7 +60,7 @@ def test_search_add_review_draft_trail(flow_dir: Path, server_settings: Settings
         assert page.locator("#draft-body .citation a").count() >= 1
         assert page.locator("#draft-body .search-link").get_attribute("href").endswith(f"run={run_id}")
         assert axe(page) == []
-        fits(page, width)
+        fits(page)
         shot(page, f"flow-draft-{width}")
 
         # the run in the trail, from the board
@@ -70,12 +70,10 @@ def test_search_add_review_draft_trail(flow_dir: Path, server_settings: Settings
         assert page.js_errors == []
 
 
-def fits(page, width: int) -> None:  # noqa: F811
-    """At desktop width the page is no wider than the window and the controls this path added wrap inside their
-    own box. At phone width the walk must work (keys, taps); its widths are the responsive layout's tests (issue
-    25 item 1: before that layout the results column is 46 px wide at 390 px, which no control fits)."""
-    if width < 1280:
-        return
+def fits(page) -> None:  # noqa: F811
+    """The page is no wider than the window and the controls this path added wrap inside their own box, at a
+    phone's width as at a desktop's (before the responsive layout of issue 25, the results column was 46 px wide
+    at 390 px, which no control fits)."""
     over = page.evaluate(
         "() => [...document.querySelectorAll('.result-actions, .run-note, .board-links')]"
         ".filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.className)"

@@ -25,6 +25,7 @@ from tracerag.model import Document
 from tracerag.research.search_run import run_search
 from tracerag.retrieval.search import SearchRequest
 from tracerag.server import ServerConfig
+from tracerag.text import hidden_ranges, safe_block
 
 NAME = "layout"
 WIDTHS = (360, 390, 768, 1280, 1920)
@@ -198,3 +199,19 @@ def test_a_bidi_override_in_a_title_is_isolated_and_shown(tab: Any, site: Site) 
     assert tab.locator("td", has_text="Harbour").inner_text() == "The \\u2067Harbour\\u2069 Gazette"
     body = tab.evaluate("() => document.body.textContent + document.title")
     assert not any(ch in body for ch in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+
+
+def test_the_pages_scripts_show_hidden_characters_as_the_server_does(tab: Any, site: Site) -> None:
+    """Text a script sets (catalog cards, ask sources, quotes) goes through `trace.shown`, whose set of hidden
+    characters is the server's own (tracerag.text.hidden_ranges in the page's meta): each range's ends, and a
+    character just outside each, are shown exactly as `safe_block` shows them; and an element built by
+    `trace.el` from text holding an override shows the escape, not the override."""
+    tab.goto(site.url + "/ask")
+    probes = []
+    for lo, hi in hidden_ranges():
+        probes += [lo, hi, hi + 1] + ([lo - 1] if lo > 0 else [])
+    # the line breaks aside, which a page's paragraph breaks (safe_block makes them newlines)
+    text = "".join(f"<{chr(c)}>" for c in probes if c != 0x09 and safe_block(chr(c)) != "\n")
+    assert tab.evaluate("t => trace.shown(t)", text) == safe_block(text)
+    built = tab.evaluate("t => trace.el('h3', {dir: 'auto', text: t}).textContent", "Invoice \u202egnp.exe")
+    assert built == "Invoice \\u202egnp.exe"

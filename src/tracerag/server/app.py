@@ -16,7 +16,7 @@ from tracerag import __version__
 from tracerag.server import errors
 from tracerag.server.security import LOOPBACK, Guard, RateLimiter
 from tracerag.server.state import ServerConfig, ServerState
-from tracerag.text import safe_block
+from tracerag.text import hidden_ranges, safe_block
 
 HERE = Path(__file__).parent
 
@@ -71,4 +71,8 @@ def templates() -> Jinja2Templates:
     # invisible format characters, the bidi overrides and isolates among them, are shown as their escape
     # (`\u202e`), so that none reverses or hides the words after it. Its element isolates it (`dir="auto"`, <bdi>).
     t.env.filters["shown"] = safe_block
+    # The same set for the pages' scripts (trace.shown in static/app.js), as a regular-expression class.
+    t.env.globals["hidden_characters"] = "".join(
+        f"\\u{{{lo:x}}}" + (f"-\\u{{{hi:x}}}" if hi > lo else "") for lo, hi in hidden_ranges()
+    )
     return t

@@ -32,19 +32,37 @@ const trace = {
     return body;
   },
 
-  // An element with children; text is always set as text.
+  // `text` with every control and invisible format character (the bidi overrides and isolates among them) shown
+  // as its escape ("\u202e"), as the server's pages and the terminal show it: the set is the server's own
+  // (tracerag.text.hidden_ranges, in the page's hidden-characters meta), so there is one definition of it.
+  shown(text) {
+    if (trace._hidden === undefined) {
+      const meta = document.querySelector('meta[name="hidden-characters"]');
+      trace._hidden = meta ? new RegExp(`[${meta.content}]`, "gu") : null;
+    }
+    const value = String(text);
+    if (!trace._hidden) return value;
+    return value.replace(trace._hidden, (c) => {
+      const code = c.codePointAt(0);
+      if (code <= 0xff) return `\\x${code.toString(16).padStart(2, "0")}`;
+      if (code <= 0xffff) return `\\u${code.toString(16).padStart(4, "0")}`;
+      return `\\U${code.toString(16).padStart(8, "0")}`;
+    });
+  },
+
+  // An element with children; text is always set as text, hidden characters shown (trace.shown).
   el(tag, attrs = {}, ...children) {
     const node = document.createElement(tag);
     for (const [key, value] of Object.entries(attrs)) {
       if (value === null || value === undefined || value === false) continue;
       if (key === "class") node.className = value;
-      else if (key === "text") node.textContent = value;
+      else if (key === "text") node.textContent = trace.shown(value);
       else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
       else node.setAttribute(key, value === true ? "" : String(value));
     }
     for (const child of children) {
       if (child === null || child === undefined || child === false) continue;
-      node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+      node.append(child instanceof Node ? child : document.createTextNode(trace.shown(child)));
     }
     return node;
   },
@@ -57,13 +75,13 @@ const trace = {
     for (const [start, end] of ordered) {
       if (end <= at) continue;
       const from = Math.max(start, at);
-      if (from > at) frag.append(document.createTextNode(text.slice(at, from)));
+      if (from > at) frag.append(document.createTextNode(trace.shown(text.slice(at, from))));
       const mark = document.createElement(tag);
-      mark.textContent = text.slice(from, end);
+      mark.textContent = trace.shown(text.slice(from, end));
       frag.append(mark);
       at = end;
     }
-    if (at < text.length) frag.append(document.createTextNode(text.slice(at)));
+    if (at < text.length) frag.append(document.createTextNode(trace.shown(text.slice(at))));
     return frag;
   },
 

@@ -70,7 +70,7 @@
     },
     plan: (e) => showPlan(e.sub_questions, e.replanned),
     sub_question: (e) => {
-      $("ask-now").textContent = `sub-question ${e.sq + 1} of ${e.of}: ${e.question ?? ""}`;
+      $("ask-now").textContent = trace.shown(`sub-question ${e.sq + 1} of ${e.of}: ${e.question ?? ""}`);
       markCurrent(e.sq);
     },
     stage: (e) => {
@@ -149,7 +149,7 @@
   function showResult(result) {
     $("ask-result").hidden = false;
     const v = result.verdicts;
-    $("ask-shown-question").textContent = result.question;
+    $("ask-shown-question").textContent = trace.shown(result.question);
     if (!$("ask-question").value.trim()) $("ask-question").value = result.question;
     $("ask-summary").textContent =
       `${outcome(result.status)} · ${plural(result.sources.length, "source")} · ${v.accepted} accepted, ${v.held} held, ` +

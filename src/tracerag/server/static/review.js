@@ -149,7 +149,7 @@
           if (e.kind !== "judged") return;
           const rate = e.per_minute ? ` (${e.per_minute} a minute)` : "";
           const what = e.failure ? `failed: ${e.failure}` : `score ${e.score}`;
-          progress.textContent = `${e.done} of ${e.total} judged${rate}; ${e.doc_id}: ${what}`;
+          progress.textContent = trace.shown(`${e.done} of ${e.total} judged${rate}; ${e.doc_id}: ${what}`);
         });
         if (end.status !== "done") { progress.textContent = `The judge failed: ${end.error}`; return; }
         const done = await trace.api(`/api/jobs/${encodeURIComponent(job.id)}`);
