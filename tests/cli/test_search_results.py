@@ -13,7 +13,7 @@ from rich.text import Text
 from typer.testing import CliRunner
 
 from tracerag.cli import app
-from tracerag.cli.views import kwic_text, marking, print_wrapped
+from tracerag.cli.views import found_by, kwic_text, marking, print_wrapped
 
 runner = CliRunner()
 
@@ -110,3 +110,28 @@ def test_the_rank_s_colour_stays_on_the_rank_and_the_title_keeps_its_own_style()
     tty = Console(file=buf, force_terminal=True, color_system="standard", width=80)
     print_wrapped(Text("Le titre", style="bold"), tty, first=Text(" 1. ", style="bold cyan"))
     assert buf.getvalue() == "\x1b[1;36m 1. \x1b[0m\x1b[1mLe titre\x1b[0m\n"
+
+
+def test_a_match_in_the_title_only_is_marked_there_and_said(tmp_path: Path) -> None:
+    # an article's paragraphs carry its title, which is indexed with every chunk: a paragraph that never names
+    # its subject is found by the title's words, and its snippet alone would show no reason (a PIAF trial)
+    rows = [
+        {"id": "a-1", "title": "Louis-Napoléon Bonaparte", "text": "Le prince tente de regagner sa monture."},
+        {"id": "b-1", "title": "Volcans", "text": "Un volcan est une structure géologique."},
+    ]
+    (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    col = tmp_path / "c"
+    args = ["ingest", str(tmp_path / "d.jsonl"), "-c", str(col), "--no-dense", "--language", "fr"]
+    assert runner.invoke(app, args).exit_code == 0
+    listed = runner.invoke(app, ["search", "napoleon", "-c", str(col)], env={"COLUMNS": "80"}).stdout
+    assert " 1. Louis-[Napoléon] Bonaparte" in listed
+    assert "the query's words are in its title; found by bm25 #1" in listed
+    shown = runner.invoke(app, ["search", "volcans", "-c", str(col)], env={"COLUMNS": "80"}).stdout
+    assert " 1. [Volcans]" in shown and "[volcan]" in shown and "found by" not in shown  # the text explains it
+
+
+def test_a_result_whose_passage_holds_no_query_word_says_how_it_was_found() -> None:
+    dense = {"channels": [{"channel": "dense", "rank": 2}]}
+    assert found_by(dense, titled=False) == "no query word in this passage; found by dense #2 (by meaning)"
+    both = {"channels": [{"channel": "bm25", "rank": 7}, {"channel": "dense", "rank": 1}]}
+    assert found_by(both, titled=False) == "no query word in this passage; found by bm25 #7, dense #1"

@@ -229,17 +229,23 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
         if params.get("regions"):
             console.print(data_text(params["regions"], "dim"))
     marks = marking(console)
+    from tracerag.retrieval.explain import searched_queries
+
+    queries = searched_queries(result)
     for r in result["results"]:
         meta = " · ".join(
             x for x in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}") if x
         )
         console.print()
-        print_wrapped(Text(safe_line(r["title"]), style="bold"), console, first=Text(f"{r['rank']:>2}. ", "bold cyan"))
+        title = title_text(r, queries, marks)
+        print_wrapped(title, console, first=Text(f"{r['rank']:>2}. ", "bold cyan"))
         ident = "" if r["title_source"] == "doc_id" else safe_line(r["doc_id"])
         print_wrapped(Text(" · ".join(x for x in (ident, safe_line(meta)) if x), style="dim"), console)
         chunk = r["best_chunk"]
         for sn in r.get("snippets", []):
             print_wrapped(kwic_text(sn, marks), console)
+        if not explain_ and not any(sn["spans"] for sn in r.get("snippets", [])):
+            print_wrapped(Text(found_by(r, titled=any(s.style for s in title.spans)), style="dim"), console)
         if explain_:
             print_wrapped(Text(safe_line(source_place(r))), console)
         if explain_:
@@ -297,6 +303,30 @@ def kwic_text(sn: Mapping[str, Any], style: str | None) -> Text:
     if sn["cut_after"]:
         out.append("…")
     return out
+
+
+def title_text(r: Mapping[str, Any], queries: list[str], style: str | None) -> Text:
+    """A result's title in bold, the query's words in it marked as in a snippet: the title is indexed with every
+    chunk of its document, so it may be all that matched (an article's paragraphs under its title)."""
+    from tracerag.retrieval.kwic import matches, query_keys
+
+    title = r["title"] or ""
+    spans = [list(s) for s in matches(title, query_keys(queries, r["language"]), r["language"])]
+    if r["title_source"] == "doc_id" or not spans:
+        return Text(safe_line(title), style="bold")
+    out = kwic_text({"text": title, "spans": spans, "cut_before": False, "cut_after": False}, style)
+    out.stylize("bold")
+    return out
+
+
+def found_by(r: Mapping[str, Any], *, titled: bool) -> str:
+    """Why a result whose snippets mark no word is there: the channels that found it, and where its words are."""
+    ranks = ", ".join(f"{c['channel']} #{c['rank']}" for c in r["channels"])
+    if titled:
+        return f"the query's words are in its title; found by {ranks}"
+    lexical = any(c["channel"] not in ("dense", "date") for c in r["channels"])
+    why = "" if lexical else " (by meaning)"
+    return f"no query word in this passage; found by {ranks}{why}"
 
 
 def _piece(text: str) -> str:
