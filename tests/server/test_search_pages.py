@@ -97,3 +97,11 @@ def test_the_document_view_shows_metadata_and_ocr(client: TestClient) -> None:
     assert 'id="span"' not in html  # no span asked, none marked
     missing = client.get("/collections/newspapers/documents/no-such-doc")
     assert missing.status_code == 404 and "no-such-doc" in unescape(missing.text)
+
+
+def test_the_channels_that_found_a_result_read_as_separate_words(client: TestClient) -> None:
+    # chips side by side in the markup read "bm25 #1dense #9" to a screen reader, in a copy and in inner text
+    html = client.get("/", params={"q": "harbour fire"}).text
+    found = [re.sub(r"<[^>]+>", "", p) for p in re.findall(r'<p class="found">(.*?)</p>', html, flags=re.S)]
+    assert any(len(re.findall(r"#\d+", f)) > 1 for f in found), found
+    assert not any(re.search(r"#\d+\S", f) for f in found), found
