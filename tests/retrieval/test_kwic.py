@@ -7,9 +7,10 @@ from __future__ import annotations
 from itertools import islice
 from pathlib import Path
 
+from tracerag.engine import FieldStats, TermStats
 from tracerag.ingest import read_documents
 from tracerag.model import Document
-from tracerag.retrieval.kwic import matches, query_keys, snippet, snippets, term_key
+from tracerag.retrieval.kwic import matches, query_keys, rarity, snippet, snippets, term_key
 
 
 def test_words_meet_as_the_index_makes_them_one_term() -> None:
@@ -94,10 +95,33 @@ def test_a_word_hyphenated_at_a_line_end_is_matched_whole_as_the_index_joined_it
     assert matches(text, query_keys(["sariat ville"], "fr"), "fr") == []  # halves are not words of the index
 
 
-def test_several_windows_do_not_overlap_and_come_in_text_order() -> None:
+def test_several_windows_do_not_overlap_and_the_first_of_equals_comes_first() -> None:
     filler = " ".join(["rien"] * 60)
     text = f"la grève du port. {filler} une autre grève. {filler} fin"
     first, second = snippets(text, ["grève"], "fr", width=60, count=3)
     assert first.end <= second.start
     assert [sn.text[s:e] for sn in (first, second) for s, e in sn.spans] == ["grève", "grève"]
     assert len(snippets(text, ["absent"], "fr", width=60, count=3)) == 1  # no match: the text's start, once
+
+
+def test_a_window_with_the_querys_rare_word_beats_one_with_its_common_words() -> None:
+    """The PIAF trial: "[l] [La] [de] [la] [est]" was shown before "Australie", the word the query was about."""
+    filler = " ".join(["rien"] * 60)
+    text = f"la capitale de la France est la ville de Paris. {filler} une ville d'Australie. {filler} fin"
+    query = ["la capitale de l'Australie"]
+    assert "Australie" not in snippets(text, query, "fr", width=60)[0].text  # counted alike: 3 words beat 1
+    stats = FieldStats(
+        1000,
+        (
+            TermStats("la", 1, 900),
+            TermStats("capitale", 1, 40),
+            TermStats("de", 1, 950),
+            TermStats("l", 1, 800),
+            TermStats("Australie", 1, 3),
+        ),
+    )
+    weights = rarity(stats, "fr")
+    assert weights[term_key("Australie", "fr")] > 10 * weights[term_key("la", "fr")]
+    best, other = snippets(text, query, "fr", width=60, count=2, weights=weights)
+    assert "Australie" in best.text and best.start > other.start  # best first, not in text order
+    assert snippet(text, query, "fr", width=60, weights=weights) == best

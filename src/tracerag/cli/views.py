@@ -242,7 +242,7 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
         ident = "" if r["title_source"] == "doc_id" else safe_line(r["doc_id"])
         print_wrapped(Text(" · ".join(x for x in (ident, safe_line(meta)) if x), style="dim"), console)
         chunk = r["best_chunk"]
-        for sn in r.get("snippets", []):
+        for sn in sorted(r.get("snippets", []), key=lambda sn: sn["start"]):  # best first in the data, read in order
             print_wrapped(kwic_text(sn, marks), console)
         if not explain_ and not any(sn["spans"] for sn in r.get("snippets", [])):
             print_wrapped(Text(found_by(r, titled=any(s.style for s in title.spans)), style="dim"), console)
@@ -350,7 +350,7 @@ def source_place(r: Mapping[str, Any]) -> str:
     """Where a result is in its source: `file HIPE….tsv, line 1234` (the line its first snippet starts on, else the
     line its document starts on), as far as the reader recorded it."""
     source = r["source"]
-    lines = [sn["line"] for sn in r.get("snippets", []) if sn.get("line") is not None]
+    lines = sorted(sn["line"] for sn in r.get("snippets", []) if sn.get("line") is not None)
     parts = [f"file {source['file']}"] if source.get("file") else []
     if lines:
         parts.append(("line " if len(lines) == 1 else "lines ") + ", ".join(map(str, lines)))

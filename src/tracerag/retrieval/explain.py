@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracerag.collection import Collection
+from tracerag.engine.text_index import language_of
 from tracerag.ingest.alto_regions import NO_BOXES, check_base, page_regions
 from tracerag.model import Hit, Ranking
-from tracerag.retrieval.kwic import snippets
+from tracerag.retrieval.kwic import rarity, snippets
 from tracerag.text import TITLE_PREFIX_CHARS, document_title
 
 SCHEMA_VERSION = 2  # 2: results' `score` (was `rrf_score`: the fused score is not always RRF's), params.fusion
@@ -161,7 +162,10 @@ def add_snippets(
 ) -> None:
     """Give each result its `snippets`: the keyword-in-context windows of its best chunk (`retrieval/kwic.py`),
     each with its document offsets, the matched words' spans, and the line of the source file it starts on
-    where the reader recorded how to find it (`line_at`)."""
+    where the reader recorded how to find it (`line_at`). The windows are chosen by the query terms' IDF in the
+    result's own index (`kwic.rarity`): the snippet shows the query's rare words before its function words."""
+    stats = col.engine.field_stats(" ".join(queries)) if results else {}
+    weights = {field: rarity(field_stats, field) for field, field_stats in stats.items()}
     # the text between the line map's last entry before a chunk and the chunk, to count lines over
     before = {
         r["doc_id"]: (entry[0], r["best_chunk"]["start"])
@@ -183,7 +187,13 @@ def add_snippets(
                 "line": line_at(sources[doc_id], sn.start, best["start"] - len(lead), lead + best["text"]),
             }
             for sn in snippets(
-                best["text"], queries, r["language"], width=SNIPPET_CHARS, count=SNIPPETS, offset=best["start"]
+                best["text"],
+                queries,
+                r["language"],
+                width=SNIPPET_CHARS,
+                count=SNIPPETS,
+                offset=best["start"],
+                weights=weights.get(language_of(r["language"])),
             )
         ]
 

@@ -10,13 +10,16 @@ page escapes the text and marks the spans (document text is data)."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import regex
 
+from tracerag.engine import FieldStats
 from tracerag.engine.text_index import analyser, language_of
 from tracerag.ingest.normalise import join_hyphenation
+from tracerag.retrieval.fields import idf
 
 # The pieces the index's tokenizer cuts text into: runs of Unicode Alphabetic or Numeric characters, as
 # `engine/text_index.py` cuts them (not `[^\W_]`, which splits the combining letters of OCR'd German).
@@ -81,29 +84,55 @@ def matches(text: str, keys: set[str], language: str | None) -> list[tuple[int, 
     return found
 
 
-def snippet(text: str, queries: Sequence[str], language: str | None, *, width: int = WIDTH, offset: int = 0) -> Snippet:
-    """The window of about `width` characters of `text` holding the most distinct query terms (then the most
-    matches), widened to word boundaries, with its matches. `offset` is where `text` starts in the document
-    (a chunk's start), so that `start`/`end` are document offsets."""
-    return snippets(text, queries, language, width=width, offset=offset)[0]
+def snippet(
+    text: str,
+    queries: Sequence[str],
+    language: str | None,
+    *,
+    width: int = WIDTH,
+    offset: int = 0,
+    weights: Mapping[str, float] | None = None,
+) -> Snippet:
+    """The window of about `width` characters of `text` holding the most distinct query terms, each counted by
+    its weight in `weights` (then the most matches), widened to word boundaries, with its matches. `offset` is
+    where `text` starts in the document (a chunk's start), so that `start`/`end` are document offsets. `weights`
+    (term key → weight, `rarity`) lets a window showing the query's one rare word beat one showing its five
+    commonest; without it every term counts 1."""
+    return snippets(text, queries, language, width=width, offset=offset, weights=weights)[0]
+
+
+def rarity(stats: FieldStats, language: str) -> dict[str, float]:
+    """Each query term's weight in a snippet's choice: its IDF in the index of `language` (the field `stats`
+    describes), as BM25 weighs it, so that "de" and "la" weigh little beside "Australie"."""
+    return {key: idf(stats.chunks, t.chunks) for t in stats.terms if (key := term_key(t.term, language))}
 
 
 def snippets(
-    text: str, queries: Sequence[str], language: str | None, *, width: int = WIDTH, count: int = 1, offset: int = 0
+    text: str,
+    queries: Sequence[str],
+    language: str | None,
+    *,
+    width: int = WIDTH,
+    count: int = 1,
+    offset: int = 0,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Snippet]:
-    """Up to `count` windows of `text` that do not overlap, in text order: the best (as `snippet`), then the best
-    among the matches left outside it, and so on while matches are left. A text without a match gives one window,
-    its start. Offsets as in `snippet`."""
+    """Up to `count` windows of `text` that do not overlap, best first: the best (as `snippet`), then the best
+    among the matches left outside it, and so on while matches are left (a reader shows them in text order, an API
+    that shows one takes the first). A text without a match gives one window, its start. Offsets and `weights` as
+    in `snippet`."""
     found = matches(text, query_keys(queries, language), language)
-    chosen: list[tuple[int, int]] = []
+    weigh = _weigher(weights, language)
+    chosen: list[tuple[int, int]] = []  # in text order, for the gaps between them
+    picked: list[tuple[int, int]] = []  # best first
     while len(chosen) < count:
-        best: tuple[tuple[int, int], int, int] | None = None  # (score, lo, hi) of the best window of any gap
+        best: tuple[tuple[float, int], int, int] | None = None  # (score, lo, hi) of the best window of any gap
         for g0, g1 in _gaps(chosen, len(text)):
             inside = [(s - g0, e - g0) for s, e in found if s >= g0 and e <= g1]
             if chosen and not inside:
                 continue
             part = text[g0:g1]
-            lo, hi, score = _best_window(part, inside, language, width)
+            lo, hi, score = _best_window(part, inside, weigh, width)
             lo, hi = _word_bounds(part, lo, hi)
             if g0 + lo == 0 and offset > 0:  # a chunk may begin inside a word: start at its first whole one
                 lo = _first_whole_word(part, inside)
@@ -111,7 +140,8 @@ def snippets(
                 best = (score, g0 + lo, g0 + hi)
         if best is None:
             break
-        chosen = sorted([*chosen, (best[1], best[2])])
+        picked.append((best[1], best[2]))
+        chosen = sorted(picked)
     return [
         Snippet(
             text[lo:hi],
@@ -121,7 +151,7 @@ def snippets(
             lo > 0 or offset > 0,
             hi < len(text),
         )
-        for lo, hi in chosen
+        for lo, hi in picked
     ]
 
 
@@ -137,21 +167,35 @@ def _gaps(windows: list[tuple[int, int]], length: int) -> list[tuple[int, int]]:
     return gaps
 
 
+def _weigher(
+    weights: Mapping[str, float] | None, language: str | None
+) -> Callable[[str, Iterable[tuple[int, int]]], float]:
+    """The weight of a window's distinct terms: their sum in `weights`, a term it lacks weighing as its rarest
+    (a word no statistic describes is taken as rare); every term 1 without `weights`."""
+    top = max(weights.values(), default=1.0) if weights else 1.0
+
+    def weigh(text: str, spans: Iterable[tuple[int, int]]) -> float:
+        keys = {term_key(text[s:e], language) for s, e in spans}
+        return float(len(keys)) if weights is None else math.fsum(weights.get(k, top) for k in keys)
+
+    return weigh
+
+
 def _best_window(
-    text: str, found: list[tuple[int, int]], language: str | None, width: int
-) -> tuple[int, int, tuple[int, int]]:
-    """The window and its score (distinct terms, matches) holding the most of `found`."""
+    text: str, found: list[tuple[int, int]], weigh: Callable[[str, Iterable[tuple[int, int]]], float], width: int
+) -> tuple[int, int, tuple[float, int]]:
+    """The window and its score (weight of its distinct terms, matches) holding the most of `found`."""
     if not found:
-        return 0, min(len(text), width), (0, 0)
-    best: tuple[int, int, int] = (-1, -1, 0)  # (distinct terms, matches, first match) of the best window
+        return 0, min(len(text), width), (0.0, 0)
+    best: tuple[float, int, int] = (-1.0, -1, 0)  # (distinct terms' weight, matches, first match) of the best
     for i, (start, _) in enumerate(found):
         inside = [(s, e) for s, e in found[i:] if e <= start + width]
-        distinct = len({term_key(text[s:e], language) for s, e in inside})
+        distinct = weigh(text, inside)
         if (distinct, len(inside)) > best[:2]:
             best = (distinct, len(inside), i)
     score = (best[0], best[1])
     if len(text) <= width:
-        return 0, len(text), (len({term_key(text[s:e], language) for s, e in found}), len(found))
+        return 0, len(text), (weigh(text, found), len(found))
     first = found[best[2]][0]
     last = max(e for s, e in found[best[2] :] if e <= first + width)
     # centre the matches in the window, so each has context on both sides

@@ -17,9 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracerag.collection import trail_roots
 from tracerag.config import Channel, window_years
 from tracerag.dates import parse_partial_date
-from tracerag.research.search_report import explained_search, searched_queries
+from tracerag.research.search_report import explained_search
 from tracerag.retrieval import SearchRequest
-from tracerag.retrieval.kwic import snippet
 from tracerag.retrieval.search_filter import API_NAMES, OptionNames, search_filter
 from tracerag.retrieval.synonyms import SynonymMap
 from tracerag.server.api.collections import Region, source_link, web_link
@@ -104,6 +103,9 @@ class Kwic(BaseModel):
     spans: list[list[int]]
     cut_before: bool
     cut_after: bool
+    line: int | None = Field(
+        default=None, description="The source file's line the snippet starts on, where its reader recorded lines."
+    )
 
 
 class SearchResult(BaseModel):
@@ -122,7 +124,8 @@ class SearchResult(BaseModel):
     ocr: dict[str, Any] | None = Field(description="The OCR-quality estimate and its parts.")
     ocr_quality_stated: float | None
     best_chunk: BestChunk
-    kwic: Kwic
+    kwic: Kwic = Field(description="The best of `snippets`.")
+    snippets: list[Kwic] = Field(description="The best chunk's windows with the most query words, best first.")
     regions: list[Region]
     channels: list[ChannelFind]
 
@@ -296,23 +299,15 @@ def run(
 def answer(
     name: str, body: SearchBody, result: dict[str, Any], run_id: str | None, *, repeated: bool = False
 ) -> SearchAnswer:
-    queries = searched_queries(result)
     results = []
     for r in result["results"]:
-        best = r["best_chunk"]
-        kwic = snippet(best["text"], queries, r["language"], offset=best["start"])
+        windows = [Kwic(**sn) for sn in r["snippets"]]  # the CLI's (retrieval/explain.add_snippets), best first
         results.append(
             SearchResult(
-                **{k: v for k, v in r.items() if k not in ("regions", "channels")},
+                **{k: v for k, v in r.items() if k not in ("regions", "channels", "snippets")},
                 source_url=source_link(r["source"]),
-                kwic=Kwic(
-                    text=kwic.text,
-                    start=kwic.start,
-                    end=kwic.end,
-                    spans=[list(s) for s in kwic.spans],
-                    cut_before=kwic.cut_before,
-                    cut_after=kwic.cut_after,
-                ),
+                kwic=windows[0],
+                snippets=windows,
                 regions=[Region(**{**g, "url": web_link(g.get("url"))}) for g in r["regions"]],
                 channels=[ChannelFind(**c) for c in r["channels"]],
             )

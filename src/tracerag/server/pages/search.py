@@ -404,7 +404,9 @@ def _results(name: str, answer: SearchAnswer, run_id: str | None, decided: dict[
             "href": document_href(
                 name, r.doc_id, r.best_chunk.start, r.best_chunk.end, query=answer.query, run_id=run_id
             ),
-            "kwic": pieces(r.kwic.text, r.kwic.spans),
+            "snippets": [  # in the text's order, as the CLI prints them
+                (sn, pieces(sn.text, sn.spans)) for sn in sorted(r.snippets, key=lambda sn: sn.start)
+            ],
             "decision": decided.get(r.doc_id),
         }
         for r in answer.results
