@@ -93,7 +93,8 @@ def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
     assert "score 2.00000 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
     scales = "bm25, date, phrase, entity: max; dense: minmax"
     assert f"fusion: combsum ({scales}): every channel weighs 1: too small to calibrate" in out
-    assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
+    # the language index that ranked it, set apart from the span (not "[0–60](fr index")
+    assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]  \(fr index, rank 1\)", out)
     assert re.search(r"phrase\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
     assert "channels bm25, phrase" in out
     assert 'metadata: {"publication": "Le Figaro"}' in out

@@ -257,7 +257,8 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
                         f" rank {c['rank']:>3}  score {c['score']:.4f}  ",
                         safe_line(f"{c['chunk_id']} [{c['span'][0]}–{c['span'][1]}]"),
                         # a lexical channel: the language index that ranked it, whose scores are its own scale
-                        safe_line(f"  ({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
+                        # the two spaces outside safe_line, which strips a line's ends
+                        "  " + safe_line(f"({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
                     ),
                     console,
                 )
