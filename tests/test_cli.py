@@ -108,6 +108,16 @@ def test_search_without_explain_is_short(ingested):
     assert "RRF" not in result.stdout
 
 
+def test_search_says_when_time_windows_reorder_the_results(ingested):
+    path, _ = ingested
+    balanced = invoke("search", "document", "-c", path, "--windows", "10y")
+    assert balanced.exit_code == 0, balanced.output
+    assert "balanced across time windows of 10y, not sorted by score" in balanced.stdout
+    plain = invoke("search", "document", "-c", path)  # in score order: nothing said about windows
+    assert plain.exit_code == 0, plain.output
+    assert "balanced" not in plain.stdout and "window" not in plain.stdout
+
+
 def test_search_json(ingested):
     path, _ = ingested
     result = invoke("search", "document", "-c", path, "--json", "-k", "5")
