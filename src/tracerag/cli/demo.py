@@ -115,9 +115,8 @@ def demo(
                 col, again, None, "4. the same questions with the dense channel", before=lexical, noted=noted
             )
     try_it = f'tracerag search "..." -c {shlex.quote(str(target))} --explain'
-    out.print()
-    print_wrapped(data_text(f"collection kept in {target} (the next demo reuses it); try:"), out, indent="")
-    out.print(data_text(f"  {try_it}"), soft_wrap=True)
+    # one line, the command whole inside it (two would take the demo past its 120 lines on a fresh machine)
+    out.print(data_text(f"\ncollection kept in {target}: try `{try_it}`; the next demo reuses it"), soft_wrap=True)
     if serve:  # after the writer closed it: the server reads it like any other collection
         from tracerag.server.run import run_server
         from tracerag.server.state import ServerConfig
