@@ -93,7 +93,8 @@ def test_search_explain_shows_ranks_scores_channels_and_spans(ingested):
     assert "score 2.00000 · best chunk figaro-1887-05-17-p1#0 chars 0–60" in out
     scales = "bm25, date, phrase, entity: max; dense: minmax"
     assert f"fusion: combsum ({scales}): every channel weighs 1: too small to calibrate" in out
-    assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
+    # the language index that ranked it, set apart from the span (not "[0–60](fr index")
+    assert re.search(r"bm25\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]  \(fr index, rank 1\)", out)
     assert re.search(r"phrase\s+rank\s+1\s+score \d+\.\d{4}\s+figaro-1887-05-17-p1#0 \[0–60\]", out)
     assert "channels bm25, phrase" in out
     assert 'metadata: {"publication": "Le Figaro"}' in out
@@ -105,6 +106,16 @@ def test_search_without_explain_is_short(ingested):
     assert result.exit_code == 0, result.output
     assert " 1. Le Figaro\n    figaro-1887-05-17-p1 · press" in result.stdout
     assert "RRF" not in result.stdout
+
+
+def test_search_says_when_time_windows_reorder_the_results(ingested):
+    path, _ = ingested
+    balanced = invoke("search", "document", "-c", path, "--windows", "10y")
+    assert balanced.exit_code == 0, balanced.output
+    assert "balanced across time windows of 10y, not sorted by score" in balanced.stdout
+    plain = invoke("search", "document", "-c", path)  # in score order: nothing said about windows
+    assert plain.exit_code == 0, plain.output
+    assert "balanced" not in plain.stdout and "window" not in plain.stdout
 
 
 def test_search_json(ingested):

@@ -198,7 +198,9 @@ class SubQuestion:
         return {"question": self.question, "target_corpus": self.target_corpus, "key_entities": list(self.key_entities)}
 
 
-SourceOrigin = Literal["agent", "warm_start"]  # accepted by the agent, or filled in from the fused warm starts
+# accepted by the agent, filled in from the fused warm starts, or a plain search's own ranking (`tracerag search`,
+# no agent: "warm_start" there, as its runs before said, told a reader of the trail or an export of an agent)
+SourceOrigin = Literal["agent", "warm_start", "search"]
 
 
 @dataclass(frozen=True, slots=True)

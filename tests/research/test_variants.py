@@ -109,6 +109,8 @@ def test_variants_are_searched_fused_and_recorded(col, tmp_path):
     result = events[-1]
     assert isinstance(result, ResultEvent)
     assert [r.doc_id for r in result.ranking] == run.ranking.doc_ids()
+    # a search's own ranking, said so in the trail and its exports (no agent, so no "warm_start")
+    assert {r.origin for r in result.ranking} == {"search"}
     assert run.ranking.doc_ids() != expansion.variants[0].ranking[:10]  # the variants moved the first k
     # the trail alone recomputes the fusion: weighted RRF, the original weighing as much as the variants together
     assert expansion.weights == {ORIGINAL: 3.0, "variant 1": 1.0, "variant 2": 1.0, "variant 3": 1.0}

@@ -60,14 +60,14 @@ def test_the_boolean_filter_count_is_the_searchs_own(client: TestClient) -> None
 
 def test_the_channels_said_are_those_that_found_something(client: TestClient) -> None:
     one = said(client, q="fire", channel="bm25")
-    assert "Found by the channels bm25." in one and not any("found nothing" in s or "silent" in s for s in one)
+    assert "Found by the channel bm25." in one and not any("found nothing" in s or "silent" in s for s in one)
     truth = api(client, query="fire harbour 1890", channels=["bm25", "date"])
     active = truth["params"]["active_channels"]
     both = said(client, q="fire harbour 1890", channel=["bm25", "date"])
     assert f"Found by the channels {', '.join(active)}." in both
     silent = said(client, q="fire harbour", channel=["bm25", "date"])  # no date in the query: date says so
     why = api(client, query="fire harbour", channels=["bm25", "date"])["params"]["channel_readings"]["date"]["why"]
-    assert f"The date channel stayed silent: {why}." in silent and "Found by the channels bm25." in silent
+    assert f"The date channel stayed silent: {why}." in silent and "Found by the channel bm25." in silent
 
 
 def test_a_fallback_is_said_only_when_the_search_fell_back(client: TestClient) -> None:

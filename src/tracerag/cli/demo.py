@@ -10,11 +10,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.padding import Padding
 from rich.text import Text
 
 from tracerag.cli.app import ExitCode, HostOpt, PortOpt, app, data_text, err, friendly, out
-from tracerag.cli.views import embed_missing, kwic_text, marking, print_ingest_report, print_time_windows, run_ingest
+from tracerag.cli.views import (
+    embed_missing,
+    kwic_text,
+    marking,
+    print_ingest_report,
+    print_time_windows,
+    print_wrapped,
+    run_ingest,
+)
 from tracerag.errors import ConfigError
 from tracerag.text import safe_line
 
@@ -94,7 +101,10 @@ def demo(
         )
         if no_dense:
             embed_later = shlex.join(["tracerag", "embed", "-c", str(target)])
-            out.print(data_text(f"\n--no-dense: no vectors (`{embed_later}` adds them later)"), soft_wrap=True)
+            # the words wrap, the command is one line of its own, whole (copied from a terminal or a pipe)
+            out.print()
+            print_wrapped(data_text("--no-dense: no vectors; this command adds them later:"), out, indent="")
+            out.print(data_text(f"  {embed_later}"), soft_wrap=True)
         elif not col.dim:
             out.print("\nthis collection has no embedding model: lexical channels only")
         else:
@@ -105,6 +115,7 @@ def demo(
                 col, again, None, "4. the same questions with the dense channel", before=lexical, noted=noted
             )
     try_it = f'tracerag search "..." -c {shlex.quote(str(target))} --explain'
+    # one line, the command whole inside it (two would take the demo past its 120 lines on a fresh machine)
     out.print(data_text(f"\ncollection kept in {target}: try `{try_it}`; the next demo reuses it"), soft_wrap=True)
     if serve:  # after the writer closed it: the server reads it like any other collection
         from tracerag.server.run import run_server
@@ -148,7 +159,7 @@ def _demo_searches(
         out.print(Text.assemble("\n$ ", (safe_line(shlex.join(command)), "bold")), soft_wrap=True)
         if query.shows not in noted:  # what the query shows, said the first time it is asked
             noted.add(query.shows)
-            out.print(Text("  " + safe_line(query.shows), style="italic"))
+            print_wrapped(Text(safe_line(query.shows), style="italic"), out, indent="  ")
         start = time.perf_counter()
         ranking = retriever.search(SearchRequest(query=query.text, k=DEMO_K, channels=channels, windows=query.windows))
         result = explain(ranking, col)
@@ -189,7 +200,8 @@ def _print_brief(result: dict, query: DemoQuery, noted: set[str], *, idle: bool)
         kind = re.sub(r"\d+", "N", note) if note.partition(":")[0] in readings else note
         if kind not in noted:
             noted.add(kind)
-            out.print(Padding(data_text(note, "dim"), (0, 0, 0, 2), expand=False))
+            # wrapped under its own indent, with no padding to the console's width (a pipe got trailing spaces)
+            print_wrapped(data_text(note, "dim"), out, indent="  ")
     if query.windows and params.get("time_windows"):
         print_time_windows(params["time_windows"], out)
     for r in result["results"]:

@@ -214,6 +214,17 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
             f"  ·  {result['seconds'] * 1000:.0f} ms",
         )
     )
+    # --windows reorders the results: say so, as the web page does (with variants, the fusion orders them again)
+    if params.get("windows") and result["results"]:
+        variants = [v for v in (result.get("expansion") or {}).get("variants") or [] if v.get("query")]
+        console.print(
+            data_text(
+                f"each query's results balanced across time windows of {params['windows']}, then fused: in "
+                "fused-score order"
+                if variants
+                else f"balanced across time windows of {params['windows']}, not sorted by score"
+            )
+        )
     if params.get("query_date"):
         console.print(data_text(f"date in query: {params['query_date'][0]} … {params['query_date'][1]}"))
     if explain_:  # how the channels were fused; what the date and phrase channels took from the query, or why not
@@ -263,7 +274,8 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
                         f" rank {c['rank']:>3}  score {c['score']:.4f}  ",
                         safe_line(f"{c['chunk_id']} [{c['span'][0]}–{c['span'][1]}]"),
                         # a lexical channel: the language index that ranked it, whose scores are its own scale
-                        safe_line(f"  ({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
+                        # the two spaces outside safe_line, which strips a line's ends
+                        "  " + safe_line(f"({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
                     ),
                     console,
                 )

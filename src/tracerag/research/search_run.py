@@ -208,9 +208,7 @@ def run_search(
                 status=RunStatus.COMPLETE,
                 message=message,
                 ranking=[
-                    RankedSource(
-                        rank=d.rank, doc_id=d.doc_id, chunk_id=d.best_chunk_id, origin="warm_start", score=d.score
-                    )
+                    RankedSource(rank=d.rank, doc_id=d.doc_id, chunk_id=d.best_chunk_id, origin="search", score=d.score)
                     for d in final.documents
                 ],
                 accepted=[],

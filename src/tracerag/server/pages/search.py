@@ -362,7 +362,7 @@ def statements(answer: SearchAnswer) -> list[str]:
         said.append(f"The boolean filter admitted {allowed:,} document{'' if allowed == 1 else 's'}.")
     active = list(params.get("active_channels") or [])
     if active:
-        said.append("Found by the channels " + ", ".join(active) + ".")
+        said.append(f"Found by the channel{'s' if len(active) > 1 else ''} " + ", ".join(active) + ".")
     readings = params.get("channel_readings") or {}
     for channel in params.get("channels") or []:
         if channel not in active:
@@ -371,7 +371,8 @@ def statements(answer: SearchAnswer) -> list[str]:
             if why and reading.get("acts") is False:
                 said.append(f"The {channel} channel stayed silent: {why}.")
             else:
-                said.append(f"The {channel} channel found nothing" + (f" (it searched {why})." if why else "."))
+                # after a colon: `why` may hold parentheses of its own
+                said.append(f"The {channel} channel found nothing" + (f": it searched {why}." if why else "."))
     searched = expansion.get("searched")
     if searched and " ".join(searched.split()) != " ".join(answer.query.split()):
         said.append(f"Searched as “{searched}” (with the words added).")
