@@ -105,3 +105,12 @@ def test_the_channels_that_found_a_result_read_as_separate_words(client: TestCli
     found = [re.sub(r"<[^>]+>", "", p) for p in re.findall(r'<p class="found">(.*?)</p>', html, flags=re.S)]
     assert any(len(re.findall(r"#\d+", f)) > 1 for f in found), found
     assert not any(re.search(r"#\d+\S", f) for f in found), found
+
+
+def test_the_windows_chart_comes_first_only_when_it_explains_the_order(client: TestClient) -> None:
+    """Balanced across windows, the chart says why the results are in their order: above them. Otherwise it is a
+    reading of the results, after them, so that on a phone the results come first (it was 1,150 px down at 390)."""
+    balanced = client.get("/", params={"q": "fire feu Feuer", "windows": "20y", "k": "10"}).text
+    assert balanced.index('class="window-chart"') < balanced.index('class="result-list"')
+    plain = client.get("/", params={"q": "fire feu Feuer", "k": "10"}).text
+    assert plain.index('class="result-list"') < plain.index('class="window-chart"')
