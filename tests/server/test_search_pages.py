@@ -114,3 +114,16 @@ def test_the_windows_chart_comes_first_only_when_it_explains_the_order(client: T
     assert balanced.index('class="window-chart"') < balanced.index('class="result-list"')
     plain = client.get("/", params={"q": "fire feu Feuer", "k": "10"}).text
     assert plain.index('class="result-list"') < plain.index('class="window-chart"')
+
+
+def test_the_document_view_is_headed_by_the_title_its_result_showed(client: TestClient) -> None:
+    """An untitled newspaper page was headed by its id in the document view and by its first words in the results:
+    one document, two names. Both are `text.document_title`'s now, the id said beneath."""
+    doc_id = "3580130_Manchester1820"  # untitled
+    page = client.get("/", params={"q": "harbour fire"}).text
+    shown = re.search(r'<a href="/collections/newspapers/documents/' + doc_id + r'[^"]*">([^<]+)</a>', page)
+    assert shown is not None and shown.group(1).startswith("DESTRUCTIVE FIRE IN LONDON")
+    html = client.get(f"/collections/newspapers/documents/{doc_id}").text
+    heading = re.search(r'<h1 dir="auto">([^<]+)</h1>', html)
+    assert heading is not None and heading.group(1) == shown.group(1)
+    assert re.search(r'class="muted small doc-id">Its first words: it has no title\. Id <bdi>' + doc_id, html)

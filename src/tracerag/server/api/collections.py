@@ -18,6 +18,7 @@ from tracerag.retrieval.collection_info import collection_info, collection_summa
 from tracerag.server.deps import State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError
+from tracerag.text import document_title
 
 router = APIRouter(tags=["collections"], responses=ERRORS)
 
@@ -163,7 +164,8 @@ class DocumentView(BaseModel):
 
     collection: str
     doc_id: str
-    title: str | None
+    title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
+    title_source: str = Field(description="document, text or doc_id: as a search result's.")
     date: str | None
     corpus: str
     language: str | None
@@ -213,10 +215,12 @@ def document_view(
     )
     for r in regions:
         r.url = web_link(r.url)
+    title, title_source = document_title(doc.title, doc.text, doc.id)  # as its search result showed it
     return DocumentView(
         collection=name,
         doc_id=doc.id,
-        title=doc.title,
+        title=title,
+        title_source=title_source,
         date=doc.date,
         corpus=doc.corpus,
         language=doc.language,
