@@ -47,6 +47,7 @@ def test_help_fits_and_says_what_to_type(path: tuple[str, ...], columns: int) ->
     assert max(len(line) for line in lines) <= columns, result.output
     for typer_label in ("<bool>", "<str>", "<path>", "<int", "<float", "<list", "<text>"):
         assert typer_label not in result.output, (typer_label, result.output)
+    assert not re.search(r"\bx [<>]=|<= x\b", result.output), result.output  # a range in words ("0 to 65535")
     usage = result.output.split("\n\n")[0]
     assert usage.startswith("Usage: ") and "{" not in usage, usage
     command = COMMANDS[path]

@@ -122,7 +122,8 @@ def _rows(rows: list[tuple[str, str]], width: int) -> list[str]:
 
 
 def _extras(param: Any, ctx: Any) -> list[str]:
-    """`[default: 10]`, `[x >= 1]`, `[required]`, `[repeatable]` as Click would add them."""
+    """`[default: 10]`, `[at least 1]`, `[0 to 65535]`, `[required]`, `[repeatable]`: Click's notes, in words
+    (Click's `x >= 1` reads as code)."""
     extras = []
     if getattr(param, "multiple", False):
         extras.append("repeatable")
@@ -135,7 +136,7 @@ def _extras(param: Any, ctx: Any) -> list[str]:
         extras.append(f"default: {value}")
     low, high = getattr(param, "min", None), getattr(param, "max", None)
     if not getattr(param, "count", False) and (low is not None or high is not None):
-        extras.append(f"x >= {low}" if high is None else " <= ".join(str(x) for x in (low, "x", high) if x is not None))
+        extras.append(f"at least {low}" if high is None else f"at most {high}" if low is None else f"{low} to {high}")
     if param.required:
         extras.append("required")
     return extras

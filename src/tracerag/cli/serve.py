@@ -32,7 +32,8 @@ TokenOpt = Annotated[
 @friendly
 def serve(
     collection: Annotated[
-        list[Path] | None, typer.Option("--collection", "-c", help="Collection directory to serve (repeatable).")
+        list[Path] | None,
+        typer.Option("--collection", "-c", metavar="DIR", help="Collection directory to serve (repeatable)."),
     ] = None,
     catalog: Annotated[
         Path | None, typer.Option("--catalog", metavar="DIR", help="Catalog directory for the catalog chat.")
