@@ -36,13 +36,16 @@ from tracerag.cli.app import (
     write_json,
 )
 from tracerag.errors import ConfigError, TrailError
+from tracerag.trail.events import RunKind
 
 if TYPE_CHECKING:
     from tracerag.agent.pipeline import AgentResult
     from tracerag.model import Document
     from tracerag.trail import Event
 
-trail_app = typer.Typer(help="Show, export and inspect the audit trails of agent runs.", no_args_is_help=True)
+trail_app = typer.Typer(
+    help=f"Show, export and inspect the audit trails of runs ({', '.join(RunKind)}).", no_args_is_help=True
+)
 
 LlmOpt = Annotated[
     str | None,
