@@ -138,7 +138,7 @@ def test_a_search_run_is_listed_shown_and_exported(ask_client, ask_setup: AskSet
     page = ask_client.get(f"/trails/{NAME}/{run_id}")
     assert page.status_code == 200 and "search run" in page.text
     # a search's ranking has no sub-questions or reasons: their columns are not drawn empty
-    assert "<th scope=\"col\">Accepted by</th>" not in page.text and "First reason" not in page.text
+    assert '<th scope="col">Accepted by</th>' not in page.text and "First reason" not in page.text
     exported = ask_client.get(f"/api/collections/{NAME}/trails/{run_id}/export", params={"format": "csv"})
     assert exported.status_code == 200 and "hostile-1" in exported.text
 
@@ -161,7 +161,7 @@ def test_the_timeline_is_the_run_in_order(ask_client, ask_setup: AskSetup, ran: 
     html = page.text
     assert html.count('<details class="llm-call">') == sum(len(s.calls) for s in steps) > 0
     assert "Sub-question 1: harbour fire" in html and "Final rank" in html
-    assert "<th scope=\"col\">Accepted by</th>" in html  # an agent's ranking: accepted by its sub-questions
+    assert '<th scope="col">Accepted by</th>' in html  # an agent's ranking: accepted by its sub-questions
     for fmt in ("csv", "ris", "csl-json"):
         assert f"/api/collections/{NAME}/trails/{ran}/export?format={fmt}" in html
     # the hostile letter's title and quote are text
