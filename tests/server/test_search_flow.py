@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from html import unescape
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -184,6 +185,19 @@ def test_the_document_marks_the_querys_words_as_bm25_matched_them(client: TestCl
     # without a query, nothing but the cited span is marked
     plain = client.get(href.split("?")[0], params={"start": 0, "end": 10}).text
     assert 'class="word"' not in plain and "match" not in plain.split('id="doctext"')[0].split("Text")[-1]
+
+
+def test_the_same_search_sent_twice_at_once_is_one_run(
+    flow: TestClient, flow_dir: Path, server_settings: Settings
+) -> None:
+    """A double click: both requests check for a repeat before either is recorded, so both were recorded. The
+    check and the record hold the request's lock (each request in its own thread, as the server runs them)."""
+    before = runs(flow_dir, server_settings)
+    body = {"query": "harbour fire at once", "k": 4}
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: flow.post(f"/api/collections/{NAME}/search", json=body).json(), range(4)))
+    assert len({a["run_id"] for a in answers}) == 1 and sum(not a["repeated"] for a in answers) == 1
+    assert len(runs(flow_dir, server_settings) - before) == 1
 
 
 def test_the_trail_lists_each_document_once_with_its_chunks(

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlencode
@@ -254,6 +256,16 @@ def run(
     its form's labels, so that an error names the box a person typed in). `record`: kept in the trail as a run,
     unless the collection's last run is this same search (its id is answered, `repeated`); the page's GET passes
     False (a GET changes nothing)."""
+    # the same request twice at once (a double click) is one run: the check and the record hold its lock
+    with _SAME_REQUEST[hash((name, request_key(body))) % len(_SAME_REQUEST)] if record else nullcontext():
+        return _run(state, name, body, names, record=record)
+
+
+# striped locks: two identical requests share one; two different ones rarely do, and then only wait
+_SAME_REQUEST = [threading.Lock() for _ in range(64)]
+
+
+def _run(state: ServerState, name: str, body: SearchBody, names: OptionNames, *, record: bool) -> SearchAnswer:
     previous = repeats(state, name, body) if record else None
     flt = search_filter(
         corpora=body.corpus,
