@@ -5,6 +5,7 @@ the trail reached from the board. Each page stays within the screen's width and 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,10 @@ def test_search_add_review_draft_trail(flow_dir: Path, server_settings: Settings
         page.keyboard.press("Enter")
         page.locator("#draft-body .answer-run-link").wait_for()
         assert page.locator("#draft-body .citation a").count() >= 1
+        # each label a citation uses (S1, S2...) is listed under the draft with its source's title
+        cited = set(re.findall(r"\[(S\d+) ", page.locator("#draft-body .citations").first.inner_text()))
+        listed = {li.split(" ", 1)[0] for li in page.locator("#draft-body .draft-sources li").all_inner_texts()}
+        assert cited and cited <= listed
         assert page.locator("#draft-body .search-link").get_attribute("href").endswith(f"run={run_id}")
         assert axe(page) == []
         fits(page)

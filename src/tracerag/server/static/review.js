@@ -199,6 +199,14 @@
       block.append(list);
       draftBody.append(block);
     }
+    if (draft.sources.length) { // what S1, S2... stand for: the accepted sources as the drafter saw them
+      const sources = el("ol", { class: "draft-sources", "aria-label": "Sources" });
+      for (const src of draft.sources) {
+        sources.append(el("li", {}, el("strong", { text: src.label }), " ",
+          el("a", { href: src.document_url, dir: "auto", text: src.title }), src.date ? ` (${src.date})` : ""));
+      }
+      draftBody.append(el("h3", { text: "Sources" }), sources);
+    }
     const flagged = draft.flagged ? `, ${draft.flagged} flagged` : "";
     const trail = `/trails/${encodeURIComponent(board.dataset.collection)}/${encodeURIComponent(draft.run_id)}`;
     draftBody.append(el("p", { class: "muted",
