@@ -92,6 +92,7 @@ def test_without_a_model_the_job_is_the_warm_start_and_says_so(ask_setup: AskSet
     settings = ask_setup.settings.model_copy(update={"llm": ask_setup.settings.llm.model_copy(update={"model": None})})
     config = ServerConfig(collections=(ask_setup.collection,), settings=settings)
     with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
+        assert 'id="ask-no-model"' in client.get("/ask").text  # said before a run, not only after one
         job, events = ask(client, "harbour fire")
     assert job["status"] == "done"
     assert events[0]["kind"] == "note" and "no language model" in events[0]["message"]
@@ -168,4 +169,5 @@ def test_the_ask_page_offers_each_served_collection(ask_setup: AskSetup, server_
         assert missing.status_code == 404 and "nope" in missing.text
     with TestClient(create_app(ask_config), base_url="http://127.0.0.1") as client:
         single = client.get("/ask").text
+        assert 'id="ask-no-model"' not in single  # a model is set: no note that none is
         assert f'type="hidden" id="ask-collection" name="collection" value="{NAME}"' in single

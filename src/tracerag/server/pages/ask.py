@@ -25,5 +25,11 @@ def ask_page(
     if collection is not None:
         state.path_of(collection)  # an unknown name is a 404 page, not a form that fails later
     selected = collection or (names[0] if names else None)
-    context = {"page": "ask", "collections": names, "selected": selected, "run": run or ""}
+    context = {
+        "page": "ask",
+        "collections": names,
+        "selected": selected,
+        "run": run or "",
+        "model": state.settings.llm.model,  # said before a run, not only after one ends without a plan
+    }
     return request.app.state.templates.TemplateResponse(request, "ask.html", context)
