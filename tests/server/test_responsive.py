@@ -215,3 +215,18 @@ def test_the_pages_scripts_show_hidden_characters_as_the_server_does(tab: Any, s
     assert tab.evaluate("t => trace.shown(t)", text) == safe_block(text)
     built = tab.evaluate("t => trace.el('h3', {dir: 'auto', text: t}).textContent", "Invoice \u202egnp.exe")
     assert built == "Invoice \\u202egnp.exe"
+
+
+@pytest.mark.parametrize("width", [360, 390])
+@pytest.mark.parametrize("name", ["trails", "review"])
+def test_list_tables_show_every_cell_within_a_phones_screen(tab: Any, site: Site, name: str, width: int) -> None:
+    """As tables in a sideways-scrolling box, the runs' and selections' later columns started past the screen's
+    edge (the question "Gambet…", "Undecided" at 390 px); on a phone each row is a block of labelled lines."""
+    tab.set_viewport_size({"width": width, "height": 800})
+    _goto(tab, site, CASES[name])
+    cells = tab.locator("table.stacked td")
+    assert cells.count() >= 5
+    boxes = cells.evaluate_all("cs => cs.map(c => [c.getBoundingClientRect().right, c.scrollWidth - c.clientWidth])")
+    assert all(right <= width and overflow <= 1 for right, overflow in boxes), boxes
+    labels = cells.evaluate_all("cs => cs.map(c => getComputedStyle(c, '::before').content)")
+    assert all(label.endswith(': "') for label in labels), labels
