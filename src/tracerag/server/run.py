@@ -75,7 +75,7 @@ def run_server(config: ServerConfig, announce: Callable[[str], None]) -> None:
         announce(f"  (every interface: from another machine, {others} or this machine's address)")
     if config.token:
         # the token is shown once, above; a script sends it in a header (the API refuses it in an address)
-        announce("  scripts: send the header 'Authorization: Bearer TOKEN' to /api/..., TOKEN the ?token= above")
+        announce("  scripts: header 'Authorization: Bearer TOKEN', TOKEN the ?token= above")
     announce("press Ctrl-C to stop")
     with _stopped_by_signals():
         server.run(sockets=[sock])
