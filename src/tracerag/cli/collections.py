@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.text import Text
 
 from tracerag.cli.app import (
     ApiKeyOpt,
@@ -37,6 +38,7 @@ from tracerag.cli.views import (
     language_counts,
     print_embedded,
     print_ingest_report,
+    print_wrapped,
     refresh_calibration,
 )
 from tracerag.errors import ConfigError, NothingIngestedError
@@ -278,7 +280,7 @@ def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--js
     if stats["chunks_without_vectors"]:
         missing = counted(stats["chunks_without_vectors"], "chunk")
         out.print(f"[yellow]{missing} without vectors: run `tracerag embed`[/yellow]")
-    out.print(data_text(f"fusion: {fusion_summary(stats['fusion'])}"))
+    print_wrapped(data_text(f"fusion: {fusion_summary(stats['fusion'])}"), out, "  ", first=Text(""))
     # A corpus name is what --corpus takes: on one line when the terminal allows (the other columns wrap first),
     # folded onto more lines when it does not, never cut short.
     widest = max((len(c["name"]) for c in stats["corpora"]), default=0)

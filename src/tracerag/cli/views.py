@@ -232,7 +232,7 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
 
         fusion = params.get("fusion")
         if fusion:
-            console.print(data_text(f"fusion: {fusion_summary(fusion)}"))
+            print_wrapped(data_text(f"fusion: {fusion_summary(fusion)}"), console, "  ", first=Text(""))
         for name, reading in params.get("channel_readings", {}).items():
             console.print(data_text(f"{name}: {reading['why']}", "" if reading["acts"] else "dim"))
         if params.get("time_windows"):
