@@ -36,7 +36,6 @@ from tracerag.cli.app import (
     write_json,
 )
 from tracerag.errors import ConfigError, TrailError
-from tracerag.trail.events import RunKind
 
 if TYPE_CHECKING:
     from tracerag.agent.pipeline import AgentResult
@@ -44,7 +43,8 @@ if TYPE_CHECKING:
     from tracerag.trail import Event
 
 trail_app = typer.Typer(
-    help=f"Show, export and inspect the audit trails of runs ({', '.join(RunKind)}).", no_args_is_help=True
+    help="Show, export and inspect the audit trail of every run (`trail list` says each run's kind).",
+    no_args_is_help=True,
 )
 
 LlmOpt = Annotated[
