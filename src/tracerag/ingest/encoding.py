@@ -39,7 +39,7 @@ from pathlib import Path
 
 from charset_normalizer import from_bytes
 
-from tracerag.errors import ConfigError
+from tracerag.errors import ConfigError, RecordError
 
 SAMPLE_BYTES = 1 << 20  # what detection reads: enough for the detector, bounded for a 10 GB file
 REPLACEMENT = "\ufffd"
@@ -222,18 +222,23 @@ class Lines:
 
 
 def sniff(
-    path: Path, asked: Encoding | None = None, *, legacy: bool = True, size: int = SAMPLE_BYTES
-) -> tuple[Encoding, str | None]:
+    path: Path | str, asked: Encoding | None = None, *, legacy: bool = True, size: int = SAMPLE_BYTES
+) -> Encoding | RecordError:
     """For a reader that streams a file record by record: the file's encoding, chosen from its first `size` bytes
-    as `choose` does, and why those bytes are binary data (None: they are text). A file of data, not text, is then
-    refused whole, with the message a text file gets, rather than read as hundreds of garbage records."""
-    with Path(path).open("rb") as fh:
-        sample = fh.read(size + 1)
+    as `choose` does; or the one `RecordError` for the file when it cannot be read or those bytes are binary
+    data. A file of data, not text, is refused whole, with the message a text file gets, rather than read as
+    hundreds of garbage records."""
+    try:
+        with Path(path).open("rb") as fh:
+            sample = fh.read(size + 1)
+    except OSError as e:
+        return RecordError(f"cannot read: {e.strerror or e}", file=str(path))
     whole = len(sample) <= size
     sample = sample[:size]
     enc = choose(sample, whole=whole, asked=asked, legacy=legacy)
     text, replaced, _ = decode(sample, enc)
-    return enc, binary_reason(text, replaced, len(sample), enc, whole=whole)
+    binary = binary_reason(text, replaced, len(sample), enc, whole=whole)
+    return enc if binary is None else RecordError(binary, file=str(path))
 
 
 def bom_free(enc: Encoding) -> str:

@@ -121,13 +121,10 @@ def iter_records(
     a `RecordWarning` without a line, first; a file whose first 64 KiB are binary data is one `RecordError`.
     """
     name = str(f)
-    try:  # JSON is UTF-8 (RFC 8259): no legacy encoding is guessed, but UTF-16 and a byte-order mark are seen
-        enc, binary = sniff(Path(f), encoding if repair else UTF8, legacy=False, size=_SAMPLE)
-    except OSError as e:
-        yield RecordError(f"cannot read: {e.strerror or e}", file=name)
-        return
-    if binary:  # one error for the file, as for a text file, not a garbage record per line
-        yield RecordError(binary, file=name)
+    # JSON is UTF-8 (RFC 8259): no legacy encoding is guessed, but UTF-16 and a byte-order mark are seen
+    enc = sniff(f, encoding if repair else UTF8, legacy=False, size=_SAMPLE)
+    if isinstance(enc, RecordError):  # one error for the file, as for a text file, not a garbage record per line
+        yield enc
         return
     if enc.guessed:
         yield RecordWarning(choice_note(enc), file=name)

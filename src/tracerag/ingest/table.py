@@ -224,13 +224,9 @@ def iter_rows(
     """
     csv.field_size_limit(max(csv.field_size_limit(), _FIELD_LIMIT))
     name = str(f)
-    try:
-        enc, binary = sniff(Path(f), encoding if repair else Encoding("utf-8-sig", "utf-8"))
-    except OSError as e:
-        yield RecordError(f"cannot read: {e.strerror or e}", file=name)
-        return
-    if binary:  # one error for the file, as for a text file, not a garbage row per line
-        yield RecordError(binary, file=name)
+    enc = sniff(f, encoding if repair else Encoding("utf-8-sig", "utf-8"))
+    if isinstance(enc, RecordError):  # one error for the file, as for a text file, not a garbage row per line
+        yield enc
         return
     if enc.codec == "utf-8":
         enc = Encoding("utf-8-sig", enc.how)  # a byte-order mark is not part of the header

@@ -184,17 +184,8 @@ class Guard:
         csrf = cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(18)
         scope.setdefault("state", {})["csrf_token"] = csrf
         new_csrf = CSRF_COOKIE not in cookies
-        received = 0
         started = False
-
-        async def limited_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise BodyTooLarge(limit)
-            return message
+        limited_receive = _limited(receive, limit)
 
         async def send_with_headers(message: Message) -> None:
             nonlocal started
@@ -290,6 +281,7 @@ async def _whole_body(receive: Receive) -> bytes:
 
 
 def _limited(receive: Receive, limit: int) -> Receive:
+    """`receive` that raises BodyTooLarge once the body passes `limit` bytes (a chunked body states no length)."""
     received = 0
 
     async def limited() -> Message:
