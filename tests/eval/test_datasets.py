@@ -243,7 +243,8 @@ def test_miami211_documents(miami: Benchmark, miami_city: Benchmark) -> None:
     }
     assert not any("\\n" in d.text for d in miami.documents)
     for qid, query in miami_city.queries.items():
-        term, city = qid.split("@")
+        term, city = qid.split("@")[0], query.metadata["city"]
+        assert qid == f"{term}@{'_'.join(city.split())}" and not any(c.isspace() for c in qid)  # a TREC id
         assert query.text == f"{miami.queries[term].text} in {city}"
         assert {docs[d].fields.get("city") for d in miami_city.qrels[qid]} == {city}
         assert set(miami_city.qrels[qid]) <= set(miami.qrels[term])

@@ -568,7 +568,7 @@ def miami211_services(root: Path, with_city: bool = False) -> Benchmark:
         where = _majority(city[s] for s in services)
         if where is None:
             continue
-        qid = f"{term}@{where}"
+        qid = f"{term}@{'_'.join(where.split())}"  # no whitespace in an id: TREC run files split on it
         meta["city"] = where
         queries[qid] = Query(qid, f"{names[term]} in {where}", "taxonomy+city", "en", meta)
         qrels[qid] = dict.fromkeys(sorted((s for s in services if city[s] == where), key=int), 1)
