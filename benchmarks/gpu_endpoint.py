@@ -1,4 +1,4 @@
-"""TRACE's OpenAI-compatible embedding client (`embed_endpoint.OpenAIEmbedder`, the encoder of `--embed-model
+"""TRACE's OpenAI-compatible embedding client (`embed.endpoint.OpenAIEmbedder`, the encoder of `--embed-model
 openai:MODEL`) against an embedding server on a GPU: how many chunks a second the client's batching and concurrency
 get through when the model is fast, which is the path a user with a GPU takes for 10^6 chunks.
 
@@ -128,7 +128,7 @@ def main() -> None:
         serve(args.port, args.ready)
         return
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-    from tracerag.embed_endpoint import OpenAIEmbedder
+    from tracerag.embed.endpoint import OpenAIEmbedder
 
     base = [json.loads(line) for line in args.texts.read_text(encoding="utf-8").splitlines() if line.strip()]
     args.out.mkdir(parents=True, exist_ok=True)

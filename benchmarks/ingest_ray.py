@@ -35,8 +35,8 @@ from tests.fakes.embeddings_server import FakeEmbeddings  # noqa: E402
 from tracerag.collection import Collection  # noqa: E402
 from tracerag.config import Settings, load_settings  # noqa: E402
 from tracerag.ingest import read_documents  # noqa: E402
-from tracerag.ingest_job import ingest_into  # noqa: E402
-from tracerag.ingest_ray import RaySession, distributed_records  # noqa: E402
+from tracerag.ingest.jobs.distributed import RaySession, distributed_records  # noqa: E402
+from tracerag.ingest.jobs.run import ingest_into  # noqa: E402
 
 SMALL = ["HIPE-2022-v2.1-newseye-dev-sv.tsv"]
 

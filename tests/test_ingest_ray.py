@@ -24,8 +24,8 @@ from tracerag.collection import Collection, IngestReport
 from tracerag.config import Settings, load_settings
 from tracerag.errors import EmbeddingError
 from tracerag.ingest import read_documents
-from tracerag.ingest_job import ingest_into
-from tracerag.ingest_ray import RaySession, distributed_records, ray_missing
+from tracerag.ingest.jobs.distributed import RaySession, distributed_records, ray_missing
+from tracerag.ingest.jobs.run import ingest_into
 from tracerag.retrieval import Retriever, SearchRequest
 
 if (missing := ray_missing()) is not None:
@@ -232,7 +232,7 @@ def test_an_interrupted_ray_ingest_run_again_ends_as_an_uninterrupted_one(
             if report.added >= 24:
                 raise _Stop
 
-        monkeypatch.setattr("tracerag.ingest_job.Collection.ingest", _with_on_batch(on_batch))
+        monkeypatch.setattr("tracerag.ingest.jobs.run.Collection.ingest", _with_on_batch(on_batch))
     else:  # after the index took a batch's chunks, before the documents are marked indexed: they stay pending
         calls = {"n": 0}
         flush = Collection.__dict__["_index"]

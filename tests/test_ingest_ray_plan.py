@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 from tests.conftest import REPO
 from tracerag.cli import app
 from tracerag.config import load_settings
+from tracerag.ingest.jobs.distributed import _embedding_workers, _parts
 from tracerag.ingest.prepare import held, sorted_keys
-from tracerag.ingest_ray import _embedding_workers, _parts
 
 
 def test_parts_keep_the_walk_order_and_balance_the_cpus() -> None:
@@ -51,7 +51,9 @@ def test_what_the_collection_holds_is_looked_up_exactly() -> None:
 
 
 def test_ray_asked_for_without_the_extra_is_bad_usage(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr("tracerag.ingest_ray.ray_missing", lambda: "a distributed ingest needs Ray: pip install")
+    monkeypatch.setattr(
+        "tracerag.ingest.jobs.distributed.ray_missing", lambda: "a distributed ingest needs Ray: pip install"
+    )
     path = tmp_path / "c"
     out = CliRunner().invoke(app, ["ingest", str(REPO / "tests" / "fixtures" / "jsonl"), "-c", str(path), "--ray"])
     assert out.exit_code == 2, out.output

@@ -5,7 +5,10 @@ the old CLI circle hid: `cli.py` imported `cli_agent.py` at the top, which impor
 imports under `if TYPE_CHECKING:` too (a type named from above is still a dependency on above). Each import is
 mapped to the top-level module or package of `src/tracerag` it reaches, and that to its layer in `LAYERS`: the one
 table of the layers, the same as docs/architecture.md's (`python -m tests.test_layers` prints it as markdown). A
-new top-level module or package needs a row there and here; a new module inside a package needs nothing.
+new top-level module or package needs a row there and here; a new module inside a package needs nothing. A unit may
+also be a subpackage (`ingest.jobs`): its modules then belong to its layer, not to their parent package's, and the
+parent and the subpackage are held to the layers like any two units (the readers of `ingest` may not import the
+jobs above them, which write through the collection).
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ PACKAGE = "tracerag"
 @dataclass(frozen=True)
 class Layer:
     """A layer: the top-level modules and packages of `src/tracerag` in it (`tracerag` is the package's own
-    `__init__`), and which of them may import each other. A module may always import its own package or module,
-    and any layer below its own; never a layer above."""
+    `__init__`; a dotted name is a subpackage placed apart from its parent), and which of them may import each
+    other. A module may always import its own package or module, and any layer below its own; never a layer above."""
 
     name: str
     units: tuple[str, ...]
@@ -38,8 +41,9 @@ class Layer:
 # Bottom first.
 LAYERS: tuple[Layer, ...] = (
     Layer("foundation", ("tracerag", "model", "errors", "text", "dates", "config", "locks")),
-    Layer("storage and reading", ("ingest", "store", "engine", "e5", "embed", "embed_endpoint")),
-    Layer("the collection", ("collection", "ingest_job", "ingest_ray", "migrate", "demo_data")),
+    Layer("storage and reading", ("ingest", "store", "engine", "embed")),
+    # The ingest jobs live in `ingest/` but write through the collection, so they sit above the readers.
+    Layer("the collection", ("collection", "ingest.jobs", "migrate", "demo_data")),
     Layer("retrieval", ("retrieval",)),
     # The trail records model calls, so it may know `llm`; `llm` never imports the trail.
     Layer("services", ("llm", "trail"), within="ordered"),
@@ -108,10 +112,19 @@ def _nearest(name: str, known: dict[str, Path]) -> str | None:
     return name or None
 
 
-def unit(module: str) -> str:
-    """The top-level module or package a module belongs to: "tracerag.agent.loop" → "agent"."""
-    parts = module.split(".")
-    return parts[1] if len(parts) > 1 else parts[0]
+def unit(module: str, placed: Iterable[str] = ()) -> str:
+    """The unit a module belongs to: the longest of the `placed` subpackages holding it ("tracerag.ingest.jobs.run"
+    → "ingest.jobs" when that is placed), else its top-level module or package ("tracerag.agent.loop" → "agent")."""
+    parts = module.split(".")[1:] or [module]
+    named = set(placed)
+    for n in range(len(parts), 1, -1):
+        if ".".join(parts[:n]) in named:
+            return ".".join(parts[:n])
+    return parts[0]
+
+
+def _placed(layers: Sequence[Layer]) -> set[str]:
+    return {u for layer in layers for u in layer.units}
 
 
 def layer_violations(found: Iterable[Import], layers: Sequence[Layer] = LAYERS) -> list[str]:
@@ -119,7 +132,7 @@ def layer_violations(found: Iterable[Import], layers: Sequence[Layer] = LAYERS) 
     level = {u: (i, layer) for i, layer in enumerate(layers) for u in layer.units}
     problems = []
     for imp in found:
-        a, b = unit(imp.importer), unit(imp.imported)
+        a, b = unit(imp.importer, level), unit(imp.imported, level)
         if a == b or a not in level or b not in level:  # a module in no layer is `unplaced`
             continue
         (i, layer), (j, other) = level[a], level[b]
@@ -134,16 +147,23 @@ def layer_violations(found: Iterable[Import], layers: Sequence[Layer] = LAYERS) 
 
 
 def unplaced(known: dict[str, Path], layers: Sequence[Layer] = LAYERS) -> list[str]:
-    """One line per top-level module or package that no layer names, with its file."""
-    placed = {u for layer in layers for u in layer.units}
+    """One line per top-level module or package that no layer names, with its file, and per subpackage a layer
+    names that holds no module (a unit renamed or moved would otherwise leave its modules in their parent's layer)."""
+    placed = _placed(layers)
     first: dict[str, Path] = {}
     for module, path in known.items():
-        first.setdefault(unit(module), path)
-    return [
+        first.setdefault(unit(module, placed), path)
+    missing = [
         f"{path.as_posix()}: '{name}' is in no layer of LAYERS (tests/test_layers.py)"
         for name, path in sorted(first.items())
         if name not in placed
     ]
+    gone = [
+        f"LAYERS (tests/test_layers.py) places '{name}', which holds no module"
+        for name in sorted(placed)
+        if "." in name and name not in first and name.rpartition(".")[0] in first
+    ]
+    return missing + gone
 
 
 def cycles(found: Iterable[Import]) -> list[list[Import]]:
@@ -251,7 +271,7 @@ def test_the_architecture_page_places_each_module_in_the_same_layer() -> None:
     table = PAGE.read_text(encoding="utf-8").split("## Layers", 1)[1].split("\n## ", 1)[0]
     on_page = {}
     for row in re.findall(r"^\| (\d+)\. [^|]+\|([^|]+)\|", table, flags=re.M):
-        for name in re.findall(r"`(\w+)`", row[1]):
+        for name in re.findall(r"`([\w.]+)`", row[1]):
             on_page[name] = int(row[0])
     here = {u: i for i, layer in enumerate(LAYERS) for u in layer.units}
     differ = {n: (on_page[n], here[n]) for n in on_page.keys() & here.keys() if on_page[n] != here[n]}
@@ -339,6 +359,34 @@ def test_a_module_in_no_layer_is_named(tmp_path: Path) -> None:
         "tracerag/webhooks/__init__.py: 'webhooks' is in no layer of LAYERS (tests/test_layers.py)"
     ]
     assert layer_violations(imports(src)) == []
+
+
+def test_a_subpackage_placed_above_its_parent_is_held_to_its_own_layer(tmp_path: Path) -> None:
+    """`ingest.jobs` writes through the collection (one layer up from the readers of `ingest`): the jobs may import
+    the collection and the readers; a reader may import neither the jobs nor the collection."""
+    src = _package(
+        tmp_path,
+        {
+            "ingest/__init__.py": "",
+            "ingest/jsonl.py": "from tracerag.ingest.jobs.run import ingest_into\n",
+            "ingest/jobs/__init__.py": "",
+            "ingest/jobs/run.py": "from tracerag.collection import Collection\nfrom tracerag.ingest import jsonl\n",
+            "collection.py": "from tracerag import ingest\n",
+        },
+    )
+    assert unplaced(modules(src)) == []
+    assert layer_violations(imports(src)) == [
+        "tracerag/ingest/jsonl.py:1: tracerag.ingest.jsonl imports tracerag.ingest.jobs.run: layer 'storage and "
+        "reading' (ingest) imports layer 'the collection' (ingest.jobs), which is above it"
+    ]
+    assert unit("tracerag.ingest.jobs.run", ["ingest.jobs"]) == "ingest.jobs"
+    assert unit("tracerag.ingest.jsonl", ["ingest.jobs"]) == "ingest"
+    assert unit("tracerag") == "tracerag"
+
+
+def test_a_placed_subpackage_that_is_gone_is_named(tmp_path: Path) -> None:
+    src = _package(tmp_path, {"ingest/__init__.py": "", "ingest/run.py": "", "model.py": ""})
+    assert unplaced(modules(src)) == ["LAYERS (tests/test_layers.py) places 'ingest.jobs', which holds no module"]
 
 
 def test_a_cycle_through_a_function_level_import_is_found(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ Channel = Literal["bm25", "dense", "date", "phrase", "entity"]
 CHANNELS: tuple[Channel, ...] = get_args(Channel)  # every retrieval channel, in the order they run
 Fusion = Literal["calibrated", "rrf", "wrrf", "combsum", "combmnz"]
 FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
-# embed.precision: how e5-onnx's linear layers compute (tracerag.e5.graph; benchmarks/results/embed_speed.md)
+# embed.precision: how e5-onnx's linear layers compute (tracerag.embed.e5.graph; benchmarks/results/embed_speed.md)
 E5Precision = Literal["int8+q4ffn", "int8", "q4", "fp32"]
 FieldMerge = Literal["max_raw_score", "query_idf"]  # retrieval.field_merge: tracerag.retrieval.fields
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"

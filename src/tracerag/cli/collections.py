@@ -121,8 +121,8 @@ def ingest(
     from tracerag.config import load_settings
     from tracerag.ingest import detect_format
     from tracerag.ingest.checked import read_checked, reader_options
-    from tracerag.ingest_job import ingest_into
-    from tracerag.ingest_ray import RaySession, distributed_records, ray_missing
+    from tracerag.ingest.jobs.distributed import RaySession, distributed_records, ray_missing
+    from tracerag.ingest.jobs.run import ingest_into
 
     # Everything is checked before anything is written: settings, the spelling map, the path, the format and
     # the reader's options (by reading the first record).

@@ -2,8 +2,8 @@
 checked, its language detected when it states none, its chunks with their index text, its OCR-quality estimate.
 
 `Collection.ingest` prepares the documents it reads with it, one batch at a time in its own process; a
-distributed ingest (`tracerag.ingest_ray`) prepares them with the same object on other processes or machines and
-hands the collection `PreparedDocument`s. One code path for both, so both give the same chunks, texts and
+distributed ingest (`tracerag.ingest.jobs.distributed`) prepares them with the same object on other processes or
+machines and hands the collection `PreparedDocument`s. One code path for both, so both give the same chunks, texts and
 estimates by construction. A `Preparation` pickles small (settings and the spelling map, never a loaded model).
 """
 

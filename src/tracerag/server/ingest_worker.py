@@ -98,7 +98,7 @@ def run(request: dict[str, Any], events: Events) -> int:
 
 
 def _ingest(request: dict[str, Any], settings: Any, records: Iterable[Any], total: int, events: Events) -> Any:
-    from tracerag.ingest_job import ingest_into
+    from tracerag.ingest.jobs.run import ingest_into
     from tracerag.retrieval import calibration, vocabulary
 
     progress = _Progress(total, events)

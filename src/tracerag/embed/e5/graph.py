@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, get_args
 import numpy as np
 
 from tracerag.config import E5Precision as Precision
-from tracerag.e5.weights import Q4_BLOCK, E5Weights
+from tracerag.embed.e5.weights import Q4_BLOCK, E5Weights
 
 if TYPE_CHECKING:
     import onnx

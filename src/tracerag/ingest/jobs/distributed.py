@@ -161,7 +161,7 @@ class RaySession:
 def distributed_records(
     path: Path, fmt: str, options: Mapping[str, Any], *, dense: bool, session: RaySession
 ) -> Callable[[Collection], Iterator[Item | PreparedDocument]]:
-    """What `ingest_job.ingest_into` takes as its records for a distributed ingest: given the open collection, the
+    """What `ingest.jobs.run.ingest_into` takes as its records for a distributed ingest: given the open collection, the
     records of `path` (format `fmt`, the reader's `options`) prepared and embedded on Ray, in reading order."""
 
     def records(col: Collection) -> Iterator[Item | PreparedDocument]:

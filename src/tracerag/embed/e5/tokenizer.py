@@ -15,7 +15,7 @@ from __future__ import annotations
 import array
 import re
 
-from tracerag.e5.weights import Vocabulary
+from tracerag.embed.e5.weights import Vocabulary
 
 __all__ = ["UnigramTokenizer"]
 
