@@ -1,0 +1,259 @@
+"""The docs site's generated pages (an mkdocs hook, `mkdocs.yml`): the CLI reference from the Typer app, the HTTP
+API reference from the FastAPI app's OpenAPI schema, the settings from the `Settings` model, and the benchmark
+results from `benchmarks/`. Each is rendered at build time from the one definition in the code, so the site cannot
+drift from it; nothing is fetched (no CDN, no network). A written page asks for a generated part with a marker line
+such as `<!-- generated: cli -->`; tests/test_docs.py calls the same functions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "benchmarks"
+MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->$", re.M)
+HELP_COLUMNS = "80"  # the CLI's help as an 80-column terminal shows it
+
+
+# ---- the CLI: every command's --help, as `tracerag CMD --help` prints it (cli/help.py's formatter) ----
+
+
+def cli_commands() -> list[tuple[str, str]]:
+    """(`tracerag CMD ...`, its help text) for the app and every command and group under it, in help order."""
+    import typer
+
+    from tracerag.cli import app
+
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = HELP_COLUMNS
+    try:
+        root = typer.main.get_command(app)
+        return list(_walk(root, "tracerag", None))
+    finally:
+        if previous is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = previous
+
+
+def _walk(command: Any, path: str, parent: Any) -> Iterator[tuple[str, str]]:
+    # typer's own Context in newer typer (Click's in older): the command's class names it
+    ctx = command.context_class(command, info_name=path.rsplit(" ", 1)[-1], parent=parent, max_content_width=80)
+    yield path, command.get_help(ctx)
+    if hasattr(command, "list_commands"):  # a group
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                yield from _walk(sub, f"{path} {name}", ctx)
+
+
+def render_cli() -> str:
+    parts = []
+    for path, text in cli_commands():
+        level = "##" if path.count(" ") <= 1 else "###"
+        parts.append(f"{level} `{path}`\n\n```text\n{text.rstrip()}\n```\n")
+    return "\n".join(parts)
+
+
+# ---- the HTTP API: the OpenAPI schema of the app `tracerag serve` runs ----
+
+
+def openapi_schema() -> dict[str, Any]:
+    """The schema of an app serving nothing: the routes and models do not depend on what is served."""
+    from tracerag.config import Settings
+    from tracerag.server.app import create_app
+    from tracerag.server.state import ServerConfig
+
+    schema: dict[str, Any] = create_app(ServerConfig(collections=(), settings=Settings())).openapi()
+    return schema
+
+
+def _cell(text: Any) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _type(schema: dict[str, Any]) -> str:
+    """A short name for a JSON Schema: `Model`, `string`, `array of integer`, `string or null`."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return f"[`{name}`](#{_anchor(name)})"
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            return " or ".join(_type(s) for s in schema[key])
+    kind = schema.get("type", "any")
+    if kind == "array":
+        return f"array of {_type(schema.get('items', {}))}"
+    if "enum" in schema:
+        return " \\| ".join(f"`{v}`" for v in schema["enum"])
+    if "const" in schema:
+        return f"`{schema['const']}`"
+    return str(kind)
+
+
+def _anchor(name: str) -> str:
+    return "schema-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def render_api(schema: dict[str, Any] | None = None) -> str:
+    schema = schema or openapi_schema()
+    out = [f"Schema version: OpenAPI {schema['openapi']}, {schema['info']['title']} {schema['info']['version']}.\n"]
+    out.append("## Operations\n")
+    for path, methods in schema["paths"].items():
+        for method, op in methods.items():
+            out.append(f"### `{method.upper()} {path}`\n")
+            if op.get("summary"):
+                out.append(f"**{_cell(op['summary'])}**\n")
+            if op.get("description"):
+                out.append(op["description"].strip() + "\n")
+            params = op.get("parameters", [])
+            if params:
+                out.append("| parameter | in | type | required | description |\n|---|---|---|---|---|")
+                for p in params:
+                    out.append(
+                        f"| `{p['name']}` | {p['in']} | {_type(p.get('schema', {}))} | "
+                        f"{'yes' if p.get('required') else 'no'} | {_cell(p.get('description', ''))} |"
+                    )
+                out.append("")
+            body = op.get("requestBody", {}).get("content", {})
+            for media, content in body.items():
+                out.append(f"Request body ({media}): {_type(content.get('schema', {}))}\n")
+            responses = op.get("responses", {})
+            if responses:
+                out.append("| status | meaning | body |\n|---|---|---|")
+                errors: dict[str, list[str]] = {}  # body -> statuses: the error answers share one body
+                for status, answer in responses.items():
+                    kinds = answer.get("content", {})
+                    shown = ", ".join(f"{_type(c.get('schema', {}))} ({m})" for m, c in kinds.items())
+                    if status.startswith(("4", "5")):
+                        errors.setdefault(shown, []).append(status)
+                    else:
+                        out.append(f"| {status} | {_cell(answer.get('description', ''))} | {shown} |")
+                for shown, statuses in errors.items():
+                    out.append(f"| {', '.join(statuses)} | an error | {shown} |")
+                out.append("")
+    out.append("## Schemas\n")
+    for name, model in sorted(schema.get("components", {}).get("schemas", {}).items()):
+        out.append(f'### `{name}` {{ #{_anchor(name)} }}\n')
+        if model.get("description"):
+            out.append(_cell(model["description"]) + "\n")
+        props = model.get("properties", {})
+        if props:
+            required = set(model.get("required", []))
+            out.append("| field | type | required | default | description |\n|---|---|---|---|---|")
+            for field, spec in props.items():
+                default = f"`{json.dumps(spec['default'])}`" if "default" in spec else ""
+                out.append(
+                    f"| `{field}` | {_type(spec)} | {'yes' if field in required else 'no'} | {default} | "
+                    f"{_cell(spec.get('description', ''))} |"
+                )
+            out.append("")
+        elif "enum" in model:
+            out.append(f"One of {_type(model)}.\n")
+    return "\n".join(out)
+
+
+# ---- the settings: every field of `Settings`, by section ----
+
+
+def setting_names(model: Any = None, prefix: str = "") -> list[str]:
+    """Every setting as written in a TOML file: `retrieval.rrf_k`, `cache_dir`."""
+    return [name for name, _ in _settings(model, prefix)]
+
+
+def _settings(model: Any = None, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    from pydantic import BaseModel
+
+    from tracerag.config import Settings
+
+    for name, field in (model or Settings).model_fields.items():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            yield from _settings(kind, f"{prefix}{name}.")
+        else:
+            yield prefix + name, field
+
+
+def _annotation(kind: Any) -> str:
+    if get_origin(kind) is not None and str(get_origin(kind)) == "typing.Literal":
+        return " \\| ".join(f"`{v}`" for v in get_args(kind))
+    text = getattr(kind, "__name__", None) if get_origin(kind) is None else None
+    text = text or str(kind).replace("typing.", "")
+    text = re.sub(r"\b(?:[a-z_]+\.)+([A-Za-z_]+)", r"\1", text)  # pathlib.Path -> Path
+    return f"`{text}`".replace("|", "\\|")
+
+
+def _default(field: Any) -> str:
+    from pydantic_core import PydanticUndefined
+
+    value = field.default
+    if value is PydanticUndefined and field.default_factory is not None:
+        value = field.default_factory()
+    if value is None:
+        return "none"
+    if isinstance(value, Path):
+        value = str(value).replace(str(Path.home()), "~")
+    elif hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    if isinstance(value, bool | tuple | list | dict):  # as TOML and JSON write them: true, ["fr"], {}
+        value = json.dumps(value if not isinstance(value, tuple) else list(value), ensure_ascii=False)
+    return f"`{value}`".replace("|", "\\|")
+
+
+def render_settings() -> str:
+    rows = ["| setting | environment variable | type | default | meaning |", "|---|---|---|---|---|"]
+    for name, field in _settings():
+        env = "TRACERAG_" + name.upper().replace(".", "__")
+        rows.append(
+            f"| `{name}` | `{env}` | {_annotation(field.annotation)} | {_default(field)} | "
+            f"{_cell(field.description or '')} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+# ---- benchmarks: benchmarks/README.md (the method) and each results/*.md, as pages of their own ----
+
+
+def benchmark_pages() -> dict[str, Path]:
+    """Site path -> file: the method page and each result with the images they show."""
+    pages = {"benchmarks/method.md": BENCHMARKS / "README.md"}
+    for path in sorted((BENCHMARKS / "results").iterdir()):
+        if path.suffix in (".md", ".png"):
+            pages[f"benchmarks/results/{path.name}"] = path
+    return pages
+
+
+def render_benchmark_list() -> str:
+    lines = []
+    for site_path, path in benchmark_pages().items():
+        if site_path.startswith("benchmarks/results/") and path.suffix == ".md":
+            first = path.read_text(encoding="utf-8").lstrip().split("\n", 1)[0].lstrip("# ").strip()
+            lines.append(f"- [{first or path.stem}](results/{path.name}) (`{path.stem}`)")
+    return "\n".join(lines) + "\n"
+
+
+RENDERERS = {
+    "cli": render_cli,
+    "api": render_api,
+    "settings": render_settings,
+    "benchmark-results": render_benchmark_list,
+}
+
+
+# ---- mkdocs events ----
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
+    for site_path, path in benchmark_pages().items():
+        files.append(File.generated(config, site_path, abs_src_path=str(path)))
+    return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    return MARKER.sub(lambda m: RENDERERS[m.group(1)](), markdown)
