@@ -138,7 +138,7 @@ def render_api(schema: dict[str, Any] | None = None) -> str:
                 out.append("")
     out.append("## Schemas\n")
     for name, model in sorted(schema.get("components", {}).get("schemas", {}).items()):
-        out.append(f'### `{name}` {{ #{_anchor(name)} }}\n')
+        out.append(f"### `{name}` {{ #{_anchor(name)} }}\n")
         if model.get("description"):
             out.append(_cell(model["description"]) + "\n")
         props = model.get("properties", {})
