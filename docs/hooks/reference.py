@@ -12,7 +12,8 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 REPO = Path(__file__).resolve().parents[2]
 BENCHMARKS = REPO / "benchmarks"
@@ -179,12 +180,16 @@ def _settings(model: Any = None, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def _annotation(kind: Any) -> str:
-    if get_origin(kind) is not None and str(get_origin(kind)) == "typing.Literal":
-        return " \\| ".join(f"`{v}`" for v in get_args(kind))
+    """A type as a reader says it: `int`, `Path` or none, one of `a`, `b` (no `|`, which a table cell would split)."""
+    if get_origin(kind) is Literal:
+        return "one of " + ", ".join(f"`{v}`" for v in get_args(kind))
+    if get_origin(kind) in (Union, UnionType):
+        named = [_annotation(a) for a in get_args(kind) if a is not type(None)]
+        return " or ".join(named) + (" or none" if type(None) in get_args(kind) else "")
     text = getattr(kind, "__name__", None) if get_origin(kind) is None else None
     text = text or str(kind).replace("typing.", "")
     text = re.sub(r"\b(?:[a-z_]+\.)+([A-Za-z_]+)", r"\1", text)  # pathlib.Path -> Path
-    return f"`{text}`".replace("|", "\\|")
+    return f"`{text}`".replace("|", "or")
 
 
 def _default(field: Any) -> str:
@@ -205,14 +210,28 @@ def _default(field: Any) -> str:
 
 
 def render_settings() -> str:
-    rows = ["| setting | environment variable | type | default | meaning |", "|---|---|---|---|---|"]
+    """A table per section (`[retrieval]` in a TOML file, `TRACERAG_RETRIEVAL__*` in the environment), then the
+    top-level settings."""
+    from tracerag.config import Settings
+
+    sections: dict[str, list[str]] = {}
     for name, field in _settings():
-        env = "TRACERAG_" + name.upper().replace(".", "__")
-        rows.append(
-            f"| `{name}` | `{env}` | {_annotation(field.annotation)} | {_default(field)} | "
-            f"{_cell(field.description or '')} |"
+        section = name.split(".", 1)[0] if "." in name else ""
+        sections.setdefault(section, []).append(
+            f"| `{name}` | {_annotation(field.annotation)} | {_default(field)} | {_cell(field.description or '')} |"
         )
-    return "\n".join(rows) + "\n"
+    out = []
+    for section, rows in sections.items():
+        if section:
+            about = Settings.model_fields[section].description or ""
+            out.append(
+                f"## `{section}`\n\n{about} In a TOML file `[{section}]`; in the environment "
+                f"`TRACERAG_{section.upper()}__KEY`.\n"
+            )
+        else:
+            out.append("## Top level\n\nIn a TOML file before any section; in the environment `TRACERAG_KEY`.\n")
+        out.append("| setting | type | default | meaning |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    return "\n".join(out)
 
 
 # ---- benchmarks: benchmarks/README.md (the method) and each results/*.md, as pages of their own ----
