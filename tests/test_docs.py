@@ -34,10 +34,8 @@ def _hooks() -> ModuleType:
     return module
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site, built as CI builds it: strict, so a dead link or a broken page fails here."""
-    out = tmp_path_factory.mktemp("site")
+def _build(out: Path) -> Path:
+    """The site, built as CI builds it: strict, so a dead link, a bad anchor or a page that fails to render fails."""
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(out)],
         cwd=REPO,
@@ -81,7 +79,7 @@ def test_every_command_is_in_the_commands_table():
     assert not missing, f"commands missing from docs/reference/commands.md: {missing}"
 
 
-def test_every_command_and_option_is_in_the_cli_reference(site: Path):
+def _cli_gaps(site: Path) -> list[str]:
     """The generated page holds each command's help: its name, and every option and argument it takes."""
     import typer
 
@@ -103,36 +101,33 @@ def test_every_command_and_option_is_in_the_cli_reference(site: Path):
                 shown = param.opts[0] if param.param_type_name == "option" else (param.metavar or param.name.upper())
                 if shown not in text:
                     missing.append(f"{path} {shown}")
-    assert not missing, f"not in the CLI reference: {missing}"
+    return [f"CLI reference lacks {m}" for m in missing]
 
 
-def test_every_setting_is_on_the_settings_page_with_its_meaning(site: Path):
+def _settings_gaps(site: Path) -> list[str]:
     text = _text(site / "reference" / "settings" / "index.html")
     hooks = _hooks()
     names = hooks.setting_names()
     assert "retrieval.rrf_k" in names and "cache_dir" in names, names
-    missing = [n for n in names if n not in text]
-    assert not missing, f"settings missing from the settings page: {missing}"
+    gaps = [f"settings page lacks {n}" for n in names if n not in text]
     unexplained = [name for name, field in hooks._settings() if not (field.description or "").strip()]
-    assert not unexplained, f"settings without a description in config.py (the page's meaning column): {unexplained}"
+    return gaps + [f"{n} has no description in config.py (the settings page's meaning)" for n in unexplained]
 
 
-def test_every_api_operation_is_in_the_api_reference(site: Path):
+def _api_gaps(site: Path) -> list[str]:
     text = _text(site / "reference" / "api" / "index.html")
     schema = _hooks().openapi_schema()
     operations = [f"{method.upper()} {path}" for path, methods in schema["paths"].items() for method in methods]
     assert "POST /api/collections/{name}/search" in operations or len(operations) > 10, operations
-    missing = [op for op in operations if op not in text]
-    assert not missing, f"API operations missing from the API reference: {missing}"
     models = list(schema["components"]["schemas"])
-    assert not [m for m in models if m not in text]
+    return [f"API reference lacks {item}" for item in operations + models if item not in text]
 
 
-def test_every_benchmark_result_is_a_page(site: Path):
+def _benchmark_gaps(site: Path) -> list[str]:
     results = sorted((REPO / "benchmarks" / "results").glob("*.md"))
     assert results
-    missing = [r.name for r in results if not (site / "benchmarks" / "results" / r.stem / "index.html").exists()]
-    assert not missing, missing
+    built = site / "benchmarks" / "results"
+    return [f"no page for benchmarks/results/{r.name}" for r in results if not (built / r.stem / "index.html").exists()]
 
 
 def test_the_readme_is_a_two_minute_read():
@@ -171,8 +166,16 @@ def test_prose_lines_fit(path: str):
     assert not long, f"{path}: lines over {MAX_LINE} characters outside code and tables: {long}"
 
 
-def test_the_site_loads_nothing_from_the_network(site: Path):
+def _remote_loads(site: Path) -> list[str]:
     """Read offline: no script, stylesheet, font or image comes from elsewhere (links to other sites are fine)."""
     loads = re.compile(r"""<(?:script|img|link)\b[^>]*\b(?:src|href)=["']?(?:https?:)?//""", re.I)
-    remote = [str(p.relative_to(site)) for p in site.rglob("*.html") if loads.search(p.read_text(encoding="utf-8"))]
-    assert not remote, f"pages that load from the network: {remote}"
+    pages = [p for p in site.rglob("*.html") if loads.search(p.read_text(encoding="utf-8"))]
+    return [f"{p.relative_to(site)} loads from the network" for p in pages]
+
+
+def test_the_site_builds_strict_and_documents_everything(tmp_path: Path):
+    """One build (the slow part, ~10 s) for every check of what it holds: every command and option, setting with
+    its meaning, API operation and schema, benchmark result; and nothing loaded from the network."""
+    site = _build(tmp_path / "site")
+    gaps = _cli_gaps(site) + _settings_gaps(site) + _api_gaps(site) + _benchmark_gaps(site) + _remote_loads(site)
+    assert not gaps, "\n".join(gaps)
