@@ -83,7 +83,7 @@ def _cli_gaps(site: Path) -> list[str]:
     """The generated page holds each command's help: its name, and every option and argument it takes."""
     import typer
 
-    text = _text(site / "reference" / "cli" / "index.html")
+    text = _text(site / "reference" / "cli.html")
     root = typer.main.get_command(app)
     ctx = root.context_class(root, info_name="tracerag")
     missing = []
@@ -105,7 +105,7 @@ def _cli_gaps(site: Path) -> list[str]:
 
 
 def _settings_gaps(site: Path) -> list[str]:
-    text = _text(site / "reference" / "settings" / "index.html")
+    text = _text(site / "reference" / "settings.html")
     hooks = _hooks()
     names = hooks.setting_names()
     assert "retrieval.rrf_k" in names and "cache_dir" in names, names
@@ -115,7 +115,7 @@ def _settings_gaps(site: Path) -> list[str]:
 
 
 def _api_gaps(site: Path) -> list[str]:
-    text = _text(site / "reference" / "api" / "index.html")
+    text = _text(site / "reference" / "api.html")
     schema = _hooks().openapi_schema()
     operations = [f"{method.upper()} {path}" for path, methods in schema["paths"].items() for method in methods]
     assert "POST /api/collections/{name}/search" in operations or len(operations) > 10, operations
@@ -127,7 +127,7 @@ def _benchmark_gaps(site: Path) -> list[str]:
     results = sorted((REPO / "benchmarks" / "results").glob("*.md"))
     assert results
     built = site / "benchmarks" / "results"
-    return [f"no page for benchmarks/results/{r.name}" for r in results if not (built / r.stem / "index.html").exists()]
+    return [f"no page for benchmarks/results/{r.name}" for r in results if not (built / f"{r.stem}.html").exists()]
 
 
 def test_the_readme_is_a_two_minute_read():
