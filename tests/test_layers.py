@@ -45,8 +45,9 @@ LAYERS: tuple[Layer, ...] = (
     # The ingest jobs live in `ingest/` but write through the collection, so they sit above the readers.
     Layer("the collection", ("collection", "ingest.jobs", "migrate", "demo_data")),
     Layer("retrieval", ("retrieval",)),
-    # The trail records model calls, so it may know `llm`; `llm` never imports the trail.
-    Layer("services", ("llm", "trail"), within="ordered"),
+    # The trail records model calls, so it may know `llm`; `llm` never imports the trail. A plain search (`search`)
+    # asks `llm` for variants and records its run in the trail, so it comes after both.
+    Layer("services", ("llm", "trail", "search"), within="ordered"),
     Layer("wings", ("agent", "catalog", "research"), within="none"),
     # `eval` may import everything below it; only the front doors are above it, so nothing else imports it.
     Layer("measurement", ("eval",)),

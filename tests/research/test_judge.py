@@ -245,8 +245,8 @@ def test_two_replayed_judges_compared_on_the_same_candidates(demo, tmp_path, can
 
 def test_a_recorded_search_run_is_judged_in_its_order(demo, tmp_path):
     from tracerag.research.judge import candidates_of
-    from tracerag.research.search_run import run_search
     from tracerag.research.sources import load_chunks, refs_from_run
+    from tracerag.search.run import run_search
 
     search = run_search(demo, SearchRequest("Reichstag Sitzung", k=5, channels=("bm25",), windows=""),
                         trail_dir=tmp_path / "search")  # fmt: skip

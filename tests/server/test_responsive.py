@@ -22,8 +22,8 @@ from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.ingest import read_documents
 from tracerag.model import Document
-from tracerag.research.search_run import run_search
 from tracerag.retrieval.search import SearchRequest
+from tracerag.search.run import run_search
 from tracerag.server import ServerConfig
 from tracerag.text import hidden_ranges, safe_block
 

@@ -23,9 +23,9 @@ from tracerag.cli import app as cli_app
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.model import RankedSource, RunStatus
-from tracerag.research.search_run import run_search
 from tracerag.research.selection import selection_id
 from tracerag.retrieval.search import SearchRequest
+from tracerag.search.run import run_search
 from tracerag.server import ServerConfig, create_app
 from tracerag.trail import JsonlWriter, Trail, read_trail
 from tracerag.trail.events import DecisionEvent, ResultEvent, RunEvent, RunKind

@@ -104,10 +104,10 @@ def search(
     fused (weighed by the collection's calibration: `tracerag calibrate`)."""
     from tracerag.collection import Collection
     from tracerag.ingest.alto_regions import check_base
-    from tracerag.research.search_report import explained_search
     from tracerag.retrieval import SearchRequest
     from tracerag.retrieval.search_filter import CLI_NAMES, search_filter
     from tracerag.retrieval.synonyms import SynonymMap
+    from tracerag.search.report import explained_search
 
     flt = search_filter(
         corpora=corpus or (),

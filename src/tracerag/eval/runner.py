@@ -240,11 +240,11 @@ def _expander(
     cache beside it (an eval never writes into the benchmark's collection); LLM variants and translations need
     `llm`. A run names what it expands with: "llm" here is the variants alone, whatever `expansion.translate`
     says, so that expansion-llm measures what it did."""
-    from tracerag.research.search_run import collection_span
-    from tracerag.research.translations import translations
-    from tracerag.research.variants import query_variants
     from tracerag.retrieval import vocabulary as vocab
     from tracerag.retrieval.expansion import search_expanded, vocabulary_variants
+    from tracerag.search.expansions import collection_span
+    from tracerag.search.translations import translations
+    from tracerag.search.variants import query_variants
 
     cfg = collection.settings.expansion
     model = None

@@ -6,7 +6,7 @@ neighbours they chose, and a boolean filter (`retrieval/boolean.py`) turned into
 The original query weighs as much as all the variants together (`expansion.original_weight` = 1): a variant can
 lift a document the original ranked low, or bring in one it missed, but a document only the variants find can at
 most draw level with the original's first one, and a single wayward variant moves little. This module does not
-know where variants come from (the LLM's are made in `research/variants.py`): retrieval never imports a model.
+know where variants come from (the LLM's are made in `search/variants.py`): retrieval never imports a model.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ MIN_WORD = 4
 
 
 class VariantSource(StrEnum):
-    LLM = "llm"  # a language model's variant of the query (research/variants.py)
+    LLM = "llm"  # a language model's variant of the query (search/variants.py)
     VOCABULARY = "vocabulary"  # a query word swapped for its neighbour in the collection's vocabulary model
     RESEARCHER = "researcher"  # the query with the researcher's own additions (--add, the synonym map)
 

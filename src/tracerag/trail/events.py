@@ -122,8 +122,8 @@ class LLMPurpose(StrEnum):
     CATALOG_PARSE = "catalog_parse"  # a catalog request parsed by the model
     CATALOG_CHECK = "catalog_check"  # a record's eligibility checked by the model
     CATALOG_REPLY = "catalog_reply"  # a catalog reply written by the model
-    VARIANTS = "variants"  # query variants for a search (research/variants.py)
-    TRANSLATE = "translate"  # the query in the collection's other languages (research/translations.py)
+    VARIANTS = "variants"  # query variants for a search (search/variants.py)
+    TRANSLATE = "translate"  # the query in the collection's other languages (search/translations.py)
     JUDGE = "judge"  # one candidate scored against the researcher's criteria
     DRAFT = "draft"  # a cited draft written from accepted sources
     CITE_CHECK = "cite_check"  # whether a cited span supports its sentence
@@ -170,7 +170,7 @@ class RunKind(StrEnum):
     """What kind of run a trail records (its `RunEvent.run`): trails written before this field are agent runs."""
 
     ASK = "ask"  # the agent
-    SEARCH = "search"  # one `tracerag search`, its variants and fusion (research/search_run.py)
+    SEARCH = "search"  # one `tracerag search`, its variants and fusion (search/run.py)
     JUDGE = "judge"  # candidates scored against the researcher's criteria (research/judge.py)
     ANSWER = "answer"  # a cited draft and its citation check (research/answer.py)
     REVIEW = "review"  # the researcher's decisions on a run's candidates (research/review.py)

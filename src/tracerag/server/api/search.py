@@ -1,5 +1,5 @@
 """POST /api/collections/{name}/search: a search with every option `tracerag search` has, run as the CLI runs it
-(`research/search_report.py`: recorded as a run in the trail, its id returned; the same search twice in a row is
+(`search/report.py`: recorded as a run in the trail, its id returned; the same search twice in a row is
 recorded once), answered as
 `retrieval/explain.py`'s data with each result's keyword-in-context snippet (`retrieval/kwic.py`)."""
 
@@ -19,10 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracerag.collection import trail_roots
 from tracerag.config import Channel, window_years
 from tracerag.dates import parse_partial_date
-from tracerag.research.search_report import explained_search
 from tracerag.retrieval import SearchRequest
 from tracerag.retrieval.search_filter import API_NAMES, OptionNames, search_filter
 from tracerag.retrieval.synonyms import SynonymMap
+from tracerag.search.report import explained_search
 from tracerag.server.api.collections import Region, source_link, web_link
 from tracerag.server.deps import State
 from tracerag.server.schemas import ERRORS

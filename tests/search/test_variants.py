@@ -15,11 +15,11 @@ from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.llm import Message, RawAnswer, StructuredLLM, Usage
 from tracerag.llm.replay import RecordingProvider, ReplayProvider
-from tracerag.research.search_run import run_search
-from tracerag.research.variants import prompt, query_variants
 from tracerag.retrieval import Retriever, SearchRequest
 from tracerag.retrieval.expansion import ORIGINAL
 from tracerag.retrieval.fusion import rrf
+from tracerag.search.run import run_search
+from tracerag.search.variants import prompt, query_variants
 from tracerag.trail import read_trail
 from tracerag.trail.events import (
     ChannelEvent,

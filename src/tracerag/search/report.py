@@ -11,11 +11,11 @@ from typing import Any
 from tracerag.collection import Collection
 from tracerag.ingest.alto_regions import check_base
 from tracerag.llm import StructuredLLM
-from tracerag.research.search_run import SearchRun, run_search
 from tracerag.retrieval import SearchRequest
 from tracerag.retrieval.explain import explain, searched_queries
 from tracerag.retrieval.search_filter import API_NAMES, OptionNames, check_field_keys, check_scope
 from tracerag.retrieval.synonyms import SynonymMap
+from tracerag.search.run import SearchRun, run_search
 
 __all__ = ["explained_search", "searched_queries"]
 

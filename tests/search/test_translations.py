@@ -1,4 +1,4 @@
-"""The query in the collection's other languages (`research/translations.py`): asked once, fenced as data, one
+"""The query in the collection's other languages (`search/translations.py`): asked once, fenced as data, one
 answer per language and no other; the query's own language (where the translation is the query) not searched
 again; the query's names and dates kept in every translation, appended where the model lost them; a garbled answer
 sent back once and, still garbled, a recorded failure; and, on a small real collection of French and German
@@ -20,10 +20,11 @@ from tracerag.config import load_settings
 from tracerag.ingest import read_documents
 from tracerag.llm import Message, RawAnswer, StructuredLLM, Usage
 from tracerag.llm.replay import RecordingProvider, ReplayProvider
-from tracerag.research.search_run import collection_span, run_search
-from tracerag.research.translations import answer_schema, kept_forms, lost_forms, prompt, translations
 from tracerag.retrieval import Retriever, SearchRequest
 from tracerag.retrieval.expansion import ORIGINAL, VariantKind, VariantSource
+from tracerag.search.expansions import collection_span
+from tracerag.search.run import run_search
+from tracerag.search.translations import answer_schema, kept_forms, lost_forms, prompt, translations
 from tracerag.trail import read_trail
 from tracerag.trail.events import ExpansionEvent, LLMCallEvent, LLMPurpose, ResultEvent
 
