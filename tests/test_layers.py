@@ -40,7 +40,7 @@ class Layer:
 
 # Bottom first.
 LAYERS: tuple[Layer, ...] = (
-    Layer("foundation", ("tracerag", "model", "errors", "text", "dates", "config", "locks")),
+    Layer("foundation", ("tracerag", "model", "errors", "text", "dates", "config", "locks", "options")),
     Layer("storage and reading", ("ingest", "store", "engine", "embed")),
     # The ingest jobs live in `ingest/` but write through the collection, so they sit above the readers.
     Layer("the collection", ("collection", "ingest.jobs", "migrate", "demo_data")),

@@ -35,7 +35,9 @@ from tracerag.cli.app import (
     write_export,
     write_json,
 )
+from tracerag.cli.options import DECLARED, declared
 from tracerag.errors import ConfigError, TrailError
+from tracerag.options import AskOptions
 
 if TYPE_CHECKING:
     from tracerag.agent.pipeline import AgentResult
@@ -57,10 +59,11 @@ LlmOpt = Annotated[
 
 @app.command()
 @friendly
+@declared(AskOptions)
 def ask(
-    question: Annotated[str | None, typer.Argument(help="The research question.")] = None,
+    question: str | None = DECLARED,
     collection: CollectionOpt = Path("."),
-    k: Annotated[int, typer.Option("--k", "-k", min=1, help="Number of sources.")] = 10,
+    k: int = DECLARED,
     llm: LlmOpt = None,
     base_url: BaseUrlOpt = None,
     replay_run: Annotated[

@@ -30,7 +30,9 @@ from tracerag.cli.app import (
     write_json,
     write_stdout,
 )
+from tracerag.cli.options import DECLARED, declared
 from tracerag.errors import ConfigError
+from tracerag.options import TurnOptions
 
 if TYPE_CHECKING:
     from tracerag.catalog.assistant import Turn
@@ -152,9 +154,10 @@ def _with_encoding(source: Path, mapping: dict[str, Any] | None, encoding: str) 
 
 @app.command()
 @friendly
+@declared(TurnOptions)
 def chat(
     catalog: CatalogOpt,
-    once: Annotated[str | None, typer.Option("--once", help="Answer one request and exit.")] = None,
+    once: str | None = DECLARED,
     json_out: Annotated[bool, typer.Option("--json", help="With --once: print the turn as JSON.")] = False,
     variant: Annotated[
         str, typer.Option(help="Structured index used to find candidates: none, location, hours, location+hours.")

@@ -12,7 +12,6 @@ from tracerag.cli.app import (
     CollectionOpt,
     ConfigOpt,
     ExitCode,
-    IiifBaseOpt,
     app,
     data_text,
     err,
@@ -21,68 +20,33 @@ from tracerag.cli.app import (
     settings_with_llm,
     write_json,
 )
+from tracerag.cli.options import DECLARED, declared
 from tracerag.cli.views import render
 from tracerag.errors import TraceError
+from tracerag.options import SearchOptions
 
 
 @app.command()
 @friendly
+@declared(SearchOptions)
 def search(
-    query: Annotated[str, typer.Argument(help='What to look for. Quote phrases with "...".')],
+    query: str,
     collection: CollectionOpt,
-    k: Annotated[int, typer.Option("--k", "-k", help="Number of documents.")] = 10,
-    corpus: Annotated[
-        list[str] | None, typer.Option("--corpus", metavar="NAME", help="Restrict to a sub-corpus (repeatable).")
-    ] = None,
-    date_from: Annotated[
-        str | None, typer.Option("--from", metavar="DATE", help="Earliest date (1890, 1890-05, 1890-05-01).")
-    ] = None,
-    date_to: Annotated[
-        str | None, typer.Option("--to", metavar="DATE", help="Latest date (inclusive: --to 1900 is up to 1900-12-31).")
-    ] = None,
-    language: Annotated[
-        list[str] | None, typer.Option("--language", metavar="CODE", help="Restrict to a language (repeatable).")
-    ] = None,
-    field: Annotated[
-        list[str] | None, typer.Option("--field", metavar="KEY=VALUE", help="Structured field KEY=VALUE (repeatable).")
-    ] = None,
-    doc_id: Annotated[
-        list[str] | None, typer.Option("--doc-id", metavar="ID", help="Allow-list of document ids (repeatable).")
-    ] = None,
-    channels: Annotated[
-        str | None, typer.Option(metavar="CHANNELS", help="Comma-separated channels (bm25,dense,date,phrase,entity).")
-    ] = None,
-    windows: Annotated[
-        str | None,
-        typer.Option(
-            metavar="SPAN",
-            help="Temporal windowing: equal share per window, e.g. 5y (also the windows --explain shows).",
-        ),
-    ] = None,
-    iiif_base: IiifBaseOpt = None,
-    expand: Annotated[
-        list[str] | None,
-        typer.Option(
-            metavar="llm|translate|vocab",
-            help="Also search variants, fused by RRF: 'llm' (a model's, --llm; with the query in the collection's "
-            "other languages unless expansion.translate is false), 'translate' (those translations alone) or "
-            "'vocab' (repeatable).",
-        ),
-    ] = None,
-    variants: Annotated[int | None, typer.Option(min=1, help="LLM variants (default expansion.variants).")] = None,
-    add: Annotated[
-        list[str] | None,
-        typer.Option("--add", metavar="WORD", help="Add a word to the query, e.g. a neighbour (repeatable)."),
-    ] = None,
-    synonyms: Annotated[
-        Path | None, typer.Option(metavar="FILE", help="Spelling/synonym map (TSV) applied to the query.")
-    ] = None,
-    filter_expr: Annotated[
-        str | None,
-        typer.Option(
-            "--filter", metavar="EXPRESSION", help='Boolean filter: AND OR NOT ( ) "phrase" field:value word*.'
-        ),
-    ] = None,
+    k: int = DECLARED,
+    corpus: list[str] | None = DECLARED,
+    date_from: str | None = DECLARED,
+    date_to: str | None = DECLARED,
+    language: list[str] | None = DECLARED,
+    field: list[str] | None = DECLARED,
+    doc_id: list[str] | None = DECLARED,
+    channels: str | None = DECLARED,
+    windows: str | None = DECLARED,
+    iiif_base: str | None = DECLARED,
+    expand: list[str] | None = DECLARED,
+    variants: int | None = DECLARED,
+    add: list[str] | None = DECLARED,
+    synonyms: Path | None = DECLARED,
+    filter_expr: str | None = DECLARED,
     llm: Annotated[
         str | None,
         typer.Option(
@@ -90,13 +54,8 @@ def search(
         ),
     ] = None,
     base_url: BaseUrlOpt = None,
-    min_ocr: Annotated[
-        float | None,
-        typer.Option(
-            "--min-ocr", min=0, max=1, help="Only documents whose estimated OCR quality is at least this (0-1)."
-        ),
-    ] = None,
-    explain_: Annotated[bool, typer.Option("--explain", help="Show channels, scores, spans and metadata.")] = False,
+    min_ocr: float | None = DECLARED,
+    explain_: bool = DECLARED,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (schema in README).")] = False,
     config: ConfigOpt = None,
 ) -> ExitCode | None:

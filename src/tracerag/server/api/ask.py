@@ -19,6 +19,7 @@ from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.llm import StructuredLLM
 from tracerag.model import Document, SubQuestion
+from tracerag.options import AskOptions
 from tracerag.server.api.trails import documents_of, trail_events
 from tracerag.server.deps import State
 from tracerag.server.jobs import Job, JobWork
@@ -71,11 +72,8 @@ def advice(status: str, message: str, llm_config: dict[str, Any]) -> str:
     return ""
 
 
-class AskRequest(BaseModel):
+class AskRequest(AskOptions):
     model_config = ConfigDict(extra="forbid")
-
-    question: str = Field(min_length=1, max_length=4000, description="The research question.")
-    k: int = Field(10, ge=1, le=100, description="How many sources to rank.")
 
     @field_validator("question")
     @classmethod

@@ -37,6 +37,7 @@ from tracerag.catalog.assistant import CatalogAssistant, Turn, constraints_dict
 from tracerag.catalog.cards import Card, card_of
 from tracerag.config import Settings
 from tracerag.llm import StructuredLLM
+from tracerag.options import TurnOptions
 from tracerag.server.deps import State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError, ServerState
@@ -52,12 +53,7 @@ T = TypeVar("T")
 # ------------------------------------------------------------------------------------------------ bodies
 
 
-class TurnRequest(BaseModel):
-    text: str = Field(
-        description='What the person asks, in words ("a food pantry open on Monday"; a follow-up may give only '
-        "the place)."
-    )
-
+class TurnRequest(TurnOptions):
     @field_validator("text")
     @classmethod
     def _not_empty(cls, value: str) -> str:

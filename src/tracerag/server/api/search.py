@@ -10,7 +10,7 @@ import json
 import threading
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter
@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tracerag.collection import trail_roots
 from tracerag.config import Channel, window_years
 from tracerag.dates import parse_partial_date
+from tracerag.options import SearchOptions
 from tracerag.retrieval import SearchRequest
 from tracerag.retrieval.search_filter import API_NAMES, OptionNames, search_filter
 from tracerag.retrieval.synonyms import SynonymMap
@@ -33,34 +34,10 @@ from tracerag.trail.events import EVENT_ADAPTER, RunEvent, RunKind
 router = APIRouter(tags=["search"], responses=ERRORS)
 
 
-class SearchBody(BaseModel):
+class SearchBody(SearchOptions):
     """A search: the options of `tracerag search`, by the same names (`from`/`to` are `date_from`/`date_to`)."""
 
     model_config = ConfigDict(extra="forbid")
-
-    query: str = Field(min_length=1, max_length=4000, description='What to look for. Quote phrases with "...".')
-    k: int = Field(10, ge=1, le=500, description="Number of documents.")
-    corpus: list[str] = Field([], description="Restrict to these sub-corpora (a parent admits its children).")
-    date_from: str | None = Field(None, description="Earliest date (1890, 1890-05, 1890-05-01).")
-    date_to: str | None = Field(None, description="Latest date, inclusive (1900 is up to 1900-12-31).")
-    language: list[str] = Field([], description="Restrict to these languages.")
-    fields: dict[str, str] = Field({}, description="Structured fields that must hold these values.")
-    doc_ids: list[str] = Field([], description="Allow-list of document ids.")
-    channels: list[Channel] | None = Field(None, description="The channels to run (None: the settings' channels).")
-    windows: str | None = Field(None, description="Temporal windowing, e.g. 5y ('' turns it off).")
-    expand: list[Literal["llm", "translate", "vocab"]] = Field(
-        [],
-        description="Also search variants: an LLM's, the query in its collection's other languages, the vocabulary's.",
-    )
-    variants: int | None = Field(None, ge=1, le=20, description="How many LLM variants (default expansion.variants).")
-    add: list[str] = Field([], description="Words added to the query (e.g. vocabulary neighbours).")
-    synonyms: str | None = Field(
-        None, max_length=200_000, description="A spelling/synonym map as TSV text (forms of one word per line)."
-    )
-    filter: str | None = Field(None, description='Boolean filter: AND OR NOT ( ) "phrase" field:value word*.')
-    min_ocr: float | None = Field(None, ge=0, le=1, description="Only documents of at least this OCR quality (0-1).")
-    explain: bool = Field(False, description="Also return each channel's and text field's own ranking.")
-    iiif_base: str | None = Field(None, description="IIIF image base for the results' page regions.")
 
     @field_validator("date_from", "date_to")
     @classmethod
@@ -76,6 +53,9 @@ class SearchBody(BaseModel):
         if value:
             window_years(value)  # '' turns windowing off; anything else is a number of years
         return value
+
+
+SearchBody.model_rebuild(_types_namespace={"Channel": Channel})  # the settings' channel names (tracerag.options)
 
 
 class ChannelFind(BaseModel):
