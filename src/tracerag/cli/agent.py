@@ -24,7 +24,6 @@ from tracerag.cli.app import (
     ExitCode,
     ExportFormatOpt,
     ExportOutOpt,
-    IiifBaseOpt,
     app,
     data_text,
     err,
@@ -35,7 +34,7 @@ from tracerag.cli.app import (
     write_export,
     write_json,
 )
-from tracerag.cli.options import DECLARED, declared
+from tracerag.cli.options import DECLARED, IiifBaseOpt, declared
 from tracerag.errors import ConfigError, TrailError
 from tracerag.options import AskOptions
 

@@ -206,12 +206,6 @@ HostOpt = Annotated[
     ),
 ]
 PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
-IiifBaseOpt = Annotated[
-    str | None,
-    typer.Option(
-        metavar="URL", help="IIIF image base for page-region links; may name {doc_id}, {page_id}, {page_number}."
-    ),
-]
 
 
 class ExitCode(IntEnum):

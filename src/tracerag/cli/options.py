@@ -19,7 +19,7 @@ from annotated_types import Ge, Le
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from tracerag.options import SAME, cli_of
+from tracerag.options import SAME, SearchOptions, cli_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,6 +76,15 @@ def parameter_info(name: str, field: FieldInfo) -> Any:
         return typer.Argument(help=cli_help(field), metavar=cli.metavar)
     low, high = cli_bounds(field)
     return typer.Option(*cli_flags(name, field), metavar=cli.metavar, help=cli_help(field), min=low, max=high)
+
+
+def option_of(schema: type[BaseModel], name: str) -> Any:
+    """The declared field `name` alone, as its `typer.Option`: for a command that takes it without the rest."""
+    return parameter_info(name, schema.model_fields[name])
+
+
+# the IIIF base of a search's page regions, which the exports of its sources take too
+IiifBaseOpt = Annotated[str | None, option_of(SearchOptions, "iiif_base")]
 
 
 def by_parameter(schema: type[BaseModel]) -> dict[str, str]:

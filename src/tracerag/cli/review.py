@@ -29,7 +29,6 @@ from tracerag.cli.app import (
     ExitCode,
     ExportFormatOpt,
     ExportOutOpt,
-    IiifBaseOpt,
     app,
     counted,
     data_text,
@@ -40,6 +39,7 @@ from tracerag.cli.app import (
     write_export,
     write_json,
 )
+from tracerag.cli.options import IiifBaseOpt
 
 if TYPE_CHECKING:
     from tracerag.config import Settings
