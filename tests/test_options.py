@@ -1,8 +1,8 @@
-"""The options of `search`, `ask` and `chat` are declared once (`tracerag.options`): the command built by typer and
-the request body in the served OpenAPI schema both show each declared field with the same name, type, default,
-bounds and description, except where the field's `Cli` declares a difference; and each command's `--help` prints
-the descriptions the OpenAPI schema gives. Read from what a user sees: the built command, its help text and the
-app's OpenAPI document, not from the declaration's own helpers alone."""
+"""The options of `search`, `ask`, `chat` and `judge` are declared once (`tracerag.options`): the command built
+by typer and the request body in the served OpenAPI schema both show each declared field with the same name, type,
+default, bounds and description, except where the field's `Cli` declares a difference; and each command's `--help`
+prints the descriptions the OpenAPI schema gives. Read from what a user sees: the built command, its help text and
+the app's OpenAPI document, not from the declaration's own helpers alone."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from tracerag.options import MODELS, SAME, cli_of
 from tracerag.server import ServerConfig, create_app
 from tracerag.server.api.ask import AskRequest
 from tracerag.server.api.catalog import TurnRequest
+from tracerag.server.api.research import JudgeIn
 from tracerag.server.api.search import SearchBody
 
 # each command's request body and route
@@ -29,12 +30,14 @@ API = {
     "search": (SearchBody, "/api/collections/{name}/search"),
     "ask": (AskRequest, "/api/collections/{name}/ask"),
     "chat": (TurnRequest, "/api/catalog/conversations/{conversation_id}/turns"),
+    "judge": (JudgeIn, "/api/collections/{name}/judge"),
 }
 # the options only the command line has (a new one is a decision: the command line's alone, or a request field?)
 OWN = {
     "search": {"collection", "llm", "base_url", "json_out", "config"},
     "ask": {"collection", "llm", "base_url", "replay_run", "record", "trail_dir", "json_out", "config"},
     "chat": {"catalog", "json_out", "variant", "k", "llm", "base_url", "config"},
+    "judge": {"collection", "llm", "base_url", "compare", "trail_dir", "json_out", "config"},
 }
 # what a request cannot choose, it gets as the command line's default: a conversation's assistant is opened with its
 # own defaults (server/api/catalog.py), which are `chat`'s

@@ -1,7 +1,8 @@
-"""The options of a search, an ask and a catalog turn, declared once: each field's name, type, default, bounds and
-description, and `Cli` for how it reads on the command line where that is not derived from the field. The API's
-request bodies are these models (`server/api/search.py`, `ask.py`, `catalog.py` add their validators), and the
-commands take their options from them (`cli/options.py`); tests/test_options.py checks the two against each other.
+"""The options of a search, an ask, a catalog turn and a judge run, declared once: each field's name, type,
+default, bounds and description, and `Cli` for how it reads on the command line where that is not derived from
+the field. The API's request bodies are these models (`server/api/search.py`, `ask.py`, `catalog.py` and
+`research.py` add their validators), and the commands take their options from them (`cli/options.py`);
+tests/test_options.py checks the two against each other.
 
 Derived on the command line: the flag is `--name`; a list is a repeatable option whose help ends "(repeatable).",
 given as None when absent; numeric bounds are the option's min and max. A string's length is the API's alone (a
@@ -37,6 +38,7 @@ class Cli:
     help: str | None = None  # where the command line says it otherwise
     min: bool = True  # False: the lower bound is checked by the command itself, not by the option
     max: bool = True  # False: the upper bound is the server's, a limit on the work one request asks
+    absent: bool = False  # the command line does not take it (its field says how it gets the value instead)
 
 
 def cli_of(field: FieldInfo) -> Cli:
@@ -153,5 +155,41 @@ class TurnOptions(BaseModel):
     )
 
 
-MODELS: dict[str, type[BaseModel]] = {"search": SearchOptions, "ask": AskOptions, "chat": TurnOptions}
+class JudgeOptions(BaseModel):
+    """A judge run: what to judge and against which criteria, as `tracerag judge` takes them."""
+
+    # the command line also takes a trail file
+    from_run: Annotated[
+        str | None,
+        Cli(
+            flags=("--from",),
+            metavar="RUN",
+            help="A search, ask or judge run (id, unique prefix, or .jsonl file).",
+        ),
+    ] = Field(None, max_length=200, description="A search, ask or judge run whose candidates to judge.")
+    selection: Annotated[str | None, Cli(flags=("--selection",), metavar="QUESTION")] = Field(
+        None, max_length=1000, description="A saved selection's question (its accepted sources)."
+    )
+    # a file on the command line (its suffix says the format); its text in a request
+    criteria: Annotated[
+        str,
+        Cli(flags=("--criteria",), metavar="FILE", type=Path, help="The criteria: a .toml file, or any text file."),
+    ] = Field(min_length=1, max_length=20_000, description="The researcher's criteria.")
+    # the command line reads the format from the criteria file's suffix
+    criteria_format: Annotated[Literal["text", "toml"], Cli(absent=True)] = Field(
+        "text", description="text: the whole text is what counts (default anchors); toml: as a criteria .toml file."
+    )
+    # a request's candidates are each a model call: at most 500
+    k: Annotated[int | None, Cli(flags=("--k", "-k"), max=False)] = Field(
+        None, ge=1, le=500, description="Judge only the run's first K candidates."
+    )
+    no_cache: bool = Field(False, description="Ask the model even where a judgment is cached.")
+
+
+MODELS: dict[str, type[BaseModel]] = {
+    "search": SearchOptions,
+    "ask": AskOptions,
+    "chat": TurnOptions,
+    "judge": JudgeOptions,
+}
 """Each command's options, by the command's name."""

@@ -30,7 +30,9 @@ from tracerag.cli.app import (
     settings_with_llm,
     write_json,
 )
+from tracerag.cli.options import DECLARED, declared
 from tracerag.errors import ConfigError
+from tracerag.options import JudgeOptions
 
 if TYPE_CHECKING:
     from rich.progress import TaskID
@@ -48,28 +50,19 @@ LlmOpt = Annotated[
 
 @app.command()
 @friendly
+@declared(JudgeOptions)
 def judge(
-    criteria: Annotated[
-        Path, typer.Option("--criteria", metavar="FILE", help="The criteria: a .toml file, or any text file.")
-    ],
-    from_run: Annotated[
-        str | None,
-        typer.Option("--from", metavar="RUN", help="A search, ask or judge run (id, unique prefix, or .jsonl file)."),
-    ] = None,
-    selection: Annotated[
-        str | None,
-        typer.Option("--selection", metavar="QUESTION", help="A saved selection's question (its accepted sources)."),
-    ] = None,
+    criteria: Path,
+    from_run: str | None = DECLARED,
+    selection: str | None = DECLARED,
     collection: CollectionOpt = Path("."),
-    k: Annotated[int | None, typer.Option("--k", "-k", min=1, help="Judge only the run's first K candidates.")] = None,
+    k: int | None = DECLARED,
     llm: LlmOpt = None,
     base_url: BaseUrlOpt = None,
     compare: Annotated[
         str | None, typer.Option("--compare", help="A second judge model on the same candidates (rank correlation).")
     ] = None,
-    no_cache: Annotated[
-        bool, typer.Option("--no-cache", help="Ask the model even where a judgment is cached.")
-    ] = False,
+    no_cache: bool = DECLARED,
     trail_dir: Annotated[Path | None, typer.Option(help="Write the judge run's trail here.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the judgments and diagnostics as JSON.")] = False,
     config: ConfigOpt = None,

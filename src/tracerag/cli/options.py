@@ -89,7 +89,8 @@ IiifBaseOpt = Annotated[str | None, option_of(SearchOptions, "iiif_base")]
 
 def by_parameter(schema: type[BaseModel]) -> dict[str, str]:
     """The command's parameter name → the field it takes."""
-    return {cli_of(field).param or name: name for name, field in schema.model_fields.items()}
+    fields = schema.model_fields.items()
+    return {cli_of(field).param or name: name for name, field in fields if not cli_of(field).absent}
 
 
 def declared(schema: type[BaseModel]) -> Callable[[F], F]:

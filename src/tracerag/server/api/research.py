@@ -14,13 +14,14 @@ run), so a request that cannot run is a 4xx, not a failed job.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from tracerag.collection import Collection
 from tracerag.errors import ConfigError
+from tracerag.options import JudgeOptions
 from tracerag.research.answer_run import answer_run, answer_sources
 from tracerag.research.criteria import from_text, parse_toml
 from tracerag.research.diagnostics import retrieval_vs_judge
@@ -35,25 +36,11 @@ from tracerag.trail.events import Event, JudgmentEvent
 
 router = APIRouter(tags=["research"], responses=ERRORS)
 
-MAX_JUDGED = 500  # candidates one judge request may ask for (each is a model call)
-
-
 # -- judge ---------------------------------------------------------------------------------------------------------
 
 
-class JudgeIn(BaseModel):
-    from_run: str | None = Field(
-        None, max_length=200, description="A search, ask or judge run whose candidates to judge."
-    )
-    selection: str | None = Field(
-        None, max_length=1000, description="Or a saved selection (id or question): its accepted sources."
-    )
-    criteria: str = Field(min_length=1, max_length=20_000, description="The researcher's criteria.")
-    criteria_format: Literal["text", "toml"] = Field(
-        "text", description="text: the whole text is what counts (default anchors); toml: as a criteria .toml file."
-    )
-    k: int | None = Field(None, ge=1, le=MAX_JUDGED, description="Judge only the first K candidates.")
-    no_cache: bool = Field(False, description="Ask the model even where a judgment is cached.")
+class JudgeIn(JudgeOptions):
+    """What to judge and against which criteria (the options of `tracerag judge`; the criteria as text)."""
 
 
 class JudgmentOut(BaseModel):
