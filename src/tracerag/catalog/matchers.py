@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from itertools import chain
 
 from tracerag.catalog.gazetteer import GazetteerIndex
@@ -32,9 +32,14 @@ __all__ = [
     "cities_and_counties",
     "clauses",
     "counties",
+    "clock_minutes",
     "eligibility_with_places",
+    "first_time",
     "gazetteer_places",
+    "is_clock_time",
     "languages",
+    "noon_minutes",
+    "period_minutes",
     "postal_codes",
     "regions",
     "semantic_phrases",
@@ -224,59 +229,14 @@ def _period(words: WordList) -> re.Pattern[str]:
 def times(words: RequestWords, idx: GazetteerIndex, out: Constraints, today: int | None) -> str:
     """The time constraint (one value: minutes after midnight); returns the words that mean today ("tonight",
     "open now"), if any. A clock time is read by `schedule.read_clock`, the catalog's one time-of-day reader;
-    a bare hour from 1 to 6 is afternoon (opening hours: "after 5" is 5 pm)."""
+    a bare hour from 1 to 6 is afternoon (opening hours: "after 5" is 5 pm). The first of a clock time, noon or
+    midnight, and a part of the day alone ("in the evening") is the constraint."""
     wl = idx.words
     found = re.search(r"\btonight\b", words.text, re.I)
     tonight = found.group() if found else ""
-    value: int | None = None
-    said = ""
-    period_re = _period(wl)
-    for m in words.matches(_TIME):
-        g = m.groupdict()
-        if not (g["cue"] or g["m"] or g["ampm"] or g["oclock"]):
-            continue  # "a family of 5 tonight": a number, not a time
-        if not (g["ampm"] or g["m"] or g["oclock"] or g["period"]):  # "after 5": a bare hour after a cue
-            nxt = words.indices(m.end(), len(words.text))
-            if nxt and words.tokens[nxt[0]].norm.isalpha() and words.tokens[nxt[0]].norm not in wl.after_bare_hour:
-                continue  # "at 2 locations"
-        clock = read_clock(g["clock"].replace(".", ":", 1) if g["m"] else g["clock"])
-        if clock is None or int(g["h"]) > 23:
-            continue
-        minutes, explicit, _ = clock
-        h, minute = divmod(minutes, 60)
-        period = (g["period"] or "").casefold()
-        if not explicit:
-            if h <= 12 and period:
-                if any(p in period for p in ("afternoon", "evening", "night", "tonight")) and h < 12:
-                    h += 12
-                elif "morning" in period and h == 12:
-                    h = 0
-            elif h < 12 and afternoon_hour(h):
-                h += 12
-        minutes = h * 60 + minute
-        if (g["cue"] or "").casefold() in _BEFORE:
-            minutes = max(0, minutes - 30)  # open some time before then: half an hour before
-        value, said = minutes, words.take(m.start(), m.end())
-        break
-    if value is None:
-        for m in words.matches(_NOON):
-            clock = read_clock("midnight" if m.group("word").casefold() == "midnight" else "noon")
-            minutes = clock[0] if clock else 12 * 60
-            if (m.group("cue") or "").casefold() in _BEFORE:
-                minutes = max(0, minutes - 30)
-            value, said = minutes, words.take(m.start(), m.end())
-            break
-    if value is None:
-        for m in words.matches(period_re):
-            word = fold_key(m.group("word"))
-            start = wl.periods.get(word)
-            if start is None:
-                start = wl.periods.get(word.removesuffix("s"))
-            if start is not None:
-                value, said = start, words.take(m.start(), m.end())
-                break
-    for m in words.matches(period_re):  # "7:30 ... in the evening" said apart from the time: already applied
-        if value is not None:
+    value, said = first_time(words, wl)
+    if value is not None:
+        for m in words.matches(_period(wl)):  # "7:30 ... in the evening" said apart from the time: already applied
             words.take(m.start(), m.end())
     for m in words.matches(NOW):
         words.take(m.start(), m.end())
@@ -287,6 +247,80 @@ def times(words: RequestWords, idx: GazetteerIndex, out: Constraints, today: int
     if value is not None:
         out.structural.append(Structural(ConstraintKind.TIME, (str(value),), said))
     return tonight
+
+
+def first_time(words: RequestWords, wl: WordList) -> tuple[int | None, str]:
+    """(minutes after midnight, the words said) of the first clock time among the free words, else of noon or
+    midnight, else of a part of the day ("in the evening"); the words are taken. (None, "") when there is none."""
+    for m in words.matches(_TIME):
+        nxt = words.indices(m.end(), len(words.text))
+        next_word = words.tokens[nxt[0]].norm if nxt else ""
+        if not is_clock_time(m, next_word, wl.after_bare_hour):
+            continue
+        minutes = clock_minutes(m)
+        if minutes is not None:
+            return minutes, words.take(m.start(), m.end())
+    for m in words.matches(_NOON):
+        return noon_minutes(m), words.take(m.start(), m.end())
+    for m in words.matches(_period(wl)):
+        start = period_minutes(m.group("word"), wl.periods)
+        if start is not None:
+            return start, words.take(m.start(), m.end())
+    return None, ""
+
+
+def is_clock_time(m: re.Match[str], next_word: str, after_bare_hour: Collection[str]) -> bool:
+    """Whether a `_TIME` match is a time of day, not a number: it needs a cue ("at", "after"), minutes, am/pm or
+    "o'clock"; a bare hour after a cue ("at 2") is a time unless a word follows that is not one of
+    `after_bare_hour` ("at 2 locations"). `next_word` is the folded word after the match ("" at the end)."""
+    g = m.groupdict()
+    if not (g["cue"] or g["m"] or g["ampm"] or g["oclock"]):
+        return False  # "a family of 5 tonight": a number, not a time
+    if not (g["ampm"] or g["m"] or g["oclock"] or g["period"]):  # "after 5": a bare hour after a cue
+        return not (next_word.isalpha() and next_word not in after_bare_hour)
+    return True
+
+
+def clock_minutes(m: re.Match[str]) -> int | None:
+    """Minutes after midnight of a `_TIME` match that `is_clock_time`: the part of the day said after it moves an
+    hour without am/pm ("7:30 in the evening" is 19:30, "12 in the morning" midnight), else a bare hour from 1
+    to 6 is afternoon; a time said with "before" or "until" is half an hour earlier (open some time before
+    then). None when it is not a time of day ("25 to", "7:75")."""
+    g = m.groupdict()
+    clock = read_clock(g["clock"].replace(".", ":", 1) if g["m"] else g["clock"])
+    if clock is None or int(g["h"]) > 23:
+        return None
+    minutes, explicit, _ = clock
+    h, minute = divmod(minutes, 60)
+    period = (g["period"] or "").casefold()
+    if not explicit:
+        if h <= 12 and period:
+            if any(p in period for p in ("afternoon", "evening", "night", "tonight")) and h < 12:
+                h += 12
+            elif "morning" in period and h == 12:
+                h = 0
+        elif h < 12 and afternoon_hour(h):
+            h += 12
+    return _before(h * 60 + minute, g["cue"])
+
+
+def noon_minutes(m: re.Match[str]) -> int:
+    """Minutes after midnight of a `_NOON` match ("before midnight" is 0, "after noon" 720)."""
+    clock = read_clock("midnight" if m.group("word").casefold() == "midnight" else "noon")
+    return _before(clock[0] if clock else 12 * 60, m.group("cue"))
+
+
+def period_minutes(word: str, periods: Mapping[str, int]) -> int | None:
+    """When a part of the day starts (the word list's `periods`), for the word as said ("evenings" as
+    "evening"); None for a word the list lacks."""
+    key = fold_key(word)
+    start = periods.get(key)
+    return start if start is not None else periods.get(key.removesuffix("s"))
+
+
+def _before(minutes: int, cue: str | None) -> int:
+    """A time said with "before", "by", "until": open some time before then, half an hour before."""
+    return max(0, minutes - 30) if (cue or "").casefold() in _BEFORE else minutes
 
 
 # ---------------------------------------------------------------------------------------------------- weekdays
