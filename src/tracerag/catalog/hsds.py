@@ -40,7 +40,7 @@ the record its coordinates.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,7 +112,8 @@ def read_taxonomy(folder: Path) -> dict[str, str]:
 def read_hsds(
     folder: Path, stats: HsdsStats | None = None, words: WordList | None = None
 ) -> Iterator[ServiceRecord | RecordError | RecordWarning]:
-    """One ServiceRecord per service at a location (see the module docstring); RecordErrors for bad rows."""
+    """One ServiceRecord per service at a location (see the module docstring); RecordErrors for bad rows: those
+    of the other tables first, then the services' in file order, then those of services.csv itself."""
     folder = Path(folder)
     stats = stats if stats is not None else HsdsStats()
     errors: list[RecordError | RecordWarning] = []
@@ -130,125 +131,210 @@ def read_hsds(
     if not services_path.is_file():
         yield RecordError("no services.csv: not an HSDS datapackage", file=str(folder))
         return
-
-    organizations = {r["id"]: clean_text(r["name"]) for r in table("organizations.csv") if r["id"]}
-    stats.organizations = len(organizations)
-    locations_path = folder / "locations.csv"
-    locations = {r["id"]: r for r in table("locations.csv") if r["id"]}
-    stats.locations = len(locations)
-    addresses: dict[str, Row] = {}
-    for r in table("physical_addresses.csv"):
-        addresses.setdefault(r["location_id"], r)
-    cities = canonical_forms(r["city"] for r in addresses.values())
-    stats.countries.update(c for c in (r["country"].strip() for r in addresses.values()) if c)
-    at_location: dict[str, list[Row]] = defaultdict(list)
-    for r in table("services_at_location.csv"):
-        if r["service_id"]:
-            at_location[r["service_id"]].append(r)
-    phones = _index(table("phones.csv"))
-    holidays = _index(table("holiday_schedules.csv"))
-    updated: dict[str, str] = {}
-    for r in table("metadata.csv"):
-        when = iso(r["last_action_date"])
-        if r["resource_id"] and when > updated.get(r["resource_id"], ""):
-            updated[r["resource_id"]] = when
-    language_rows = table("languages.csv")
-    languages = _index(language_rows)
-    language_forms = canonical_forms(n for r in language_rows for n in clean_languages([r["language"]], words))
-    schedules = _index(table("regular_schedules.csv"))
-    stats.schedule_rows = schedules.count()
-    accessibility: dict[str, list[str]] = defaultdict(list)
-    for r in table("accessibility_for_disabilities.csv"):
-        if r["location_id"] and r["accessibility"]:
-            accessibility[r["location_id"]].append(clean_text(r["accessibility"]))
-    covered: dict[str, list[str]] = defaultdict(list)  # HSDS service_area: the places a service serves
-    for r in table("service_areas.csv"):
-        if r["service_id"] and r["service_area"]:
-            covered[r["service_id"]].append(clean_text(r["service_area"]))
-    term_names = read_taxonomy(folder)
-    terms: dict[str, list[str]] = defaultdict(list)
-    for r in table("services_taxonomy.csv"):
-        if r["service_id"] and r["taxonomy_id"]:
-            terms[r["service_id"]].extend(term_parts(r["taxonomy_id"]))
-    eligibility: dict[str, list[str]] = defaultdict(list)
-    unlinked = 0
-    for r in table("eligibility.csv"):
-        stats.eligibility_rows += 1
-        if r["service_id"]:
-            eligibility[r["service_id"]].append(clean_text(r["eligibility"]))
-        else:
-            unlinked += 1
+    tables = _Tables.read(table, read_taxonomy(folder), stats, words)
     yield from errors
     errors.clear()
 
     bad_locations: set[str] = set()
     seen: set[str] = set()
     for row in table("services.csv"):
-        sid = row["id"]
-        where: Where = {"file": str(services_path), "line": row.line}
-        if not sid:
-            yield RecordError("service without id", **where, record=row["name"][:200])
-            continue
-        if sid in seen:
-            yield RecordError(f"duplicate service id {sid!r}", **where)
-            continue
-        seen.add(sid)
-        status = cell_key(row["status"])
-        if status in _NOT_LISTED:
-            stats.filtered[f"status is {status!r}"] += 1
-            continue
-        name = clean_text(row["name"])
-        if not name:
-            yield RecordError(f"service {sid} has no name", **where)
-            continue
-        stats.services += 1
-        places = at_location.get(sid) or [Row(0, {"id": "", "location_id": ""})]
-        for sal in places:
-            lid = sal["location_id"]
-            rid = sid if len(places) == 1 else f"{sid}@{lid}"
-            address = addresses.get(lid)
-            record = ServiceRecord(
-                id=rid,
-                service_id=sid,
-                name=name,
-                organization=organizations.get(row["organization_id"], ""),
-                description=clean_text(row["description"]),
-                application_process=clean_text(row["application_process"]),
-                fees=clean_text(row["fees"]),
-                eligibility="\n\n".join(t for t in eligibility.get(sid, []) if t),
-                url=row["url"],
-                email=row["email"],
-                taxonomy=[(t, term_names.get(t, "")) for t in dict.fromkeys(terms.get(sid, []))],
-                service_areas=coverage_entries(covered.get(sid, [])),
-            )
-            if address is not None:
-                street = [clean_text(address["address_1"]), clean_text(address["address_2"])]
-                record.address = ", ".join(p for p in street if p)
-                record.city = canonical(address["city"], cities)
-                record.state = address["state_province"]
-                record.zip = address["postal_code"]
-                record.county = " ".join(address["region"].split())
-            record.phones = _phones(phones.rows(sid, lid, sal["id"]))
-            record.phone_labels = _phone_labels(phones.rows(sid, lid, sal["id"]), record.phones)
-            record.status = clean_text(row["status"])
-            record.availability = _holidays(holidays.rows(sid, lid, sal["id"]))
-            record.last_updated = updated.get(sid, "")
-            names = clean_languages((r["language"] for r in languages.rows(sid, lid, sal["id"])), words)
-            record.languages = list(dict.fromkeys(canonical(n, language_forms) for n in names))
-            record.accessibility = list(dict.fromkeys(accessibility.get(lid, [])))
-            _hours(record, schedules.rows(sid, lid, sal["id"]), stats)
-            location = locations.get(lid)
-            if location is not None:
-                coords = _coordinates(location)
-                if isinstance(coords, str):
-                    if lid not in bad_locations:
-                        bad_locations.add(lid)
-                        yield RecordError(coords, file=str(locations_path), line=location.line)
-                else:
-                    record.latitude, record.longitude = coords
-            yield record
-    stats.eligibility_unlinked = unlinked + sum(len(v) for k, v in eligibility.items() if k not in seen)
+        checked = _check_service(row, seen, {"file": str(services_path), "line": row.line})
+        if isinstance(checked, RecordError):
+            yield checked
+        elif checked:
+            stats.filtered[checked] += 1
+        else:
+            stats.services += 1
+            yield from _service_records(row, tables, stats, bad_locations, str(folder / "locations.csv"))
+    stats.eligibility_unlinked = tables.unlinked + sum(len(v) for k, v in tables.eligibility.items() if k not in seen)
     yield from errors
+
+
+@dataclass
+class _Tables:
+    """The tables a service is joined with, indexed by the ids they are looked up by (`read` builds them)."""
+
+    organizations: dict[str, str]  # id -> name
+    locations: dict[str, Row]
+    addresses: dict[str, Row]  # location id -> its first address
+    cities: dict[str, str]  # the cities' most common forms (`canonical_forms`)
+    at_location: dict[str, list[Row]]  # service id -> its services_at_location rows
+    phones: _Linked
+    holidays: _Linked
+    updated: dict[str, str]  # resource id -> its latest last_action_date (ISO)
+    languages: _Linked
+    language_forms: dict[str, str]
+    schedules: _Linked
+    accessibility: dict[str, list[str]]  # location id -> its notes
+    covered: dict[str, list[str]]  # service id -> the places it serves (HSDS service_area)
+    term_names: dict[str, str]
+    terms: dict[str, list[str]]  # service id -> taxonomy term ids (compound terms split)
+    eligibility: dict[str, list[str]]  # service id -> its eligibility texts
+    unlinked: int  # eligibility rows without a service id
+    words: WordList | None = None
+
+    @classmethod
+    def read(
+        cls, table: Callable[[str], list[Row]], term_names: dict[str, str], stats: HsdsStats, words: WordList | None
+    ) -> _Tables:
+        """The tables as `table` gives their rows (file name -> rows), read in a fixed order (so are their
+        errors); fills the stats' table counts."""
+        organizations = {r["id"]: clean_text(r["name"]) for r in table("organizations.csv") if r["id"]}
+        locations = {r["id"]: r for r in table("locations.csv") if r["id"]}
+        addresses: dict[str, Row] = {}
+        for r in table("physical_addresses.csv"):
+            addresses.setdefault(r["location_id"], r)
+        at_location = _grouped(table("services_at_location.csv"), "service_id")
+        phones, holidays = _index(table("phones.csv")), _index(table("holiday_schedules.csv"))
+        updated = _latest_updates(table("metadata.csv"))
+        language_rows = table("languages.csv")
+        language_forms = canonical_forms(n for r in language_rows for n in clean_languages([r["language"]], words))
+        schedules = _index(table("regular_schedules.csv"))
+        accessibility = _texts(table("accessibility_for_disabilities.csv"), "location_id", "accessibility")
+        covered = _texts(table("service_areas.csv"), "service_id", "service_area")
+        terms: dict[str, list[str]] = defaultdict(list)
+        for r in table("services_taxonomy.csv"):
+            if r["service_id"] and r["taxonomy_id"]:
+                terms[r["service_id"]].extend(term_parts(r["taxonomy_id"]))
+        eligibility_rows = table("eligibility.csv")
+        eligibility = _grouped(eligibility_rows, "service_id")
+        stats.organizations, stats.locations = len(organizations), len(locations)
+        stats.countries.update(c for c in (r["country"].strip() for r in addresses.values()) if c)
+        stats.schedule_rows = schedules.count()
+        stats.eligibility_rows += len(eligibility_rows)
+        return cls(
+            organizations=organizations,
+            locations=locations,
+            addresses=addresses,
+            cities=canonical_forms(r["city"] for r in addresses.values()),
+            at_location=at_location,
+            phones=phones,
+            holidays=holidays,
+            updated=updated,
+            languages=_index(language_rows),
+            language_forms=language_forms,
+            schedules=schedules,
+            accessibility=accessibility,
+            covered=covered,
+            term_names=term_names,
+            terms=terms,
+            eligibility={sid: [clean_text(r["eligibility"]) for r in rows] for sid, rows in eligibility.items()},
+            unlinked=sum(not r["service_id"] for r in eligibility_rows),
+            words=words,
+        )
+
+
+def _grouped(rows: list[Row], key: str) -> dict[str, list[Row]]:
+    """The rows by their `key` cell, in file order; rows without one are left out."""
+    out: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        if r[key]:
+            out[r[key]].append(r)
+    return out
+
+
+def _texts(rows: list[Row], key: str, column: str) -> dict[str, list[str]]:
+    """The cleaned `column` texts by the rows' `key` cell; rows without either are left out."""
+    out: dict[str, list[str]] = defaultdict(list)
+    for r in rows:
+        if r[key] and r[column]:
+            out[r[key]].append(clean_text(r[column]))
+    return out
+
+
+def _latest_updates(rows: list[Row]) -> dict[str, str]:
+    """Each resource's latest last_action_date in metadata.csv, as an ISO date."""
+    updated: dict[str, str] = {}
+    for r in rows:
+        when = iso(r["last_action_date"])
+        if r["resource_id"] and when > updated.get(r["resource_id"], ""):
+            updated[r["resource_id"]] = when
+    return updated
+
+
+def _check_service(row: Row, seen: set[str], where: Where) -> RecordError | str | None:
+    """A services.csv row's error, else why it is not listed (its status), else None for a service to read.
+    Adds its id to `seen`."""
+    sid = row["id"]
+    if not sid:
+        return RecordError("service without id", **where, record=row["name"][:200])
+    if sid in seen:
+        return RecordError(f"duplicate service id {sid!r}", **where)
+    seen.add(sid)
+    status = cell_key(row["status"])
+    if status in _NOT_LISTED:
+        return f"status is {status!r}"
+    if not clean_text(row["name"]):
+        return RecordError(f"service {sid} has no name", **where)
+    return None
+
+
+def _service_records(
+    row: Row, tables: _Tables, stats: HsdsStats, bad_locations: set[str], locations_file: str
+) -> Iterator[ServiceRecord | RecordError]:
+    """The service's record at each of its locations (one record, with the service id, for one location or none);
+    a location's bad coordinates are an error once (`bad_locations`) and leave its records without them."""
+    sid = row["id"]
+    places = tables.at_location.get(sid) or [Row(0, {"id": "", "location_id": ""})]
+    for sal in places:
+        lid = sal["location_id"]
+        record = _record(row, sal, sid if len(places) == 1 else f"{sid}@{lid}", tables)
+        _hours(record, tables.schedules.rows(sid, lid, sal["id"]), stats)
+        location = tables.locations.get(lid)
+        coords = _coordinates(location) if location is not None else (None, None)
+        if isinstance(coords, str):
+            if lid not in bad_locations:
+                bad_locations.add(lid)
+                yield RecordError(coords, file=locations_file, line=location.line if location else 0)
+        else:
+            record.latitude, record.longitude = coords
+        yield record
+
+
+def _record(row: Row, sal: Row, rid: str, tables: _Tables) -> ServiceRecord:
+    """The record of a service (its services.csv row) at a location (its services_at_location row), without
+    hours and coordinates."""
+    sid, lid, salid = row["id"], sal["location_id"], sal["id"]
+    record = ServiceRecord(
+        id=rid,
+        service_id=sid,
+        name=clean_text(row["name"]),
+        organization=tables.organizations.get(row["organization_id"], ""),
+        description=clean_text(row["description"]),
+        application_process=clean_text(row["application_process"]),
+        fees=clean_text(row["fees"]),
+        eligibility="\n\n".join(t for t in tables.eligibility.get(sid, []) if t),
+        url=row["url"],
+        email=row["email"],
+        taxonomy=[(t, tables.term_names.get(t, "")) for t in dict.fromkeys(tables.terms.get(sid, []))],
+        service_areas=coverage_entries(tables.covered.get(sid, [])),
+    )
+    address = tables.addresses.get(lid)
+    if address is not None:
+        record.address, record.city, record.state, record.zip, record.county = _address(address, tables.cities)
+    phones = tables.phones.rows(sid, lid, salid)
+    record.phones = _phones(phones)
+    record.phone_labels = _phone_labels(phones, record.phones)
+    record.status = clean_text(row["status"])
+    record.availability = _holidays(tables.holidays.rows(sid, lid, salid))
+    record.last_updated = tables.updated.get(sid, "")
+    names = clean_languages((r["language"] for r in tables.languages.rows(sid, lid, salid)), tables.words)
+    record.languages = list(dict.fromkeys(canonical(n, tables.language_forms) for n in names))
+    record.accessibility = list(dict.fromkeys(tables.accessibility.get(lid, [])))
+    return record
+
+
+def _address(address: Row, cities: dict[str, str]) -> tuple[str, str, str, str, str]:
+    """(street, city, state, zip, county) of a physical_addresses row: the city in the catalog's most common
+    form, the zip as written, the region as the county."""
+    street = [clean_text(address["address_1"]), clean_text(address["address_2"])]
+    return (
+        ", ".join(p for p in street if p),
+        canonical(address["city"], cities),
+        address["state_province"],
+        address["postal_code"],
+        " ".join(address["region"].split()),
+    )
 
 
 @dataclass
