@@ -826,71 +826,12 @@ class CatalogAssistant:
         structural = [
             s for s in self.state.structural if not (s.kind in HOURS and detect(s.said, self.words) is not None)
         ]
-        local: list[Recommendation] = []
-        ranked: list[Ranked] = []
-        near: tuple[list[Ranked], list[Recommendation]] = ([], [])
-        if usual is not None:
-            local = sorted(
-                usual.recommendations, key=lambda r: self.crisis.reachable_record(r.record, minute, self.today) is None
-            )
-        elif place:
-            topical: list[ServiceRecord] = []
-            if self.state.of(ConstraintKind.SERVICE_TYPE) is not None:
-                ids = self._rank(self.store.filter(structural))[: self.k * 4]
-                records = self.store.get(ids)
-                topical = [records[i] for i in ids if i in records]
-            ranked = rank(
-                self.urgency,
-                self.crisis,
-                in_place=lambda r: filters.satisfies(r, place),
-                topical=topical,
-                today=self.today,
-                minute=minute,
-                region=region,
-                centre=centre,
-                request=request,
-            )
-            local = self._urgent_checks(ranked, structural, n, self.k)
-            near = self._close_by(request, place, centre, structural, local, minute, region, n)
-            ranked = [*near[0], *ranked]
-            local = [*near[1], *local][: self.k]
-        shown = {r.record.id for r in local}
+        ranked, local, near = self._urgent_local(request, n, usual, place, structural, centre, minute, region)
         wanted = 0 if usual is not None and usual.recommendations else self.k - min(len(local), self.k - 3)
-        lines_ranked = self._lines_ranked(
-            request, minute, region, centre, shown, only_reachable=bool(local), always_open_too=not place
-        )
-        if place and all(k.place_bound for k in self.urgency.kinds if k.terms or k.services):
-            # a need served in the place only (a bed tonight): a line of another town is no help
-            lines_ranked = [r for r in lines_ranked if filters.satisfies(self.crisis.records[r.record_id], place)]
-        ranked += lines_ranked
-        self._emit_ranked(n, ranked)
-        lines = self._urgent_checks(lines_ranked, hard, n, wanted) if wanted else []
-        if not lines and not local and wanted:
-            lines = self._urgent_checks(lines_ranked, [], n, wanted, conditions=False)
-            notes.append("urgent: no line met every condition; the crisis lines are given without them")
-        reasons = {r.record_id: r.reachable for r in ranked}
-        reasons.update({r.record.id: self.crisis.reachable_record(r.record, minute, self.today) for r in local})
-        said_place = ", ".join(s.said or ", ".join(s.values) for s in place)
-        for r in near[0] if place and usual is None else ():  # outside the place asked: say how far
-            if r.km is not None and reasons.get(r.record_id):
-                reasons[r.record_id] = f"{reasons[r.record_id]}; {say('close_by', km=f'{r.km:.1f}', place=said_place)}"
-        asked = describe(Constraints(structural, self.state.semantic)) if structural else ""
-        summary = "; ".join(p for p in (self.urgency.label if self.urgency.danger else "", asked) if p)
-        if usual is not None and usual.outcome == CatalogOutcome.CLARIFY:
-            question = usual.reply
-        else:
-            question = "" if place else say("clarify", what=self.urgency.label)
-        before = (
-            usual.reply
-            if usual is not None and not usual.recommendations and usual.outcome != CatalogOutcome.CLARIFY
-            else ""
-        )
-        # the place's services first when the first of them can be reached now (a 24-hour crisis unit, the
-        # city's own helpline), else the lines: whatever comes first is reachable now when anything is
-        merit = {r.record_id: r.merit for r in ranked}
-        lines_first = not local or bool(
-            lines and merit.get(lines[0].record.id, ()) < merit.get(local[0].record.id, (True,))
-        )
+        ranked, lines = self._urgent_lines(request, n, notes, ranked, local, wanted, place, hard, centre, minute)
+        reasons = self._urgent_reasons(ranked, local, near if usual is None else [], place, minute)
+        summary, question = self._urgent_texts(structural, place, usual)
+        lines_first = _lines_first(lines, local, {r.record_id: r.merit for r in ranked})
         reply = urgent_reply(
             lines,
             local,
@@ -898,21 +839,13 @@ class CatalogAssistant:
             self.profile,
             self.words,
             reasons=reasons,
-            before=before,
+            before=_usual_reply_before(usual),
             question=question,
             lines_first=lines_first,
         )
-        if usual is not None and not (lines or local):
-            outcome = usual.outcome
-        elif not place:
-            outcome = CatalogOutcome.CLARIFY
-        elif local or lines or self.profile.emergency_numbers or self.profile.crisis_numbers:
-            outcome = CatalogOutcome.ANSWER
-        else:
-            outcome = CatalogOutcome.NONE_FOUND
         return Turn(
             request,
-            outcome,
+            _urgent_outcome(usual, bool(place), bool(lines or local), self.profile),
             reply,
             local,
             self.state,
@@ -921,6 +854,111 @@ class CatalogAssistant:
             crisis_lines=lines,
             lines_first=lines_first,
         )
+
+    def _urgent_local(
+        self,
+        request: str,
+        n: int,
+        usual: Turn | None,
+        place: Sequence[Structural],
+        structural: Sequence[Structural],
+        centre: tuple[float, float] | None,
+        minute: int,
+        region: Sequence[str],
+    ) -> tuple[list[Ranked], list[Recommendation], list[Ranked]]:
+        """(the candidates ranked, the services recommended, those close by) of an urgent turn: the usual turn's
+        services, reachable now first; else, with a place, the kind's or the topic's services there, and those
+        reachable now close by when none there is; with neither, nothing (the lines serve)."""
+        assert self.urgency is not None
+        if usual is not None:
+            local = sorted(
+                usual.recommendations, key=lambda r: self.crisis.reachable_record(r.record, minute, self.today) is None
+            )
+            return [], local, []
+        if not place:
+            return [], [], []
+        topical: list[ServiceRecord] = []
+        if self.state.of(ConstraintKind.SERVICE_TYPE) is not None:
+            ids = self._rank(self.store.filter(structural))[: self.k * 4]
+            records = self.store.get(ids)
+            topical = [records[i] for i in ids if i in records]
+        ranked = rank(
+            self.urgency,
+            self.crisis,
+            in_place=lambda r: filters.satisfies(r, place),
+            topical=topical,
+            today=self.today,
+            minute=minute,
+            region=region,
+            centre=centre,
+            request=request,
+        )
+        local = self._urgent_checks(ranked, structural, n, self.k)
+        near = self._close_by(request, place, centre, structural, local, minute, region, n)
+        return [*near[0], *ranked], [*near[1], *local][: self.k], near[0]
+
+    def _urgent_lines(
+        self,
+        request: str,
+        n: int,
+        notes: list[str],
+        ranked: Sequence[Ranked],
+        local: Sequence[Recommendation],
+        wanted: int,
+        place: Sequence[Structural],
+        hard: Sequence[Structural],
+        centre: tuple[float, float] | None,
+        minute: int,
+    ) -> tuple[list[Ranked], list[Recommendation]]:
+        """(every candidate ranked, the `wanted` lines recommended) of an urgent turn: the lines not already among
+        the place's services, those of the place only when the need is served in the place only; the candidates
+        go to the trail. When no line meets the conditions and nothing else is given, the lines without them."""
+        assert self.urgency is not None
+        region = (self.profile.region or "", *self.profile.region_aliases)
+        shown = {r.record.id for r in local}
+        lines_ranked = self._lines_ranked(
+            request, minute, region, centre, shown, only_reachable=bool(local), always_open_too=not place
+        )
+        if place and all(k.place_bound for k in self.urgency.kinds if k.terms or k.services):
+            # a need served in the place only (a bed tonight): a line of another town is no help
+            lines_ranked = [r for r in lines_ranked if filters.satisfies(self.crisis.records[r.record_id], place)]
+        everything = [*ranked, *lines_ranked]
+        self._emit_ranked(n, everything)
+        lines = self._urgent_checks(lines_ranked, hard, n, wanted) if wanted else []
+        if not lines and not local and wanted:
+            lines = self._urgent_checks(lines_ranked, [], n, wanted, conditions=False)
+            notes.append("urgent: no line met every condition; the crisis lines are given without them")
+        return everything, lines
+
+    def _urgent_texts(
+        self, structural: Sequence[Structural], place: Sequence[Structural], usual: Turn | None
+    ) -> tuple[str, str]:
+        """(the summary, the question) of an urgent reply: the kind of danger and the constraints stated; the
+        usual turn's question, else the place's when none was given."""
+        assert self.urgency is not None
+        asked = describe(Constraints(list(structural), self.state.semantic)) if structural else ""
+        summary = "; ".join(p for p in (self.urgency.label if self.urgency.danger else "", asked) if p)
+        if usual is not None and usual.outcome == CatalogOutcome.CLARIFY:
+            return summary, usual.reply
+        return summary, "" if place else say("clarify", what=self.urgency.label)
+
+    def _urgent_reasons(
+        self,
+        ranked: Sequence[Ranked],
+        local: Sequence[Recommendation],
+        near: Sequence[Ranked],
+        place: Sequence[Structural],
+        minute: int,
+    ) -> dict[str, str | None]:
+        """Why each candidate is reachable (or not) now; for those close by (outside the place asked for), how
+        far they are."""
+        reasons = {r.record_id: r.reachable for r in ranked}
+        reasons.update({r.record.id: self.crisis.reachable_record(r.record, minute, self.today) for r in local})
+        said_place = ", ".join(s.said or ", ".join(s.values) for s in place)
+        for r in near:
+            if r.km is not None and reasons.get(r.record_id):
+                reasons[r.record_id] = f"{reasons[r.record_id]}; {say('close_by', km=f'{r.km:.1f}', place=said_place)}"
+        return reasons
 
     def _close_by(
         self,
@@ -1026,6 +1064,32 @@ class CatalogAssistant:
         self, completion: Completion[BaseModel], messages: Sequence[Message], schema: type[BaseModel] | None
     ) -> None:
         self.trail.emit(LLMCallEvent.of(completion, messages, _PURPOSES.get(schema, LLMPurpose.CATALOG_REPLY)))
+
+
+def _usual_reply_before(usual: Turn | None) -> str:
+    """What an urgent turn says first: the usual turn's reply when it recommended nothing and asked nothing."""
+    if usual is not None and not usual.recommendations and usual.outcome != CatalogOutcome.CLARIFY:
+        return usual.reply
+    return ""
+
+
+def _lines_first(lines: Sequence[Recommendation], local: Sequence[Recommendation], merit: dict[str, tuple]) -> bool:
+    """Whether an urgent reply lists the lines before the place's services: the place's services come first
+    when the first of them ranks above the first line (a 24-hour crisis unit, the city's own helpline), so that
+    whatever comes first is reachable now when anything is."""
+    return not local or bool(lines and merit.get(lines[0].record.id, ()) < merit.get(local[0].record.id, (True,)))
+
+
+def _urgent_outcome(usual: Turn | None, place: bool, found: bool, profile: CatalogProfile) -> CatalogOutcome:
+    """An urgent turn's outcome: the usual turn's when nothing was found; a question without a place; else an
+    answer whenever there is something to say (the profile's numbers at least)."""
+    if usual is not None and not found:
+        return usual.outcome
+    if not place:
+        return CatalogOutcome.CLARIFY
+    if found or profile.emergency_numbers or profile.crisis_numbers:
+        return CatalogOutcome.ANSWER
+    return CatalogOutcome.NONE_FOUND
 
 
 def describe(c: Constraints) -> str:
