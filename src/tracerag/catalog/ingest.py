@@ -199,7 +199,42 @@ def build_catalog(
     words = cell_words(language)
     stats = HsdsStats()
     read_stats = ReadStats()
-    terms: dict[str, str] = {}
+    items, terms = _reader(source, fmt, mapping, stats, read_stats, words)
+    records = _collect(items, source, report)
+    if fmt != "hsds":
+        for record in records.values():
+            terms.update((t, n) for t, n in record.taxonomy if n and t not in terms)
+    values = list(records.values())
+    given = {"language": language.strip().lower() if language else None, "help_line": help_line, "name": name}
+    # the profile is checked before anything is written: a bad --language leaves the catalog as it was
+    inference = infer(values, stats.countries if fmt == "hsds" else read_stats.countries)
+    named = (mapping or {}).get("do_not_refer") if fmt == "mapped" else None
+    _add_do_not_refer(inference, values, [named] if isinstance(named, str) else list(named or []), words)
+
+    _write_store(target, records, terms, places)
+    if places is not None:
+        shutil.copyfile(places, target / PLACES_FILE)
+        given["places"] = PLACES_FILE
+    written = write_profile(target, inference, given)
+    report.documents = _write_collection(target, values, settings, written.profile.language, dense, progress)
+    _count(report, values, stats if fmt == "hsds" else None, read_stats)
+    report.profile = str(written.path)
+    report.profile_inferred = inferred_values(inference)
+    report.profile_kept = written.kept
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def _reader(
+    source: Path,
+    fmt: str,
+    mapping: Mapping[str, Any] | None,
+    stats: HsdsStats,
+    read_stats: ReadStats,
+    words: WordList | None,
+) -> tuple[Iterable[ServiceRecord | RecordError | RecordWarning], dict[str, str]]:
+    """The records of `source` as the format's reader yields them, and the taxonomy's names where the format
+    keeps them apart (HSDS); a datapackage given with a mapping is refused."""
     if fmt == "hsds":
         if not source.is_dir():
             raise ConfigError(f"{source}: an HSDS datapackage is a folder (services.csv, locations.csv, ...)")
@@ -208,15 +243,18 @@ def build_catalog(
                 f"{source}: an HSDS datapackage is read by its own column names and leaves out inactive and "
                 "defunct services itself; --mapping applies to a 211 export (row options) or to one CSV/JSONL file"
             )
-        items: Iterable[ServiceRecord | RecordError | RecordWarning] = read_hsds(source, stats, words)
-        terms = read_taxonomy(source)
-    elif fmt == export211.FORMAT:
-        items = export211.read_211_export(source, mapping, read_stats, words)
-    else:
-        if mapping is None:
-            raise ConfigError("fmt='mapped' needs a mapping of ServiceRecord fields to columns")
-        items = read_mapped(source, mapping, read_stats, words)
+        return read_hsds(source, stats, words), read_taxonomy(source)
+    if fmt == export211.FORMAT:
+        return export211.read_211_export(source, mapping, read_stats, words), {}
+    if mapping is None:
+        raise ConfigError("fmt='mapped' needs a mapping of ServiceRecord fields to columns")
+    return read_mapped(source, mapping, read_stats, words), {}
 
+
+def _collect(
+    items: Iterable[ServiceRecord | RecordError | RecordWarning], source: Path, report: CatalogReport
+) -> dict[str, ServiceRecord]:
+    """The records by id; errors, warnings and a second record of an id go to the report."""
     records: dict[str, ServiceRecord] = {}
     for item in items:
         if isinstance(item, RecordError):
@@ -227,25 +265,24 @@ def build_catalog(
             report.skipped.append(RecordError(f"duplicate record id {item.id!r}", file=str(source)))
         else:
             records[item.id] = item
-    if fmt != "hsds":
-        for record in records.values():
-            terms.update((t, n) for t, n in record.taxonomy if n and t not in terms)
-    values = list(records.values())
-    given = {"language": language.strip().lower() if language else None, "help_line": help_line, "name": name}
-    # the profile is checked before anything is written: a bad --language leaves the catalog as it was
-    countries = stats.countries if fmt == "hsds" else read_stats.countries
-    inference = infer(values, countries)
-    # statuses a mapping names, and those whose words say not to refer (`catalog.record_status`)
-    named = (mapping or {}).get("do_not_refer") if fmt == "mapped" else None
-    named = [named] if isinstance(named, str) else list(named or [])
+    return records
+
+
+def _add_do_not_refer(
+    inference: Inference, values: list[ServiceRecord], named: list[str], words: WordList | None
+) -> None:
+    """The statuses a mapping names, and those whose words say not to refer (`catalog.record_status`), into the
+    inferred profile."""
     do_not_refer = tuple(dict.fromkeys([*named, *do_not_refer_statuses(values, (words or WordList.load()).records)]))
     if do_not_refer:
         inference.values["do_not_refer"] = do_not_refer
         held = sum(r.status in do_not_refer for r in values)
         inference.how["do_not_refer"] = f"statuses named by the mapping or saying not to refer, on {held} records"
 
+
+def _write_store(target: Path, records: dict[str, ServiceRecord], terms: dict[str, str], places: Path | None) -> None:
+    """`catalog.sqlite`, written beside and moved into place: a failed build leaves the previous one."""
     target.mkdir(parents=True, exist_ok=True)
-    final = target / "catalog.sqlite"
     partial = target / "catalog.sqlite.partial"
     partial.unlink(missing_ok=True)
     store = CatalogStore.create(partial)
@@ -257,25 +294,35 @@ def build_catalog(
             load_places(Path(places), store.gazetteer())
     finally:
         store.close()
-    os.replace(partial, final)
-    if places is not None:
-        shutil.copyfile(places, target / PLACES_FILE)
-        given["places"] = PLACES_FILE
-    written = write_profile(target, inference, given)
-    text_language = written.profile.language
+    os.replace(partial, target / "catalog.sqlite")
 
+
+def _write_collection(
+    target: Path,
+    values: list[ServiceRecord],
+    settings: Settings,
+    language: str,
+    dense: bool,
+    progress: Callable[[int, int], None] | None,
+) -> int:
+    """The records' texts into `collection/`, records gone from the source removed; returns its documents."""
+    ids = {r.id for r in values}
     with Collection.open(target / "collection", settings, mode="write", create=True) as col:
-        col.ingest((record_document(r, text_language) for r in values), dense=dense, progress=progress)
-        if col.store.count_documents() > len(records):
-            stale = [d.id for d in col.store.iter_documents() if d.id not in records]
+        col.ingest((record_document(r, language) for r in values), dense=dense, progress=progress)
+        if col.store.count_documents() > len(ids):
+            stale = [d.id for d in col.store.iter_documents() if d.id not in ids]
             col.engine.delete(stale)
             col.store.delete(stale)
-        report.documents = col.store.count_documents()
+        return col.store.count_documents()
 
-    report.filtered = dict((stats.filtered if fmt == "hsds" else read_stats.filtered).most_common())
+
+def _count(report: CatalogReport, values: list[ServiceRecord], hsds: HsdsStats | None, read_stats: ReadStats) -> None:
+    """The report's counts: an HSDS read's own (`hsds`), else those of the records and the row reader."""
+    stats = hsds or HsdsStats()
+    report.filtered = dict((hsds.filtered if hsds else read_stats.filtered).most_common())
     report.records = len(values)
-    report.services = stats.services if fmt == "hsds" else len({r.service_id for r in values})
-    report.organizations = stats.organizations if fmt == "hsds" else len({r.organization for r in values} - {""})
+    report.services = hsds.services if hsds else len({r.service_id for r in values})
+    report.organizations = hsds.organizations if hsds else len({r.organization for r in values} - {""})
     report.with_hours = sum(bool(r.openings or r.hours_text) for r in values)
     report.with_parsed_hours = sum(bool(r.openings) for r in values)
     report.hours_text_only = sum(bool(r.hours_text and not r.openings) for r in values)
@@ -285,8 +332,3 @@ def build_catalog(
     report.with_taxonomy = sum(bool(r.taxonomy) for r in values)
     report.eligibility_rows = stats.eligibility_rows
     report.eligibility_unlinked = stats.eligibility_unlinked
-    report.profile = str(written.path)
-    report.profile_inferred = inferred_values(inference)
-    report.profile_kept = written.kept
-    report.seconds = time.perf_counter() - start
-    return report
