@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
 from rapidfuzz import fuzz
@@ -92,19 +93,43 @@ def parse_with_llm(
     if completion.error or proposed is None:
         why = completion.error or "no parse"
         return rules, [f"the model's parse was unusable ({why}); used the rule-based parse"]
+    checked = _Checked(text)
+    _check_places(proposed, index, checked)
+    _check_weekdays(proposed, index, today, checked)
+    _check_time(proposed, index, today, checked)
+    _check_others(proposed, index, checked)
+    merged = _merged(rules, proposed, checked)
+    for cond in proposed.eligibility:
+        condition = cond.condition.strip()
+        if not condition:
+            continue
+        if not _condition_grounded(condition, text, index.words.condition_stop):
+            checked.drop("condition", condition, "not in the request")
+            continue
+        matchers.add_semantic(merged, Semantic(condition, cond.negated))
+    return merged, checked.notes
 
-    notes: list[str] = []
-    found: dict[ConstraintKind, tuple[list[str], list[str]]] = {}  # kind → (values, said)
 
-    def keep(kind: ConstraintKind, values: Iterable[str], said: str) -> None:
-        vals, saids = found.setdefault(kind, ([], []))
+@dataclass
+class _Checked:
+    """The proposed values kept, by kind (values, the phrases that said them), and the notes on those dropped."""
+
+    text: str  # the request
+    found: dict[ConstraintKind, tuple[list[str], list[str]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def keep(self, kind: ConstraintKind, values: Iterable[str], said: str) -> None:
+        vals, saids = self.found.setdefault(kind, ([], []))
         vals.extend(v for v in values if v not in vals)
         if said not in saids:
             saids.append(said)
 
-    def drop(what: str, phrase: str, why: str) -> None:
-        notes.append(f"model proposed {what} '{phrase}': {why}")
+    def drop(self, what: str, phrase: str, why: str) -> None:
+        self.notes.append(f"model proposed {what} '{phrase}': {why}")
 
+
+def _check_places(proposed: ProposedParse, index: GazetteerIndex, out: _Checked) -> None:
+    """Cities, counties and postal codes the catalog holds and the request says."""
     # (what, kind, the phrases, the catalog's lookup, why a lookup may fail, whether the request says it)
     places = (
         ("city", ConstraintKind.CITY, proposed.cities, index.lookup_city, "not in the catalog", _grounded),
@@ -129,56 +154,74 @@ def parse_with_llm(
         for phrase in phrases:
             value = lookup(phrase)
             if value is None:
-                drop(what, phrase, absent)
-            elif not said(phrase, value, text):
-                drop(what, phrase, "not in the request")
+                out.drop(what, phrase, absent)
+            elif not said(phrase, value, out.text):
+                out.drop(what, phrase, "not in the request")
             else:
-                keep(kind, [value], phrase)
+                out.keep(kind, [value], phrase)
+
+
+def _check_weekdays(proposed: ProposedParse, index: GazetteerIndex, today: int | None, out: _Checked) -> None:
+    """Days the rules' matcher reads ("on {phrase}") and the request says."""
     for phrase in proposed.weekdays:
         sub = Constraints()
         matchers.weekdays(RequestWords(f"on {phrase}"), index, sub, today, tonight="")
         got = sub.of(ConstraintKind.WEEKDAY)
         if got is None:
-            drop("weekday", phrase, "not a day" if today is not None else "not a day (or today is not known)")
-        elif not _grounded(phrase, phrase, text):
-            drop("weekday", phrase, "not in the request")
+            out.drop("weekday", phrase, "not a day" if today is not None else "not a day (or today is not known)")
+        elif not _grounded(phrase, phrase, out.text):
+            out.drop("weekday", phrase, "not in the request")
         else:
-            keep(ConstraintKind.WEEKDAY, got.values, phrase)
-    if proposed.time:
-        sub = Constraints()
-        matchers.times(RequestWords(proposed.time), index, sub, today)
-        if sub.of(ConstraintKind.TIME) is None:
-            matchers.times(RequestWords(f"at {proposed.time}"), index, sub, today)
-        got = sub.of(ConstraintKind.TIME)
-        if got is None:
-            drop("time", proposed.time, "not a time of day")
-        elif not _grounded(proposed.time, proposed.time, text) and not _NUMBER.search(text):
-            drop("time", proposed.time, "not in the request")
-        else:
-            keep(ConstraintKind.TIME, got.values, proposed.time)
+            out.keep(ConstraintKind.WEEKDAY, got.values, phrase)
+
+
+def _check_time(proposed: ProposedParse, index: GazetteerIndex, today: int | None, out: _Checked) -> None:
+    """A time the rules' matcher reads (as written, else after "at") and the request says (or has a number)."""
+    if not proposed.time:
+        return
+    sub = Constraints()
+    matchers.times(RequestWords(proposed.time), index, sub, today)
+    if sub.of(ConstraintKind.TIME) is None:
+        matchers.times(RequestWords(f"at {proposed.time}"), index, sub, today)
+    got = sub.of(ConstraintKind.TIME)
+    if got is None:
+        out.drop("time", proposed.time, "not a time of day")
+    elif not _grounded(proposed.time, proposed.time, out.text) and not _NUMBER.search(out.text):
+        out.drop("time", proposed.time, "not in the request")
+    else:
+        out.keep(ConstraintKind.TIME, got.values, proposed.time)
+
+
+def _check_others(proposed: ProposedParse, index: GazetteerIndex, out: _Checked) -> None:
+    """Languages the catalog holds and the request says; service types that match catalog terms; wheelchair
+    access when the catalog records it and the request asks for it."""
     for phrase in proposed.languages:
         hit = index.lookup_language(phrase)
         if hit is None:
-            drop("language", phrase, "not in the catalog")
-        elif not _grounded(phrase, hit[0], text):
-            drop("language", phrase, "not in the request")
+            out.drop("language", phrase, "not in the catalog")
+        elif not _grounded(phrase, hit[0], out.text):
+            out.drop("language", phrase, "not in the request")
         else:
-            keep(ConstraintKind.LANGUAGE, hit[1], phrase)
+            out.keep(ConstraintKind.LANGUAGE, hit[1], phrase)
     for phrase in proposed.service_types:
         terms = index.service_terms(fold_key(phrase).split())
         if not terms:
-            drop("service type", phrase, "no catalog term matches")
+            out.drop("service type", phrase, "no catalog term matches")
         else:
-            keep(ConstraintKind.SERVICE_TYPE, terms, phrase)
+            out.keep(ConstraintKind.SERVICE_TYPE, terms, phrase)
     if proposed.accessibility:
         values = index.accessibility_values("")
         if not values:
-            drop("accessibility", "wheelchair access", "the catalog records no accessibility")
-        elif not _ACCESS_WORDS.search(text):
-            drop("accessibility", "wheelchair access", "not in the request")
+            out.drop("accessibility", "wheelchair access", "the catalog records no accessibility")
+        elif not _ACCESS_WORDS.search(out.text):
+            out.drop("accessibility", "wheelchair access", "not in the request")
         else:
-            keep(ConstraintKind.ACCESSIBILITY, values, "accessible")
+            out.keep(ConstraintKind.ACCESSIBILITY, values, "accessible")
 
+
+def _merged(rules: Constraints, proposed: ProposedParse, checked: _Checked) -> Constraints:
+    """The rule-based parse with the proposed values it lacks added, kind by kind; one time only, the one the
+    words state (a different proposed time is dropped with a note)."""
     merged = Constraints(
         structural=[],
         semantic=list(rules.semantic),
@@ -187,22 +230,14 @@ def parse_with_llm(
     )
     for kind in ConstraintKind:
         ours = rules.of(kind)
-        proposed_values, saids = found.get(kind, ([], []))
+        proposed_values, saids = checked.found.get(kind, ([], []))
         if ours is not None and kind is ConstraintKind.TIME and proposed_values:
             if tuple(proposed_values) != ours.values:
-                drop("time", saids[0], f"the request says '{ours.said}'")
+                checked.drop("time", saids[0], f"the request says '{ours.said}'")
             proposed_values = []  # one time only: the one the words state
         extra = tuple(v for v in proposed_values if ours is None or v not in ours.values)
         if ours is not None:
             merged.structural.append(Structural(kind, ours.values + extra, ours.said) if extra else ours)
         elif extra:
             merged.structural.append(Structural(kind, extra, "; ".join(saids)))
-    for cond in proposed.eligibility:
-        condition = cond.condition.strip()
-        if not condition:
-            continue
-        if not _condition_grounded(condition, text, index.words.condition_stop):
-            drop("condition", condition, "not in the request")
-            continue
-        matchers.add_semantic(merged, Semantic(condition, cond.negated))
-    return merged, notes
+    return merged
