@@ -160,50 +160,15 @@ def read_211_export(
     stats = stats if stats is not None else ReadStats()
     if not path.is_file():
         raise ConfigError(f"{path}: no such file")
-    rows: dict[str, _Row] = {}
     out: list[Read] = []
     items = iter_rows(path, encoding=asked_encoding(encoding), repair=True)
-    header = None
-    for item in items:
-        if isinstance(item, RecordWarning):
-            out.append(item)
-            continue
-        header = item
-        break
-    if header is None or isinstance(header, RecordError):
+    names = _header(items, path, options, out)
+    if isinstance(names, RecordError):
         yield from out
-        yield RecordError("empty file (no header)" if header is None else header.reason, file=str(path))
+        yield names
         return
-    names = [n.strip() for n in header[1]]
-    missing = [c for c in (*REQUIRED_COLUMNS, *options.columns()) if c not in names]
-    if missing:
-        yield from out
-        yield RecordError(f"not a 211 export: missing columns {missing}", file=str(path))
-        return
-    for item in rows_of_width(items, len(names), path):
-        if isinstance(item, RecordError | RecordWarning):
-            out.append(item)
-            continue
-        line, cells = item
-        stats.rows += 1
-        row = _Row(line, {n: ("" if options.is_null(c) else c.strip()) for n, c in zip(names, cells, strict=True)})
-        if not row.id:
-            out.append(RecordError("row without ResourceAgencyNum", file=str(path), line=line))
-        elif row.id in rows:
-            out.append(RecordError(f"duplicate ResourceAgencyNum {row.id!r}", file=str(path), line=line))
-        else:
-            rows[row.id] = row
-
-    kept: dict[str, _Row] = {}
-    for rid, row in rows.items():
-        why = options.excluded(row.cells)
-        parent = rows.get(row["ParentAgencyNum"]) if row["ParentAgencyNum"] not in ("", "0", rid) else None
-        if why is None and parent is not None and options.excluded(parent.cells):
-            why = f"its agency: {options.excluded(parent.cells)}"
-        if why:
-            stats.filtered[why] += 1
-        else:
-            kept[rid] = row
+    rows = _rows(items, names, path, options, stats, out)
+    kept = _kept(rows, options, stats)
     with_sites = {r["ParentAgencyNum"] for r in kept.values() if r.level in ("site", "programatsite")}
     reader = _Reader(rows, *_term_table(rows.values()), str(path), words)
     records: list[ServiceRecord] = []
@@ -217,6 +182,68 @@ def read_211_export(
                 country = " ".join(reader.place(row)["PhysicalCountry"].split())
                 if country:
                     stats.countries[country] += 1
+    _spelt_alike(records, options)
+    yield from out
+
+
+def _header(items: Iterator[Any], path: Path, options: RowOptions, out: list[Read]) -> list[str] | RecordError:
+    """The column names (warnings about the repairs before them go to `out`), or why the file is not a 211
+    export: no header, or a required column (or one the row options name) missing."""
+    header = None
+    for item in items:
+        if isinstance(item, RecordWarning):
+            out.append(item)
+            continue
+        header = item
+        break
+    if header is None or isinstance(header, RecordError):
+        return RecordError("empty file (no header)" if header is None else header.reason, file=str(path))
+    names = [n.strip() for n in header[1]]
+    missing = [c for c in (*REQUIRED_COLUMNS, *options.columns()) if c not in names]
+    if missing:
+        return RecordError(f"not a 211 export: missing columns {missing}", file=str(path))
+    return names
+
+
+def _rows(
+    items: Iterator[Any], names: list[str], path: Path, options: RowOptions, stats: ReadStats, out: list[Read]
+) -> dict[str, _Row]:
+    """The rows by ResourceAgencyNum, null cells emptied; a row without one, or a second row of one, is an error
+    (into `out`, with the readers' errors and warnings)."""
+    rows: dict[str, _Row] = {}
+    for item in rows_of_width(items, len(names), path):
+        if isinstance(item, RecordError | RecordWarning):
+            out.append(item)
+            continue
+        line, cells = item
+        stats.rows += 1
+        row = _Row(line, {n: ("" if options.is_null(c) else c.strip()) for n, c in zip(names, cells, strict=True)})
+        if not row.id:
+            out.append(RecordError("row without ResourceAgencyNum", file=str(path), line=line))
+        elif row.id in rows:
+            out.append(RecordError(f"duplicate ResourceAgencyNum {row.id!r}", file=str(path), line=line))
+        else:
+            rows[row.id] = row
+    return rows
+
+
+def _kept(rows: dict[str, _Row], options: RowOptions, stats: ReadStats) -> dict[str, _Row]:
+    """The rows the row options keep, they and their agency; those left out are counted by reason."""
+    kept: dict[str, _Row] = {}
+    for rid, row in rows.items():
+        why = options.excluded(row.cells)
+        parent = rows.get(row["ParentAgencyNum"]) if row["ParentAgencyNum"] not in ("", "0", rid) else None
+        if why is None and parent is not None and options.excluded(parent.cells):
+            why = f"its agency: {options.excluded(parent.cells)}"
+        if why:
+            stats.filtered[why] += 1
+        else:
+            kept[rid] = row
+    return kept
+
+
+def _spelt_alike(records: list[ServiceRecord], options: RowOptions) -> None:
+    """The mapping's aliases applied; cities and counties in the export's most common form."""
     for record in records:
         for name in ("city", "county", "state", "organization"):
             setattr(record, name, options.alias(name, getattr(record, name)))
@@ -225,7 +252,6 @@ def read_211_export(
         forms = canonical_forms(getattr(r, name) for r in records)
         for record in records:
             setattr(record, name, canonical(getattr(record, name), forms))
-    yield from out
 
 
 def _term_table(rows: Any) -> tuple[dict[str, str], dict[str, str]]:
@@ -296,6 +322,8 @@ class _Reader:
         return out
 
     def record(self, row: _Row) -> list[Read]:
+        """The row's record, what it lacks taken from its program and agency (`lineage`), and an error for
+        coordinates that cannot be read (the record is kept without them); a row without a name is an error."""
         where: Where = {"file": self.file, "line": row.line}
         lineage = self.lineage(row)
         name = clean_text(next((r["PublicName"] for r in lineage[:2] if r["PublicName"]), "")) or clean_text(
@@ -306,43 +334,41 @@ class _Reader:
         parent = self.parent(row)
         place = self.place(row)
         private = cell_key(place["PhysicalAddressIsPrivate"]) in _TRUE
-
-        def first(*columns: str) -> str:
-            for r in lineage:
-                text = "\n\n".join(t for t in (clean_text(r[c]) for c in columns) if t)
-                if text:
-                    return text
-            return ""
-
         record = ServiceRecord(
             id=row.id,
             service_id=_service_id(row, parent),
             name=name,
             organization=clean_text(parent["PublicName"] if parent else row["ParentAgency"]) or name,
-            description=first("AgencyDescription"),
-            application_process=first("ApplicationProcess", "DocumentsRequired"),
-            fees=first("FeeStructureSource"),
-            eligibility=first("Eligibility"),
+            description=_first(lineage, "AgencyDescription"),
+            application_process=_first(lineage, "ApplicationProcess", "DocumentsRequired"),
+            fees=_first(lineage, "FeeStructureSource"),
+            eligibility=_first(lineage, "Eligibility"),
             address="" if private else _street(place),
             city=" ".join(place["PhysicalCity"].split()),
             state=place["PhysicalStateProvince"],
             zip=place["PhysicalPostalCode"],
             county=" ".join(place["PhysicalCounty"].split()),
-            url=first("WebsiteAddress"),
-            email=first("EmailAddressMain"),
+            url=_first(lineage, "WebsiteAddress"),
+            email=_first(lineage, "EmailAddressMain"),
         )
         record.phones = next((p for p in (_phones(r) for r in lineage) if p), [])
         owner = next((r for r in lineage if _phones(r) == record.phones), row)
         record.phone_labels = _phone_labels(owner, record.phones)
         record.status = next((clean_text(r["AgencyStatus"]) for r in lineage if r["AgencyStatus"]), "")
-        record.last_verified = iso(row["LastVerifiedOn"], DATE_ORDER)
-        record.last_updated = iso(row["UpdatedOn"], DATE_ORDER)
-        record.temporary_message = clean_text(row["TemporaryMessage"])
-        if record.temporary_message:
-            record.temporary_message_from = iso(row["TemporaryMessageAppears"], DATE_ORDER)
-            record.temporary_message_until = iso(row["TemporaryMessageExpires"], DATE_ORDER)
-        periods = (clean_text(row[c]) for c in ("AvailabilityPeriod", "ServiceNotAlwaysAvailability"))
-        record.availability = "; ".join(p for p in periods if p)
+        _dates(record, row)
+        self._inherited(record, lineage)
+        hours = clean_text(row["HoursOfOperation"] or row["Hours"] or place["HoursOfOperation"])
+        record.hours_text = hours
+        read = bare_hours_12h(unglue(hours, weekdays_only=True))
+        record.openings = [] if is_dated(read) else parse_hours_text(read)
+        coords = _coordinates(row, place)
+        if isinstance(coords, str):
+            return [RecordError(f"resource {row.id}: {coords}", **where), record]
+        record.latitude, record.longitude = coords
+        return [record]
+
+    def _inherited(self, record: ServiceRecord, lineage: list[_Row]) -> None:
+        """Languages, accessibility, taxonomy and the places served: the first of the lineage that gives any."""
         record.languages = next(
             (
                 n
@@ -354,24 +380,6 @@ class _Reader:
         record.accessibility = next((a for a in (_access(r) for r in lineage) if a), [])
         record.taxonomy = next((t for t in (self.terms(r) for r in lineage) if t), [])
         record.service_areas = next((a for a in (coverage_entries(r[c] for c in _COVERAGE) for r in lineage) if a), [])
-        hours = clean_text(row["HoursOfOperation"] or row["Hours"] or place["HoursOfOperation"])
-        record.hours_text = hours
-        read = bare_hours_12h(unglue(hours, weekdays_only=True))
-        record.openings = [] if is_dated(read) else parse_hours_text(read)
-        out: list[Read] = []
-        lat, lon = row["Latitude"] or place["Latitude"], row["Longitude"] or place["Longitude"]
-        if lat or lon:
-            try:
-                la, lo = float(lat), float(lon)
-            except ValueError:
-                out.append(RecordError(f"resource {row.id}: coordinates {lat!r}, {lon!r} are not numbers", **where))
-            else:
-                if -90 <= la <= 90 and -180 <= lo <= 180:
-                    record.latitude, record.longitude = la, lo
-                else:
-                    out.append(RecordError(f"resource {row.id}: coordinates {lat!r}, {lon!r} out of range", **where))
-        out.append(record)
-        return out
 
     def terms(self, row: _Row) -> list[tuple[str, str]]:
         """A row's taxonomy: its codes, named from the parallel column or the file's other rows; else its one
@@ -390,6 +398,43 @@ class _Reader:
 
 
 _COVERAGE = ("Coverage", "CoverageArea", "CoverageAreaText")  # the places a resource serves (`catalog.places`)
+
+
+def _first(lineage: list[_Row], *columns: str) -> str:
+    """The columns' texts of the first row of the lineage that has any, one paragraph each."""
+    for r in lineage:
+        text = "\n\n".join(t for t in (clean_text(r[c]) for c in columns) if t)
+        if text:
+            return text
+    return ""
+
+
+def _dates(record: ServiceRecord, row: _Row) -> None:
+    """The row's own dates and notices: verification, update, the temporary message and its dates, the periods
+    it is available in."""
+    record.last_verified = iso(row["LastVerifiedOn"], DATE_ORDER)
+    record.last_updated = iso(row["UpdatedOn"], DATE_ORDER)
+    record.temporary_message = clean_text(row["TemporaryMessage"])
+    if record.temporary_message:
+        record.temporary_message_from = iso(row["TemporaryMessageAppears"], DATE_ORDER)
+        record.temporary_message_until = iso(row["TemporaryMessageExpires"], DATE_ORDER)
+    periods = (clean_text(row[c]) for c in ("AvailabilityPeriod", "ServiceNotAlwaysAvailability"))
+    record.availability = "; ".join(p for p in periods if p)
+
+
+def _coordinates(row: _Row, place: _Row) -> tuple[float | None, float | None] | str:
+    """(latitude, longitude) of the row, else of its place; (None, None) when neither gives any; what is wrong
+    with them when they are not numbers or out of range."""
+    lat, lon = row["Latitude"] or place["Latitude"], row["Longitude"] or place["Longitude"]
+    if not (lat or lon):
+        return None, None
+    try:
+        la, lo = float(lat), float(lon)
+    except ValueError:
+        return f"coordinates {lat!r}, {lon!r} are not numbers"
+    if -90 <= la <= 90 and -180 <= lo <= 180:
+        return la, lo
+    return f"coordinates {lat!r}, {lon!r} out of range"
 
 
 def _phones(row: _Row) -> list[str]:
