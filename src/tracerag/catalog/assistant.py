@@ -326,29 +326,7 @@ class CatalogAssistant:
         was_home = self.home is not None and self.home in self.state.structural
         self.state = without_home(self.state, self.home)  # read the turn as in any directory, then assume again
         paging = bool(self.turns) and is_more_request(heard.text, self.words.records)
-        if paging:  # "show me more": the same constraints
-            parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
-            method = CatalogParseMethod.RULES
-        elif self.llm is not None:
-            parsed, notes = parse_with_llm(request, self.index, self.llm, today=self.today)
-            method = CatalogParseMethod.LLM_GAZETTEER
-        else:
-            parsed, notes = parse_request(heard.text, self.index, today=self.today), []
-            parsed = self._respelt(heard, parsed, notes)
-            method = CatalogParseMethod.RULES
-        answered = place_answer(self.state, parsed, self._holds_topic)
-        if answered is not parsed:
-            notes.append(f"kept the topic '{self.state.topic}': '{parsed.topic}' answers where, and is no topic here")
-            parsed = answered
-        placed = unheld_place_words(heard.text, parsed, self.words, self._holds_topic)
-        if placed is not parsed:
-            notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
-            parsed = placed
-        if self.home is not None and all(s.values == self.home.values for s in parsed.structural if s.kind in LOCATION):
-            named = named_elsewhere(heard.text, parsed, self.words, self.index.service_words)
-            if named is not parsed:  # a neighbourhood, said, and the request answered for the whole home place
-                notes.append(f"a place, not a topic: {', '.join(named.unknown[len(parsed.unknown) :])}")
-                parsed = named
+        parsed, notes, method = self._parse_turn(request, heard, paging)
         self.state = merge(self.state, parsed, self.words)
         if self.home is not None and with_home(self.state, self.home) is not self.state:
             notes.append(f"no place named: the directory's home place, {' or '.join(self.home.values)}")
@@ -376,40 +354,15 @@ class CatalogAssistant:
         )
         if self.urgency is not None and self.urgency.danger:
             turn = self._urgent(request, n, notes)
-        elif match is not None and not match.held:
-            reply = no_match_reply(
-                self._as_said(self.state.topic),
-                place_phrase(self.state),
-                match.explanation(),
-                help_line=self.profile.help_line,
-            )
-            turn = Turn(request, CatalogOutcome.NO_MATCH, reply, constraints=self.state, notes=notes)
-        elif not self.state.has_location():
-            turn = Turn(
-                request, CatalogOutcome.CLARIFY, self._clarifying_question(), constraints=self.state, notes=notes
-            )
         else:
-            turn = self._answer(request, n, notes)
-            if paging and turn.outcome == CatalogOutcome.NONE_FOUND:
-                turn = self._related_page(request, n, notes, turn)
-            wider = widened(self.state, self.home, self.index.places)
-            if wider is not None and self.home is not None and turn.outcome == CatalogOutcome.NONE_FOUND:
-                # nothing in a part of the home place that the places file names: the rest of the home place
-                narrow = place_phrase(self.state)
-                self.state, was_home = wider, True  # the widening sentence says where: no second sentence
-                turn = self._answer(request, n, [*notes, f"nothing {narrow}: looked in the whole home place"])
-                turn.reply = f"{widened_sentence(narrow, self.home)} {turn.reply}"
+            turn, widened_now = self._usual_turn(request, n, notes, match, paging)
+            was_home = was_home or widened_now  # the widening sentence says where: no second sentence
         if self.urgency is not None and not self.urgency.danger and turn.outcome != CatalogOutcome.NO_MATCH:
             # immediacy alone ("tonight") about something the directory holds nothing like stays a plain no
             turn = self._urgent(request, n, notes, usual=turn)
         turn.topic_match = match
         turn.language = self.speaking
-        if self.home is not None and self.home in self.state.structural and turn.outcome in _HOME_SAID:
-            if self._unknown_places or not was_home:  # said once, and again with each place it does not know
-                found = turn.outcome == CatalogOutcome.ANSWER
-                turn.reply = f"{home_sentence(self.home, self._unknown_places, found)} {turn.reply}"
-        elif self._unknown_places and turn.outcome != CatalogOutcome.CLARIFY:
-            turn.reply = f"{self._unknown_sentence()} {turn.reply}"
+        turn.reply = self._place_sentence(turn.outcome, was_home) + turn.reply
         turn.urgency = self.urgency
         self.trail.emit(
             CatalogReplyEvent(
@@ -423,6 +376,78 @@ class CatalogAssistant:
         )
         self.turns.append(turn)
         return turn
+
+    def _parse_turn(
+        self, request: str, heard: RequestLanguage, paging: bool
+    ) -> tuple[Constraints, list[str], CatalogParseMethod]:
+        """The turn's constraints (none for "show me more": the same ones), the notes on how they were read, and
+        the parser that read them; place words the parser took for a topic are made places again."""
+        if paging:  # "show me more": the same constraints
+            parsed, notes = Constraints(), ["asks for more services matching the conversation so far"]
+            method = CatalogParseMethod.RULES
+        elif self.llm is not None:
+            parsed, notes = parse_with_llm(request, self.index, self.llm, today=self.today)
+            method = CatalogParseMethod.LLM_GAZETTEER
+        else:
+            parsed, notes = parse_request(heard.text, self.index, today=self.today), []
+            parsed = self._respelt(heard, parsed, notes)
+            method = CatalogParseMethod.RULES
+        answered = place_answer(self.state, parsed, self._holds_topic)
+        if answered is not parsed:
+            notes.append(f"kept the topic '{self.state.topic}': '{parsed.topic}' answers where, and is no topic here")
+            parsed = answered
+        placed = unheld_place_words(heard.text, parsed, self.words, self._holds_topic)
+        if placed is not parsed:
+            notes.append(f"a place, not a topic: {', '.join(placed.unknown[len(parsed.unknown) :])}")
+            parsed = placed
+        if self.home is not None and all(s.values == self.home.values for s in parsed.structural if s.kind in LOCATION):
+            named = named_elsewhere(heard.text, parsed, self.words, self.index.service_words)
+            if named is not parsed:  # a neighbourhood, said, and the request answered for the whole home place
+                notes.append(f"a place, not a topic: {', '.join(named.unknown[len(parsed.unknown) :])}")
+                parsed = named
+        return parsed, notes, method
+
+    def _usual_turn(
+        self, request: str, n: int, notes: list[str], match: TopicMatch | None, paging: bool
+    ) -> tuple[Turn, bool]:
+        """A turn without danger: no match, the question where, or the answer (the related services when a page
+        finds nothing more; the whole home place when a part of it has nothing). Returns whether the place was
+        widened to the home place."""
+        if match is not None and not match.held:
+            reply = no_match_reply(
+                self._as_said(self.state.topic),
+                place_phrase(self.state),
+                match.explanation(),
+                help_line=self.profile.help_line,
+            )
+            return Turn(request, CatalogOutcome.NO_MATCH, reply, constraints=self.state, notes=notes), False
+        if not self.state.has_location():
+            question = self._clarifying_question()
+            return Turn(request, CatalogOutcome.CLARIFY, question, constraints=self.state, notes=notes), False
+        turn = self._answer(request, n, notes)
+        if paging and turn.outcome == CatalogOutcome.NONE_FOUND:
+            turn = self._related_page(request, n, notes, turn)
+        wider = widened(self.state, self.home, self.index.places)
+        if wider is None or self.home is None or turn.outcome != CatalogOutcome.NONE_FOUND:
+            return turn, False
+        # nothing in a part of the home place that the places file names: the rest of the home place
+        narrow = place_phrase(self.state)
+        self.state = wider
+        turn = self._answer(request, n, [*notes, f"nothing {narrow}: looked in the whole home place"])
+        turn.reply = f"{widened_sentence(narrow, self.home)} {turn.reply}"
+        return turn, True
+
+    def _place_sentence(self, outcome: CatalogOutcome, was_home: bool) -> str:
+        """What a reply says first about the place: that the directory's home place was assumed (once, and again
+        with each place it does not know), else the places it does not know ("" when there is nothing to say)."""
+        if self.home is not None and self.home in self.state.structural and outcome in _HOME_SAID:
+            if self._unknown_places or not was_home:
+                found = outcome == CatalogOutcome.ANSWER
+                return f"{home_sentence(self.home, self._unknown_places, found)} "
+            return ""
+        if self._unknown_places and outcome != CatalogOutcome.CLARIFY:
+            return f"{self._unknown_sentence()} "
+        return ""
 
     def _as_said(self, topic: str) -> str:
         """A topic as the person said it (their own words where a gloss gave the directory's)."""
