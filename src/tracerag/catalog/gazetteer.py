@@ -323,6 +323,23 @@ class GazetteerIndex:
         word of the taxonomy ("counceling" → "counseling")."""
         if not self.terms:
             return []
+        asked, kept = self._asked(words)
+        if not asked:
+            return []
+        chosen = self._synonym_terms(asked, kept)
+        full, partial = self._named_terms(asked)
+        for term_id in full:
+            if len(chosen) >= MAX_SERVICE_TERMS:
+                break
+            if term_id not in chosen:
+                chosen.append(term_id)
+        if not chosen and 0 < len(partial) <= 3:  # every asked word in a few terms: confident enough
+            chosen = partial
+        return chosen
+
+    def _asked(self, words: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(lemmas, words) of a topic's words that may name a service (filler left out), a misspelt word
+        corrected to the nearest word of the taxonomy with the same first letter."""
         w = self.words
         asked: list[str] = []
         kept: list[str] = []
@@ -340,8 +357,12 @@ class GazetteerIndex:
                     lemma, word = w.lemma(best[0]), best[0]
             asked.append(lemma)
             kept.append(word)
-        if not asked:
-            return []
+        return asked, kept
+
+    def _synonym_terms(self, asked: list[str], kept: list[str]) -> list[str]:
+        """The terms the synonym table names for the words asked, longest keys first, each word used once (and
+        only in an inflection the table allows)."""
+        w = self.words
         chosen: list[str] = []
         left = list(asked)
         said = dict(zip(asked, kept, strict=True))  # lemma → the word as asked
@@ -351,6 +372,11 @@ class GazetteerIndex:
                     chosen.extend(i for i in self.names.get(fold_key(name), []) if i not in chosen)
                 for k in key:
                     left.remove(k)
+        return chosen
+
+    def _named_terms(self, asked: list[str]) -> tuple[list[str], list[str]]:
+        """(the terms all of whose words were asked, naming half of what was asked or more: the broadest dropped
+        when a narrower one matched, most words and closest first; the terms holding every word asked)."""
         asked_set = set(asked)
         asked_text = " ".join(asked)
         full: list[tuple[int, float, str]] = []
@@ -367,14 +393,7 @@ class GazetteerIndex:
         lemmas_of = dict(self.terms)
         full = [f for f in full if not any(lemmas_of[f[2]] < lemmas_of[o[2]] for o in full)]
         full.sort(key=lambda x: (-x[0], -x[1], x[2]))
-        for _, _, term_id in full:
-            if len(chosen) >= MAX_SERVICE_TERMS:
-                break
-            if term_id not in chosen:
-                chosen.append(term_id)
-        if not chosen and 0 < len(partial) <= 3:  # every asked word in a few terms: confident enough
-            chosen = partial
-        return chosen
+        return [term_id for _, _, term_id in full], partial
 
 
 def load_places(path: Path, gazetteer: Gazetteer) -> dict[str, tuple[str, ...]]:
