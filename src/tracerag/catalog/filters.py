@@ -23,7 +23,7 @@ A value that cannot be read (a weekday "x") matches nothing; a constraint withou
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from functools import lru_cache
 
 from tracerag.catalog.model import ConstraintKind, ServiceRecord, Structural
@@ -104,28 +104,70 @@ def satisfies(
 
 
 def _violations(record: ServiceRecord, constraints: list[Structural], day_names: Sequence[str]) -> Iterator[str]:
+    """The lines of the constraints the record does not meet, in their order, then the hours' (each day with
+    each time)."""
     for s in constraints:
-        if s.kind is ConstraintKind.CITY and record.city not in s.values:
-            yield f"city: {record.city or '(none)'} is not {_wanted(s)}"
-        elif s.kind is ConstraintKind.COUNTY and record.county not in s.values:
-            yield f"county: {record.county or '(none)'} is not {_wanted(s)}"
-        elif s.kind is ConstraintKind.ZIP and record.zip not in s.values and postal_head(record.zip) not in s.values:
-            yield f"zip: {record.zip or '(none)'} is not {_wanted(s)}"
-        elif s.kind is ConstraintKind.AREA and not any(v in s.values for v in record_areas(record)):
-            yield f"area: {', '.join(record_areas(record)) or '(none)'} has none of {_wanted(s)}"
-        elif s.kind is ConstraintKind.LANGUAGE and not any(v in s.values for v in record.languages):
-            yield f"language: {', '.join(record.languages) or '(none stated)'} has no {_wanted(s)}"
-        elif s.kind is ConstraintKind.ACCESSIBILITY and not any(v in s.values for v in record.accessibility):
-            yield f"accessibility: {', '.join(record.accessibility) or '(none stated)'} has no {_wanted(s)}"
-        elif s.kind is ConstraintKind.SERVICE_TYPE and not any(
-            a in s.values for t, _ in record.taxonomy for a in term_ancestors(t)
-        ):
-            yield f"service type: none of the record's terms is or lies under {_wanted(s)}"
+        check = _CHECKS.get(s.kind)
+        line = check(record, s) if check is not None else None
+        if line is not None:
+            yield line
     days = [s for s in constraints if s.kind is ConstraintKind.WEEKDAY]
     times = [s for s in constraints if s.kind is ConstraintKind.TIME]
     for d, t in hour_pairs(days, times):
         if not _open(record, d, t):
             yield f"hours: not open {_describe(d, t, day_names)}" + ("" if record.openings else " (no parsed hours)")
+
+
+def _city(record: ServiceRecord, s: Structural) -> str | None:
+    return None if record.city in s.values else f"city: {record.city or '(none)'} is not {_wanted(s)}"
+
+
+def _county(record: ServiceRecord, s: Structural) -> str | None:
+    return None if record.county in s.values else f"county: {record.county or '(none)'} is not {_wanted(s)}"
+
+
+def _zip(record: ServiceRecord, s: Structural) -> str | None:
+    if record.zip in s.values or postal_head(record.zip) in s.values:
+        return None
+    return f"zip: {record.zip or '(none)'} is not {_wanted(s)}"
+
+
+def _area(record: ServiceRecord, s: Structural) -> str | None:
+    areas = record_areas(record)
+    return (
+        None if any(v in s.values for v in areas) else f"area: {', '.join(areas) or '(none)'} has none of {_wanted(s)}"
+    )
+
+
+def _language(record: ServiceRecord, s: Structural) -> str | None:
+    if any(v in s.values for v in record.languages):
+        return None
+    return f"language: {', '.join(record.languages) or '(none stated)'} has no {_wanted(s)}"
+
+
+def _accessibility(record: ServiceRecord, s: Structural) -> str | None:
+    if any(v in s.values for v in record.accessibility):
+        return None
+    return f"accessibility: {', '.join(record.accessibility) or '(none stated)'} has no {_wanted(s)}"
+
+
+def _service_type(record: ServiceRecord, s: Structural) -> str | None:
+    if any(a in s.values for t, _ in record.taxonomy for a in term_ancestors(t)):
+        return None
+    return f"service type: none of the record's terms is or lies under {_wanted(s)}"
+
+
+# The check of each kind of constraint but the hours (checked together: a day with a time): None when met, else
+# the line that says why not.
+_CHECKS: dict[ConstraintKind, Callable[[ServiceRecord, Structural], str | None]] = {
+    ConstraintKind.CITY: _city,
+    ConstraintKind.COUNTY: _county,
+    ConstraintKind.ZIP: _zip,
+    ConstraintKind.AREA: _area,
+    ConstraintKind.LANGUAGE: _language,
+    ConstraintKind.ACCESSIBILITY: _accessibility,
+    ConstraintKind.SERVICE_TYPE: _service_type,
+}
 
 
 def _wanted(s: Structural) -> str:
