@@ -171,6 +171,15 @@ def parse_spec(mapping: Mapping[str, Any]) -> dict[str, Any]:
     missing = [k for k in ("id", "name") if not spec.get(k)]
     if missing:
         raise ConfigError(f"mapping: {' and '.join(missing)} must name a column")
+    _check_types(spec)
+    _check_marked(spec)
+    _check_constants(spec)
+    RowOptions.parse(spec)  # checks the row options' types
+    return spec
+
+
+def _check_types(spec: Mapping[str, Any]) -> None:
+    """Each key's value of its type: one column, columns, true or false, a codec, a date order, values."""
     for key in ("name", *FLOAT_FIELDS, *PROFILE_FIELDS, "taxonomy_names", "delimiter", "encoding"):
         if spec.get(key) is not None and not isinstance(spec[key], str):
             raise ConfigError(f"mapping: {key} must name one column, not {spec[key]!r}")
@@ -189,6 +198,10 @@ def parse_spec(mapping: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"mapping: do_not_refer must be a status or a list of them, not {spec['do_not_refer']!r}")
     if "x_mark" in spec and not _columns_value(spec["x_mark"]):
         raise ConfigError(f"mapping: x_mark must be a value or a list of values, not {spec['x_mark']!r}")
+
+
+def _check_marked(spec: Mapping[str, Any]) -> None:
+    """`x_marked`: a table of fields that take marked values, each a table of column = value."""
     marked = spec.get("x_marked", {})
     if not isinstance(marked, Mapping):
         raise ConfigError(f"mapping: x_marked must be a table of fields ([x_marked.languages]), not {marked!r}")
@@ -197,6 +210,10 @@ def parse_spec(mapping: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"mapping: x_marked.{name}: not a field that can take marked values")
         if not isinstance(columns, Mapping) or not all(isinstance(v, str) for v in columns.values()):
             raise ConfigError(f'mapping: x_marked.{name} must map columns to values ("Column" = "Value")')
+
+
+def _check_constants(spec: Mapping[str, Any]) -> None:
+    """`constants`: a table of field = value (or values), for fields that can take one value for all records."""
     constants = spec.get("constants", {})
     if not isinstance(constants, Mapping):
         raise ConfigError(f"mapping: constants must be a table of field = value, not {constants!r}")
@@ -205,8 +222,6 @@ def parse_spec(mapping: Mapping[str, Any]) -> dict[str, Any]:
             raise ConfigError(f"mapping: constants.{name}: not a field that can take one value for all records")
         if not _columns_value(value):
             raise ConfigError(f"mapping: constants.{name} must be a value or a list of values, not {value!r}")
-    RowOptions.parse(spec)  # checks the row options' types
-    return spec
 
 
 def _columns_value(value: Any) -> bool:
@@ -321,30 +336,18 @@ def _record(
     line: int,
     words: WordList | None = None,
 ) -> list[Read]:
-    shown = _str(values.get(spec["name"]))[:200]
-    rid = _id(values, spec["id"])
-    if not rid:
-        return [RecordError(f"id missing (column {spec['id']!r})", file=file, line=line, record=shown)]
-    if rid in seen:
-        first, cells = seen[rid]
-        if cells == dict(values):
-            return [RecordWarning(f"repeats line {first} cell for cell: read once", file=file, line=line, record=rid)]
-        return [RecordError(f"duplicate id {rid!r}", file=file, line=line, record=shown)]
-    name = _text(values, spec["name"], " ")
-    if not name:
-        return [RecordError(f"record {rid}: name missing (column {spec['name']!r})", file=file, line=line)]
+    """A row's record, with an error for each date or coordinate that cannot be read (the record kept without
+    it); a row without id or name, or a second row of an id, is an error (a warning when it repeats the first
+    cell for cell)."""
+    named = _identity(values, spec, seen, file=file, line=line)
+    if not isinstance(named, tuple):
+        return [named]
+    rid, name = named
     seen[rid] = (line, dict(values))
     constants = spec.get("constants", {})
     marks = frozenset(cell_key(m) for m in _names(spec["x_mark"])) if "x_mark" in spec else None
     marked = {k: _marked(values, cols, marks) for k, cols in spec.get("x_marked", {}).items()}
-    fields: dict[str, Any] = {}
-    for key in TEXT_FIELDS:
-        text = _text(values, spec.get(key), ", " if key == "address" else "\n\n")
-        if not text and isinstance(constants.get(key), str):
-            text = clean_text(constants[key])
-        if marked.get(key):
-            text = "\n\n".join(t for t in (text, "; ".join(marked[key])) if t)
-        fields[key] = text
+    fields = _text_fields(values, spec, constants, marked)
     fields["id"], fields["name"] = rid, name
     fields["service_id"] = fields["service_id"] or rid
     fields["city"] = " ".join(fields["city"].split())
@@ -354,6 +357,69 @@ def _record(
         if written and not fields[key]:
             out.append(RecordError(f"record {rid}: {key} {written!r} is not a date", file=file, line=line))
     record = ServiceRecord(**fields)
+    _listed_fields(record, values, spec, constants, marked, words)
+    hours = record.hours_text
+    if hours and spec.get("hours_12h"):
+        hours = bare_hours_12h(unglue(hours, weekdays_only=True))
+    record.openings = [] if spec.get("hours_12h") and is_dated(hours) else parse_hours_text(hours)
+    country = _text(values, spec.get("country"), " ") or _str(constants.get("country"))
+    if country:
+        stats.countries[country] += 1
+    coords = _coordinates(values, spec)
+    if isinstance(coords, str):
+        out.append(RecordError(f"record {rid}: {coords}", file=file, line=line))
+    else:
+        record.latitude, record.longitude = coords
+    out.append(record)
+    return out
+
+
+def _identity(
+    values: Mapping[str, Any], spec: Mapping[str, Any], seen: dict[str, tuple[int, Any]], *, file: str, line: int
+) -> tuple[str, str] | RecordError | RecordWarning:
+    """(id, name) of a row, or why it gives no record: no id, no name, or an id already read (a warning when the
+    row repeats that one cell for cell)."""
+    shown = _str(values.get(spec["name"]))[:200]
+    rid = _id(values, spec["id"])
+    if not rid:
+        return RecordError(f"id missing (column {spec['id']!r})", file=file, line=line, record=shown)
+    if rid in seen:
+        first, cells = seen[rid]
+        if cells == dict(values):
+            return RecordWarning(f"repeats line {first} cell for cell: read once", file=file, line=line, record=rid)
+        return RecordError(f"duplicate id {rid!r}", file=file, line=line, record=shown)
+    name = _text(values, spec["name"], " ")
+    if not name:
+        return RecordError(f"record {rid}: name missing (column {spec['name']!r})", file=file, line=line)
+    return rid, name
+
+
+def _text_fields(
+    values: Mapping[str, Any], spec: Mapping[str, Any], constants: Mapping[str, Any], marked: dict[str, list[str]]
+) -> dict[str, Any]:
+    """The text fields: the columns' texts (an address's parts joined by commas), else the constant, with the
+    marked values after them."""
+    fields: dict[str, Any] = {}
+    for key in TEXT_FIELDS:
+        text = _text(values, spec.get(key), ", " if key == "address" else "\n\n")
+        if not text and isinstance(constants.get(key), str):
+            text = clean_text(constants[key])
+        if marked.get(key):
+            text = "\n\n".join(t for t in (text, "; ".join(marked[key])) if t)
+        fields[key] = text
+    return fields
+
+
+def _listed_fields(
+    record: ServiceRecord,
+    values: Mapping[str, Any],
+    spec: Mapping[str, Any],
+    constants: Mapping[str, Any],
+    marked: dict[str, list[str]],
+    words: WordList | None,
+) -> None:
+    """The list fields: the columns' items (split at the field's separator), else the constants, with the marked
+    values after them; languages cleaned unless the mapping says not to."""
 
     def sep(key: str) -> str:
         return str(spec.get(f"{key}_sep", ";"))
@@ -370,26 +436,21 @@ def _record(
     record.accessibility = listed("accessibility")
     record.service_areas = coverage_entries(listed("service_areas"))
     record.taxonomy = _taxonomy(values, spec, sep("taxonomy"), constants, marked.get("taxonomy", []))
-    hours = record.hours_text
-    if hours and spec.get("hours_12h"):
-        hours = bare_hours_12h(unglue(hours, weekdays_only=True))
-    record.openings = [] if spec.get("hours_12h") and is_dated(hours) else parse_hours_text(hours)
-    country = _text(values, spec.get("country"), " ") or _str(constants.get("country"))
-    if country:
-        stats.countries[country] += 1
+
+
+def _coordinates(values: Mapping[str, Any], spec: Mapping[str, Any]) -> tuple[float | None, float | None] | str:
+    """(latitude, longitude) of a row; (None, None) when its cells are empty; what is wrong with them when they
+    are not numbers or out of range."""
     coords = [_str(values.get(spec[k])).strip() if spec.get(k) else "" for k in FLOAT_FIELDS]
-    if any(coords):
-        try:
-            lat, lon = (float(c) for c in coords)
-        except ValueError:
-            out.append(RecordError(f"record {rid}: coordinates {coords} are not numbers", file=file, line=line))
-        else:
-            if -90 <= lat <= 90 and -180 <= lon <= 180:
-                record.latitude, record.longitude = lat, lon
-            else:
-                out.append(RecordError(f"record {rid}: coordinates {coords} out of range", file=file, line=line))
-    out.append(record)
-    return out
+    if not any(coords):
+        return None, None
+    try:
+        lat, lon = (float(c) for c in coords)
+    except ValueError:
+        return f"coordinates {coords} are not numbers"
+    if -90 <= lat <= 90 and -180 <= lon <= 180:
+        return lat, lon
+    return f"coordinates {coords} out of range"
 
 
 def _taxonomy(
