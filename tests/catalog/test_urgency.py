@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import require_datasets
-from tracerag.catalog.assistant import CatalogAssistant, Turn
+from tracerag.catalog.assistant import CatalogAssistant, Turn, _urgent_outcome
 from tracerag.catalog.ingest import build_catalog
 from tracerag.catalog.model import ServiceRecord
-from tracerag.catalog.profile import CatalogProfile
+from tracerag.catalog.profile import CatalogProfile, PhoneNumber
 from tracerag.catalog.urgency import Urgency, always_open_by, detect
 from tracerag.catalog.words import WordList
 from tracerag.config import load_settings
@@ -450,3 +450,26 @@ def test_a_death_threat_is_urgent(catalog: Path, tmp_path: Path) -> None:
         turn = a.ask("someone is threatening to kill me and he knows where i live. miami")
     assert turn.urgency is not None and turn.urgency.danger
     assert turn.reply.startswith("Call 911")
+
+
+_NUMBERS = CatalogProfile(emergency_numbers=(PhoneNumber(label="Emergency", number="911"),))
+
+
+@pytest.mark.parametrize(
+    ("usual", "place", "found", "profile", "outcome"),
+    [
+        (None, False, True, _NUMBERS, CatalogOutcome.CLARIFY),  # "i want to kill myself": lines, then where
+        (None, True, True, _NUMBERS, CatalogOutcome.ANSWER),
+        (None, True, False, _NUMBERS, CatalogOutcome.ANSWER),  # nothing found: the numbers still answer
+        (None, True, False, CatalogProfile(), CatalogOutcome.NONE_FOUND),  # and without numbers, nothing
+        (CatalogOutcome.NONE_FOUND, True, False, _NUMBERS, CatalogOutcome.NONE_FOUND),  # "tonight" alone: as usual
+        (CatalogOutcome.NONE_FOUND, True, True, _NUMBERS, CatalogOutcome.ANSWER),
+        (CatalogOutcome.CLARIFY, False, True, _NUMBERS, CatalogOutcome.CLARIFY),
+    ],
+)
+def test_urgent_outcome(
+    usual: CatalogOutcome | None, place: bool, found: bool, profile: CatalogProfile, outcome: CatalogOutcome
+) -> None:
+    """An urgent turn is never a refusal while there is anything to say; immediacy alone keeps the usual no."""
+    turn = Turn("a bed tonight", usual, "") if usual is not None else None
+    assert _urgent_outcome(turn, place, found, profile) == outcome
