@@ -281,13 +281,14 @@ def _service_records(
         record = _record(row, sal, sid if len(places) == 1 else f"{sid}@{lid}", tables)
         _hours(record, tables.schedules.rows(sid, lid, sal["id"]), stats)
         location = tables.locations.get(lid)
-        coords = _coordinates(location) if location is not None else (None, None)
-        if isinstance(coords, str):
-            if lid not in bad_locations:
-                bad_locations.add(lid)
-                yield RecordError(coords, file=locations_file, line=location.line if location else 0)
-        else:
-            record.latitude, record.longitude = coords
+        if location is not None:
+            coords = _coordinates(location)
+            if isinstance(coords, str):
+                if lid not in bad_locations:
+                    bad_locations.add(lid)
+                    yield RecordError(coords, file=locations_file, line=location.line)
+            else:
+                record.latitude, record.longitude = coords
         yield record
 
 
