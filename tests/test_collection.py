@@ -176,7 +176,7 @@ RESUME_FILES = [
 CHILD = """
 import sys, time
 from pathlib import Path
-import tracerag.collection as collection_module
+import tracerag.collection.ingest as collection_module
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.ingest import read_documents

@@ -225,7 +225,7 @@ def test_an_interrupted_ray_ingest_run_again_ends_as_an_uninterrupted_one(
     path = tmp_path / "ray"
     # every batch committed (flushed and marked indexed) as it is written, so that the stop lands between two
     # commits; a real ingest commits every FLUSH_CHUNKS chunks (tests/test_collection.py kills one in between)
-    monkeypatch.setattr("tracerag.collection.FLUSH_CHUNKS", 1)
+    monkeypatch.setattr("tracerag.collection.ingest.FLUSH_CHUNKS", 1)
     if where == "between-batches":
 
         def on_batch(report: IngestReport) -> None:
@@ -235,7 +235,7 @@ def test_an_interrupted_ray_ingest_run_again_ends_as_an_uninterrupted_one(
         monkeypatch.setattr("tracerag.ingest.jobs.run.Collection.ingest", _with_on_batch(on_batch))
     else:  # after the index took a batch's chunks, before the documents are marked indexed: they stay pending
         calls = {"n": 0}
-        flush = Collection.__dict__["_index"]
+        flush = Collection._index
 
         def index_then_stop(self, docs, *args, **kw):
             calls["n"] += 1

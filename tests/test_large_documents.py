@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-import tracerag.collection as collection_module
+import tracerag.collection.ingest as collection_module
 import tracerag.model as model_module
 import tracerag.store as store_module
 from tracerag.collection import Collection
@@ -159,7 +159,7 @@ def test_an_ingest_interrupted_inside_a_document_resumes_exactly(tmp_path, big_d
 CHILD = """
 import sys, time
 from pathlib import Path
-import tracerag.collection as collection_module
+import tracerag.collection.ingest as collection_module
 import tracerag.store as store_module
 from tracerag.collection import Collection
 from tracerag.config import load_settings

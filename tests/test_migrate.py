@@ -372,7 +372,7 @@ def test_a_read_only_collection_on_a_server_needs_no_private_copy(servers, tmp_p
     settings = settings_for(embeddings).model_copy(update={"cache_dir": tmp_path / "cache"})
     path = built(tmp_path / "hipe", settings, documents=10)
     migrate_to_server(path, settings, url=qdrant.url)
-    monkeypatch.setattr("tracerag.collection.storage_problem", lambda _path: "on read-only storage")
+    monkeypatch.setattr("tracerag.collection.opening.storage_problem", lambda _path: "on read-only storage")
     with Collection.open(path, settings, mode="read") as col:
         assert col.read_only == "on read-only storage"
         assert col.engine.count() == col.store.count_chunks()

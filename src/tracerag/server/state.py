@@ -1,7 +1,7 @@
 """What one server process holds: the collections and the catalog it serves (by name: a request names a
 collection, never a path), the settings, the background jobs, and each worker thread's open collection.
 
-The collection's sharing rules (collection.py: one writer, any number of readers, each opening the index's files
+The collection's sharing rules (collection/opening.py: one writer, any number of readers, each opening the index's files
 itself) hold here as in the CLI: each worker thread keeps its own read-only `Collection` (SQLite connections belong
 to the thread that made them), an ingest runs in a child process that opens the collection for writing, and the
 readers here go on meanwhile, seeing its commits."""
