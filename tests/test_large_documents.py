@@ -16,7 +16,7 @@ import pytest
 
 import tracerag.collection.ingest as collection_module
 import tracerag.model as model_module
-import tracerag.store as store_module
+import tracerag.store.documents as store_module
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.ingest import read_documents
@@ -67,7 +67,7 @@ def _open(path: Path) -> Collection:
 
 def test_a_large_document_goes_to_the_store_and_engine_in_sub_batches(tmp_path, big_document, monkeypatch):
     monkeypatch.setattr(collection_module, "CHUNK_BATCH", SUB_BATCH)
-    monkeypatch.setattr(store_module, "_PART_CHARS", 10_000)  # its text is stored in parts
+    monkeypatch.setattr(store_module, "PART_CHARS", 10_000)  # its text is stored in parts
     expected = _expected(big_document)
     assert len(expected) > 4 * SUB_BATCH
     with _open(tmp_path / "c") as col:
@@ -118,7 +118,7 @@ class _Interrupted(Exception):
 @pytest.mark.parametrize("where", ["progress callback", "engine write"])
 def test_an_ingest_interrupted_inside_a_document_resumes_exactly(tmp_path, big_document, monkeypatch, where):
     monkeypatch.setattr(collection_module, "CHUNK_BATCH", SUB_BATCH)
-    monkeypatch.setattr(store_module, "_PART_CHARS", 10_000)  # resumed from a text stored in parts
+    monkeypatch.setattr(store_module, "PART_CHARS", 10_000)  # resumed from a text stored in parts
     path = tmp_path / "c"
     with _open(path) as col:
         kwargs = {}
@@ -160,7 +160,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 import tracerag.collection.ingest as collection_module
-import tracerag.store as store_module
+import tracerag.store.documents as store_module
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.model import Document

@@ -77,7 +77,7 @@ class EntityWork:
 
 
 class EntityStore(Protocol):
-    """What finding entities needs of the document store (store.py's `DocumentStore`)."""
+    """What finding entities needs of the document store (`store.DocumentStore`)."""
 
     def chunks_for_entities(
         self, limit: int, after: tuple[str, int] = ("", -1), finders: Sequence[str] = ()
