@@ -7,6 +7,9 @@ another) and, apart, the runtime it was created with. The two e5 runtimes run th
 tokenizer and give vectors within 0.99 cosine of each other (0.996 on average; benchmarks/results/embed_speed.md
 also shows an index built with one searched as well with the other), so a collection built with either is searched
 and extended with either: `same_model` says which specs are runtimes of one model.
+
+The package: this interface and `load_embedder`; the OpenAI-compatible endpoint client (endpoint.py); the default
+runtime and its model cache (e5/). Each runtime loads only with the model that needs it.
 """
 
 from __future__ import annotations
