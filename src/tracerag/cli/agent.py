@@ -173,7 +173,7 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     from tracerag.collection import trail_roots
     from tracerag.config import load_settings
     from tracerag.trail import list_trails, read_trail
-    from tracerag.trail.show import summarise
+    from tracerag.trail.summary import summarise
 
     table = Table("run", "status", "question")
     damaged: list[TrailError] = []

@@ -46,7 +46,7 @@ from tracerag.trail.export import (
     run_event,
     sub_questions,
 )
-from tracerag.trail.show import summarise
+from tracerag.trail.summary import summarise
 
 router = APIRouter(tags=["ask"], responses=ERRORS)
 

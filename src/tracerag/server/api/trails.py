@@ -33,7 +33,7 @@ from tracerag.trail import Event, read_trail, trails_by_run
 from tracerag.trail.events import JudgmentEvent
 from tracerag.trail.export import export_sources, named_documents, result_event, store_regions
 from tracerag.trail.reader import read_trail_torn
-from tracerag.trail.show import TrailSummary, summarise
+from tracerag.trail.summary import TrailSummary, summarise
 
 router = APIRouter(tags=["trails"], responses=ERRORS)
 

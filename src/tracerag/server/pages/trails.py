@@ -44,7 +44,7 @@ from tracerag.trail.events import (
     RunKind,
 )
 from tracerag.trail.export import derived_title, replanned, result_event, run_event
-from tracerag.trail.show import research_status, summarise
+from tracerag.trail.summary import research_status, summarise
 
 router = APIRouter(include_in_schema=False)
 
