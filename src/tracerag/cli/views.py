@@ -205,6 +205,20 @@ def print_embedded(done: int, seconds: float) -> None:
 def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
     """Results as a readable list; with `explain_`, each document's channels, span and metadata. Everything that
     comes from the collection or the query is data: literal `Text`, controls shown as escapes."""
+    _print_summary(result, console)
+    if explain_:
+        _print_search_explained(result["params"], console)
+    marks = marking(console)
+    from tracerag.retrieval.explain import searched_queries
+
+    queries = searched_queries(result)
+    for r in result["results"]:
+        _print_result(r, queries, marks, explain_, console)
+
+
+def _print_summary(result: dict[str, Any], console: Console) -> None:
+    """The query, how many documents, the channels that acted, the time; how --windows ordered them; the date the
+    query names."""
     params = result["params"]
     console.print(
         Text.assemble(
@@ -227,67 +241,74 @@ def render(result: dict[str, Any], explain_: bool, console: Console) -> None:
         )
     if params.get("query_date"):
         console.print(data_text(f"date in query: {params['query_date'][0]} … {params['query_date'][1]}"))
-    if explain_:  # how the channels were fused; what the date and phrase channels took from the query, or why not
-        from tracerag.retrieval.explain import fusion_summary
 
-        fusion = params.get("fusion")
-        if fusion:
-            print_wrapped(data_text(f"fusion: {fusion_summary(fusion)}"), console, "  ", first=Text(""))
-        for name, reading in params.get("channel_readings", {}).items():
-            console.print(data_text(f"{name}: {reading['why']}", "" if reading["acts"] else "dim"))
-        if params.get("time_windows"):
-            print_time_windows(params["time_windows"], console)
-        if params.get("regions"):
-            console.print(data_text(params["regions"], "dim"))
-    marks = marking(console)
-    from tracerag.retrieval.explain import searched_queries
 
-    queries = searched_queries(result)
-    for r in result["results"]:
-        meta = " · ".join(
-            x for x in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}") if x
+def _print_search_explained(params: dict[str, Any], console: Console) -> None:
+    """How the channels were fused; what the date and phrase channels took from the query, or why not; the time
+    windows' shares; the page regions."""
+    from tracerag.retrieval.explain import fusion_summary
+
+    fusion = params.get("fusion")
+    if fusion:
+        print_wrapped(data_text(f"fusion: {fusion_summary(fusion)}"), console, "  ", first=Text(""))
+    for name, reading in params.get("channel_readings", {}).items():
+        console.print(data_text(f"{name}: {reading['why']}", "" if reading["acts"] else "dim"))
+    if params.get("time_windows"):
+        print_time_windows(params["time_windows"], console)
+    if params.get("regions"):
+        console.print(data_text(params["regions"], "dim"))
+
+
+def _print_result(r: dict[str, Any], queries: list[str], marks: str | None, explain_: bool, console: Console) -> None:
+    """One result: its rank and title, where it is from, its snippets in reading order; without a marked word, why
+    it is there; with `explain_`, its scores, channels, regions, OCR quality and metadata."""
+    meta = " · ".join(x for x in (r["corpus"], r["date"], r["language"], r["window"] and f"window {r['window']}") if x)
+    console.print()
+    title = title_text(r, queries, marks)
+    print_wrapped(title, console, first=Text(f"{r['rank']:>2}. ", "bold cyan"))
+    ident = "" if r["title_source"] == "doc_id" else safe_line(r["doc_id"])
+    print_wrapped(Text(" · ".join(x for x in (ident, safe_line(meta)) if x), style="dim"), console)
+    for sn in sorted(r.get("snippets", []), key=lambda sn: sn["start"]):  # best first in the data, read in order
+        print_wrapped(kwic_text(sn, marks), console)
+    if explain_:
+        _print_result_explained(r, console)
+    elif not any(sn["spans"] for sn in r.get("snippets", [])):
+        print_wrapped(Text(found_by(r, titled=any(s.style for s in title.spans)), style="dim"), console)
+
+
+def _print_result_explained(r: dict[str, Any], console: Console) -> None:
+    """Where a result is in its source, its score and best chunk, each channel's rank, its page regions, its OCR
+    quality and its source's metadata."""
+    chunk = r["best_chunk"]
+    print_wrapped(Text(safe_line(source_place(r))), console)
+    print_wrapped(
+        Text.assemble(
+            f"score {r['score']:.5f} · best chunk ",
+            safe_line(f"{chunk['chunk_id']} chars {chunk['start']}–{chunk['end']}"),
+        ),
+        console,
+    )
+    for c in r["channels"]:
+        print_wrapped(
+            Text.assemble(
+                (f"{safe_line(c['channel']):<7}", "green"),
+                f" rank {c['rank']:>3}  score {c['score']:.4f}  ",
+                safe_line(f"{c['chunk_id']} [{c['span'][0]}–{c['span'][1]}]"),
+                # a lexical channel: the language index that ranked it, whose scores are its own scale
+                # the two spaces outside safe_line, which strips a line's ends
+                "  " + safe_line(f"({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
+            ),
+            console,
         )
-        console.print()
-        title = title_text(r, queries, marks)
-        print_wrapped(title, console, first=Text(f"{r['rank']:>2}. ", "bold cyan"))
-        ident = "" if r["title_source"] == "doc_id" else safe_line(r["doc_id"])
-        print_wrapped(Text(" · ".join(x for x in (ident, safe_line(meta)) if x), style="dim"), console)
-        chunk = r["best_chunk"]
-        for sn in sorted(r.get("snippets", []), key=lambda sn: sn["start"]):  # best first in the data, read in order
-            print_wrapped(kwic_text(sn, marks), console)
-        if not explain_ and not any(sn["spans"] for sn in r.get("snippets", [])):
-            print_wrapped(Text(found_by(r, titled=any(s.style for s in title.spans)), style="dim"), console)
-        if explain_:
-            print_wrapped(Text(safe_line(source_place(r))), console)
-        if explain_:
-            print_wrapped(
-                Text.assemble(
-                    f"score {r['score']:.5f} · best chunk ",
-                    safe_line(f"{chunk['chunk_id']} chars {chunk['start']}–{chunk['end']}"),
-                ),
-                console,
-            )
-            for c in r["channels"]:
-                print_wrapped(
-                    Text.assemble(
-                        (f"{safe_line(c['channel']):<7}", "green"),
-                        f" rank {c['rank']:>3}  score {c['score']:.4f}  ",
-                        safe_line(f"{c['chunk_id']} [{c['span'][0]}–{c['span'][1]}]"),
-                        # a lexical channel: the language index that ranked it, whose scores are its own scale
-                        # the two spaces outside safe_line, which strips a line's ends
-                        "  " + safe_line(f"({c['field']} index, rank {c['field_rank']})") if "field" in c else "",
-                    ),
-                    console,
-                )
-            for region in r.get("regions", []):
-                where = f"page {region['page_id']} ({region['page_number']}): box "
-                where += ",".join(f"{v:g}" for v in region["box"]) + f" {region['unit'] or '?'}"
-                console.print(Text.assemble("    ", safe_line(where), "  ", safe_line(region["url"] or region["note"])))
-            if r.get("ocr"):
-                print_wrapped(Text(safe_line(ocr_line(r["ocr"], r.get("ocr_quality_stated")))), console)
-            shown = {k: v for k, v in r["source"].items() if k in ("file", "publication", "dataset", "page_id")}
-            if shown or r["fields"]:
-                print_wrapped(Text("metadata: " + safe_line(json_dumps(shown | r["fields"]))), console)
+    for region in r.get("regions", []):
+        where = f"page {region['page_id']} ({region['page_number']}): box "
+        where += ",".join(f"{v:g}" for v in region["box"]) + f" {region['unit'] or '?'}"
+        console.print(Text.assemble("    ", safe_line(where), "  ", safe_line(region["url"] or region["note"])))
+    if r.get("ocr"):
+        print_wrapped(Text(safe_line(ocr_line(r["ocr"], r.get("ocr_quality_stated")))), console)
+    shown = {k: v for k, v in r["source"].items() if k in ("file", "publication", "dataset", "page_id")}
+    if shown or r["fields"]:
+        print_wrapped(Text("metadata: " + safe_line(json_dumps(shown | r["fields"]))), console)
 
 
 INDENT = "    "  # a result's lines under its rank
