@@ -119,116 +119,174 @@ class Guard:
         if scope["type"] != "http":  # lifespan
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
-        path: str = scope.get("path", "/")
-        method: str = scope.get("method", "GET")
-        api = path.startswith("/api/") or path == "/api"
-        cookies = _cookies(headers)
-
-        async def refuse(
-            status: int, message: str, extra: dict[str, str] | None = None, field: str | None = None
-        ) -> None:
-            await _error(send, status, message, api=api, extra=extra, field=field)
-
-        if self.loopback_only and _host_only(headers.get("host", "")) not in LOOPBACK:
-            await refuse(421, "this server answers only to a loopback host name (127.0.0.1 or localhost)")
+        request = _Request.of(scope, send)
+        refusal = self._refusal(request)
+        if refusal is not None:
+            await request.refuse(*refusal)
             return
-        if any(ord(c) < 32 or ord(c) == 127 for c in path):
+        if self.token is not None and await _answered_by_token(request, self.token):
+            return
+        limit = self._limit(request.path)
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await request.refuse(413, f"request body too large: {int(length)} bytes, at most {limit}")
+            return
+        passed, read = await _csrf_checked(request, receive, limit)
+        if not passed:
+            return
+        app_receive = await _app_receive(request, receive, read, limit)
+        if app_receive is not None:
+            await self._forward(request, app_receive)
+
+    def _refusal(self, request: _Request) -> tuple[int, str, dict[str, str] | None] | None:
+        """Why a request is refused before its token is looked at (a host name, its path, its rate), or None."""
+        if self.loopback_only and _host_only(request.headers.get("host", "")) not in LOOPBACK:
+            return 421, "this server answers only to a loopback host name (127.0.0.1 or localhost)", None
+        if any(ord(c) < 32 or ord(c) == 127 for c in request.path):
             # no name of anything served holds a control character; a NUL would reach a file system call
-            await refuse(400, "a control character in the request path")
-            return
-        client = (scope.get("client") or ("?", 0))[0]
+            return 400, "a control character in the request path", None
+        client = (request.scope.get("client") or ("?", 0))[0]
         wait = self.limiter.allow(client)
         if wait:
-            await refuse(429, "too many requests: slow down", {"retry-after": str(max(1, round(wait)))})
-            return
+            return 429, "too many requests: slow down", {"retry-after": str(max(1, round(wait)))}
+        return None
 
-        if self.token is not None:
-            query_token = _query_token(scope)
-            if query_token is not None and not (path == PRINTED_PATH and method in SAFE_METHODS):
-                # a token in an address stays in history, logs and Referer headers: only the address `serve`
-                # printed may carry it, once, to be exchanged for the cookie
-                await refuse(401, _address_token_refusal(api), {"www-authenticate": "Bearer"})
-                return
-            offered = _bearer(headers) or cookies.get(TOKEN_COOKIE) or query_token
-            if not offered or not hmac.compare_digest(offered.encode(), self.token.encode()):
-                await refuse(401, _token_refusal(api, wrong=bool(offered)), {"www-authenticate": "Bearer"})
-                return
-            if query_token is not None:
-                # the printed address carries the token once: keep it in a cookie and drop it from the address
-                await _redirect_without_token(send, scope, self.token)
-                return
+    def _limit(self, path: str) -> int:
+        """The most bytes a request's body may hold: an upload's limit on the ingest routes, else the body's."""
+        return self.max_upload if path.startswith(UPLOAD_PATHS) and path.endswith(UPLOAD_SUFFIX) else self.max_body
 
-        limit = self.max_upload if path.startswith(UPLOAD_PATHS) and path.endswith(UPLOAD_SUFFIX) else self.max_body
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            await refuse(413, f"request body too large: {int(length)} bytes, at most {limit}")
-            return
-
-        read: bytes | None = None  # a body the guards had to read, handed on to the app
-        if method not in SAFE_METHODS:
-            form_token = None
-            if not api and _content_type(headers) == "application/x-www-form-urlencoded":
-                # a page's form sent without JavaScript cannot set a header: it echoes the cookie in a field
-                try:
-                    read = await _whole_body(_limited(receive, limit))
-                except BodyTooLarge as exc:
-                    await refuse(413, f"request body too large: more than {exc.limit} bytes")
-                    return
-                form_token = _form_field(read, CSRF_FIELD)
-            problem = _csrf_problem(headers, cookies, bearer=_bearer(headers) is not None, form_token=form_token)
-            if problem:
-                await refuse(403, problem)
-                return
-
-        csrf = cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(18)
-        scope.setdefault("state", {})["csrf_token"] = csrf
-        new_csrf = CSRF_COOKIE not in cookies
+    async def _forward(self, request: _Request, app_receive: Receive) -> None:
+        """Hand the request to the app, with the CSRF token for its pages, and every response with the security
+        headers (and the CSRF cookie when the browser has none yet); a body too large or a bug answered here."""
+        csrf = request.cookies.get(CSRF_COOKIE) or secrets.token_urlsafe(18)
+        request.scope.setdefault("state", {})["csrf_token"] = csrf
+        extra = _response_headers(request.api, None if CSRF_COOKIE in request.cookies else csrf)
         started = False
-        limited_receive = _limited(receive, limit)
 
         async def send_with_headers(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                extra = [
-                    (b"content-security-policy", CSP.encode()),
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY"),
-                ]
-                if api:
-                    extra.append((b"cache-control", b"no-store"))
-                if new_csrf:
-                    extra.append((b"set-cookie", _cookie(CSRF_COOKIE, csrf)))
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        app_receive: Receive = limited_receive if read is None else _replay(read, receive)
-        if read is None and method not in SAFE_METHODS and _content_type(headers) == "application/json":
-            try:
-                body = await _whole_body(limited_receive)
-            except BodyTooLarge as exc:
-                await refuse(413, f"request body too large: more than {exc.limit} bytes")
-                return
-            field = lone_surrogate(body)
-            if field is not None:
-                message = f"{field}: not text (a lone UTF-16 surrogate escape); send the characters themselves"
-                await refuse(422, message, field=field)
-                return
-            app_receive = _replay(body, receive)
+            await request.send(message)
 
         try:
-            await self.app(scope, app_receive, send_with_headers)
+            await self.app(request.scope, app_receive, send_with_headers)
         except BodyTooLarge as exc:
             if not started:
-                await refuse(413, f"request body too large: more than {exc.limit} bytes")
+                await request.refuse(413, f"request body too large: more than {exc.limit} bytes")
         except Exception:
             # a bug: answered here, in the API's shape and with the headers every answer has (the error middleware
             # outside would answer bare text without them), then passed on for the server's log
             if not started:
-                await refuse(500, "internal error: the server's log has the details")
+                await request.refuse(500, "internal error: the server's log has the details")
             raise
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One HTTP request as the guards read it, and the way to refuse it (in the API's shape on the API, else a
+    page)."""
+
+    scope: Scope
+    send: Send
+    headers: dict[str, str]
+    cookies: dict[str, str]
+    path: str
+    method: str
+    api: bool
+
+    @classmethod
+    def of(cls, scope: Scope, send: Send) -> _Request:
+        headers = _headers(scope)
+        path: str = scope.get("path", "/")
+        method: str = scope.get("method", "GET")
+        api = path.startswith("/api/") or path == "/api"
+        return cls(scope, send, headers, _cookies(headers), path, method, api)
+
+    async def refuse(
+        self, status: int, message: str, extra: dict[str, str] | None = None, field: str | None = None
+    ) -> None:
+        await _error(self.send, status, message, api=self.api, extra=extra, field=field)
+
+
+async def _answered_by_token(request: _Request, token: str) -> bool:
+    """Whether the token check answered the request itself: refused (no token, the wrong one, or one in an address
+    that may not carry it), or the printed address redirected without its token, now kept in a cookie."""
+    query_token = _query_token(request.scope)
+    if query_token is not None and not (request.path == PRINTED_PATH and request.method in SAFE_METHODS):
+        # a token in an address stays in history, logs and Referer headers: only the address `serve`
+        # printed may carry it, once, to be exchanged for the cookie
+        await request.refuse(401, _address_token_refusal(request.api), {"www-authenticate": "Bearer"})
+        return True
+    offered = _bearer(request.headers) or request.cookies.get(TOKEN_COOKIE) or query_token
+    if not offered or not hmac.compare_digest(offered.encode(), token.encode()):
+        await request.refuse(401, _token_refusal(request.api, wrong=bool(offered)), {"www-authenticate": "Bearer"})
+        return True
+    if query_token is not None:
+        # the printed address carries the token once: keep it in a cookie and drop it from the address
+        await _redirect_without_token(request.send, request.scope, token)
+        return True
+    return False
+
+
+async def _csrf_checked(request: _Request, receive: Receive, limit: int) -> tuple[bool, bytes | None]:
+    """Whether a request passes the CSRF check (one that changes nothing always does), and the body of a page's
+    form, read to find its token: the app is handed that body, since it cannot be read twice."""
+    if request.method in SAFE_METHODS:
+        return True, None
+    read: bytes | None = None
+    form_token = None
+    if not request.api and _content_type(request.headers) == "application/x-www-form-urlencoded":
+        # a page's form sent without JavaScript cannot set a header: it echoes the cookie in a field
+        try:
+            read = await _whole_body(_limited(receive, limit))
+        except BodyTooLarge as exc:
+            await request.refuse(413, f"request body too large: more than {exc.limit} bytes")
+            return False, None
+        form_token = _form_field(read, CSRF_FIELD)
+    bearer = _bearer(request.headers) is not None
+    problem = _csrf_problem(request.headers, request.cookies, bearer=bearer, form_token=form_token)
+    if problem:
+        await request.refuse(403, problem)
+        return False, None
+    return True, read
+
+
+async def _app_receive(request: _Request, receive: Receive, read: bytes | None, limit: int) -> Receive | None:
+    """Where the app reads the body from: the form the guards read, a JSON body read whole and checked for lone
+    surrogates, or else the request's own body under its limit; None when the body was refused."""
+    if read is not None:
+        return _replay(read, receive)
+    limited_receive = _limited(receive, limit)
+    if request.method in SAFE_METHODS or _content_type(request.headers) != "application/json":
+        return limited_receive
+    try:
+        body = await _whole_body(limited_receive)
+    except BodyTooLarge as exc:
+        await request.refuse(413, f"request body too large: more than {exc.limit} bytes")
+        return None
+    field = lone_surrogate(body)
+    if field is not None:
+        message = f"{field}: not text (a lone UTF-16 surrogate escape); send the characters themselves"
+        await request.refuse(422, message, field=field)
+        return None
+    return _replay(body, receive)
+
+
+def _response_headers(api: bool, new_csrf: str | None) -> list[tuple[bytes, bytes]]:
+    """The headers every response of the app gets; `new_csrf`: the CSRF cookie to set, for a browser with none."""
+    extra = [
+        (b"content-security-policy", CSP.encode()),
+        (b"x-content-type-options", b"nosniff"),
+        (b"referrer-policy", b"no-referrer"),
+        (b"x-frame-options", b"DENY"),
+    ]
+    if api:
+        extra.append((b"cache-control", b"no-store"))
+    if new_csrf is not None:
+        extra.append((b"set-cookie", _cookie(CSRF_COOKIE, new_csrf)))
+    return extra
 
 
 class BodyTooLarge(HTTPException):
