@@ -331,18 +331,39 @@ def statements(answer: SearchAnswer) -> list[str]:
     variants searched and what was added to the query."""
     params, expansion = answer.params, answer.expansion or {}
     variants = [v for v in expansion.get("variants") or [] if v.get("query")]
-    said: list[str] = []
-    windows = params.get("windows")
-    if windows and answer.results:
-        if variants:
-            said.append(
-                f"Each query's results were balanced across time windows of {windows}, then the queries' "
-                "rankings fused: the results are in fused-score order."
-            )
-        else:
-            said.append(f"Balanced across time windows of {windows}, not sorted by score.")
-    elif answer.results:
-        said.append("Sorted by score.")
+    said = _order(answer, variants)
+    limits = _limits(params)
+    if limits:
+        said.append("Searched only: " + "; ".join(limits) + ".")
+    if expansion.get("filter_expression"):
+        allowed = expansion.get("allowed")
+        said.append(f"The boolean filter admitted {allowed:,} document{'' if allowed == 1 else 's'}.")
+    said += _channels(params)
+    searched = expansion.get("searched")
+    if searched and " ".join(searched.split()) != " ".join(answer.query.split()):
+        said.append(f"Searched as “{searched}” (with the words added).")
+    if variants:
+        said.append("Also searched: " + "; ".join(f"“{v['query']}” ({v.get('source', 'variant')})" for v in variants))
+    return said
+
+
+def _order(answer: SearchAnswer, variants: list[dict[str, Any]]) -> list[str]:
+    """The order of the results: by score, or balanced across time windows (then fused again, with variants)."""
+    windows = answer.params.get("windows")
+    if not answer.results:
+        return []
+    if not windows:
+        return ["Sorted by score."]
+    if variants:
+        return [
+            f"Each query's results were balanced across time windows of {windows}, then the queries' "
+            "rankings fused: the results are in fused-score order."
+        ]
+    return [f"Balanced across time windows of {windows}, not sorted by score."]
+
+
+def _limits(params: dict[str, Any]) -> list[str]:
+    """What the filter limited the search to: sub-corpora, languages, dates, fields, OCR quality."""
     flt = params.get("filter") or {}
     limits = []
     if flt.get("corpora"):
@@ -355,29 +376,26 @@ def statements(answer: SearchAnswer) -> list[str]:
         limits.append(f"{key} = {value}")
     if params.get("min_ocr_quality") is not None:
         limits.append(f"estimated OCR quality at least {params['min_ocr_quality']}")
-    if limits:
-        said.append("Searched only: " + "; ".join(limits) + ".")
-    if expansion.get("filter_expression"):
-        allowed = expansion.get("allowed")
-        said.append(f"The boolean filter admitted {allowed:,} document{'' if allowed == 1 else 's'}.")
+    return limits
+
+
+def _channels(params: dict[str, Any]) -> list[str]:
+    """The channels that found something, and why each other stayed silent or found nothing."""
+    said = []
     active = list(params.get("active_channels") or [])
     if active:
         said.append(f"Found by the channel{'s' if len(active) > 1 else ''} " + ", ".join(active) + ".")
     readings = params.get("channel_readings") or {}
     for channel in params.get("channels") or []:
-        if channel not in active:
-            reading = readings.get(channel) or {}
-            why = reading.get("why")
-            if why and reading.get("acts") is False:
-                said.append(f"The {channel} channel stayed silent: {why}.")
-            else:
-                # after a colon: `why` may hold parentheses of its own
-                said.append(f"The {channel} channel found nothing" + (f": it searched {why}." if why else "."))
-    searched = expansion.get("searched")
-    if searched and " ".join(searched.split()) != " ".join(answer.query.split()):
-        said.append(f"Searched as “{searched}” (with the words added).")
-    if variants:
-        said.append("Also searched: " + "; ".join(f"“{v['query']}” ({v.get('source', 'variant')})" for v in variants))
+        if channel in active:
+            continue
+        reading = readings.get(channel) or {}
+        why = reading.get("why")
+        if why and reading.get("acts") is False:
+            said.append(f"The {channel} channel stayed silent: {why}.")
+        else:
+            # after a colon: `why` may hold parentheses of its own
+            said.append(f"The {channel} channel found nothing" + (f": it searched {why}." if why else "."))
     return said
 
 
