@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from tracerag.collection import Collection
 from tracerag.engine.text_index import language_of
 from tracerag.ingest.alto_regions import NO_BOXES, check_base, page_regions
-from tracerag.model import Hit, Ranking
+from tracerag.model import Document, Hit, RankedDocument, Ranking
 from tracerag.retrieval.kwic import rarity, snippets
 from tracerag.text import TITLE_PREFIX_CHARS, document_title
+
+if TYPE_CHECKING:
+    from tracerag.store import DocumentStore, StoredChunk
 
 SCHEMA_VERSION = 2  # 2: results' `score` (was `rrf_score`: the fused score is not always RRF's), params.fusion
 
@@ -32,84 +36,23 @@ def explain(
     first); a collection that keeps no String boxes has none, and `params.regions` says so.
     """
     store = collection.store
-    # Which field of a lexical channel ranked a chunk, and where: shown beside the channel's merged rank.
-    field_of = {
-        (channel, h.chunk_id): (field, h.rank)
-        for channel, fields in ranking.field_hits.items()
-        for field, hits in fields.items()
-        for h in hits
-    }
-    doc_ids = [d.doc_id for d in ranking.documents]
-    docs = store.get_documents(doc_ids, text=False)  # a result shows a span, not a (possibly 200 MB) text
-    ocr = store.ocr_estimates(doc_ids)  # the OCR-quality estimate and its parts (ingest/ocr_quality.py)
-    chunk_ids = {d.best_chunk_id for d in ranking.documents}
-    chunk_ids |= {e.chunk_id for d in ranking.documents for e in d.channels}
-    chunks = store.get_chunks(sorted(chunk_ids))
-    best_spans = [(c.doc_id, c.start, c.end) for c in (chunks.get(d.best_chunk_id) for d in ranking.documents) if c]
-    cited = store.text_spans(best_spans)
-    # a document without a title of its own is shown by its first words, as every other page shows it
-    openings = store.text_spans(
-        (i, 0, TITLE_PREFIX_CHARS) for i, doc in docs.items() if not (doc.title and doc.title.strip())
-    )
+    found = _Found.read(ranking, store)
     regions = collection.settings.regions
     base = check_base(iiif_base) or regions.iiif_base
     has_boxes = store.keeps_boxes()
     results: list[dict[str, Any]] = []
     dropped = 0
     for d in ranking.documents:
-        doc = docs.get(d.doc_id)
-        best = chunks.get(d.best_chunk_id)
-        if doc is None or best is None or any(e.chunk_id not in chunks for e in d.channels):
+        if not found.complete(d):
             dropped += 1
             continue
-        title, title_source = document_title(doc.title, openings.get((d.doc_id, 0, TITLE_PREFIX_CHARS)), d.doc_id)
-        results.append(
-            {
-                "rank": len(results) + 1,
-                "doc_id": d.doc_id,
-                "score": round(d.score, 6),  # the fused score, by params.fusion.method
-                "corpus": doc.corpus,
-                "date": doc.date,
-                "language": doc.language,
-                "title": title,
-                "title_source": title_source,  # "document", "text" (its first words) or "doc_id"
-                "window": d.window,
-                "source": {k: v for k, v in doc.source.items() if isinstance(v, str | int | float | bool)},
-                "fields": doc.fields,
-                "ocr": ocr.get(d.doc_id),
-                "ocr_quality_stated": doc.ocr_quality,  # what the source itself says, if anything
-                "best_chunk": {
-                    "chunk_id": best.id,
-                    "start": best.start,
-                    "end": best.end,
-                    "text": cited.get((best.doc_id, best.start, best.end), ""),
-                },
-                "regions": [
-                    r.to_dict()
-                    for r in page_regions(
-                        d.doc_id,
-                        doc.source,
-                        store.boxes_in(d.doc_id, best.start, best.end),
-                        iiif_base=base,
-                        dpi=regions.dpi,
-                    )
-                ]
-                if has_boxes
-                else [],
-                "channels": [
-                    {
-                        "channel": e.channel,
-                        "rank": e.rank,
-                        "score": round(e.score, 6),
-                        "chunk_id": e.chunk_id,
-                        "span": [chunks[e.chunk_id].start, chunks[e.chunk_id].end],
-                    }
-                    | _field_entry(field_of.get((e.channel, e.chunk_id)))
-                    for e in sorted(d.channels, key=lambda e: e.channel)
-                ],
-            }
-        )
-    add_snippets(collection, results, _queries(ranking.params), {i: doc.source for i, doc in docs.items()})
+        doc, best = found.docs[d.doc_id], found.chunks[d.best_chunk_id]
+        shown = []
+        if has_boxes:  # where the best chunk lies on the page scans
+            boxes = store.boxes_in(d.doc_id, best.start, best.end)
+            shown = [r.to_dict() for r in page_regions(d.doc_id, doc.source, boxes, iiif_base=base, dpi=regions.dpi)]
+        results.append(found.result(d, len(results) + 1, shown))
+    add_snippets(collection, results, _queries(ranking.params), {i: doc.source for i, doc in found.docs.items()})
     return {
         "schema": SCHEMA_VERSION,
         "collection": str(collection.path),
@@ -129,6 +72,89 @@ def explain(
             for name, fields in ranking.field_hits.items()
         },
     }
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the store holds for a ranking's documents, each kind read in one go: the documents (without their
+    text), their OCR estimates, the chunks the results cite, the best chunks' text, the openings that title an
+    untitled document; and which field of a lexical channel ranked each chunk, and where."""
+
+    docs: dict[str, Document]
+    ocr: dict[str, dict]
+    chunks: dict[str, StoredChunk]
+    cited: dict[tuple[str, int, int], str]
+    openings: dict[tuple[str, int, int], str]
+    field_of: dict[tuple[str, str], tuple[str, int]]
+
+    @classmethod
+    def read(cls, ranking: Ranking, store: DocumentStore) -> _Found:
+        # Which field of a lexical channel ranked a chunk, and where: shown beside the channel's merged rank.
+        field_of = {
+            (channel, h.chunk_id): (field, h.rank)
+            for channel, fields in ranking.field_hits.items()
+            for field, hits in fields.items()
+            for h in hits
+        }
+        doc_ids = [d.doc_id for d in ranking.documents]
+        docs = store.get_documents(doc_ids, text=False)  # a result shows a span, not a (possibly 200 MB) text
+        ocr = store.ocr_estimates(doc_ids)  # the OCR-quality estimate and its parts (ingest/ocr_quality.py)
+        chunk_ids = {d.best_chunk_id for d in ranking.documents}
+        chunk_ids |= {e.chunk_id for d in ranking.documents for e in d.channels}
+        chunks = store.get_chunks(sorted(chunk_ids))
+        best = [(c.doc_id, c.start, c.end) for c in (chunks.get(d.best_chunk_id) for d in ranking.documents) if c]
+        cited = store.text_spans(best)
+        # a document without a title of its own is shown by its first words, as every other page shows it
+        openings = store.text_spans(
+            (i, 0, TITLE_PREFIX_CHARS) for i, doc in docs.items() if not (doc.title and doc.title.strip())
+        )
+        return cls(docs, ocr, chunks, cited, openings, field_of)
+
+    def complete(self, d: RankedDocument) -> bool:
+        """Whether the store holds the document and every chunk its result cites (see `explain`: in flux)."""
+        return (
+            d.doc_id in self.docs
+            and d.best_chunk_id in self.chunks
+            and all(e.chunk_id in self.chunks for e in d.channels)
+        )
+
+    def result(self, d: RankedDocument, rank: int, regions: list[dict[str, Any]]) -> dict[str, Any]:
+        """One result of `explain`, its snippets still to add."""
+        doc, best = self.docs[d.doc_id], self.chunks[d.best_chunk_id]
+        title, title_source = document_title(doc.title, self.openings.get((d.doc_id, 0, TITLE_PREFIX_CHARS)), d.doc_id)
+        return {
+            "rank": rank,
+            "doc_id": d.doc_id,
+            "score": round(d.score, 6),  # the fused score, by params.fusion.method
+            "corpus": doc.corpus,
+            "date": doc.date,
+            "language": doc.language,
+            "title": title,
+            "title_source": title_source,  # "document", "text" (its first words) or "doc_id"
+            "window": d.window,
+            "source": {k: v for k, v in doc.source.items() if isinstance(v, str | int | float | bool)},
+            "fields": doc.fields,
+            "ocr": self.ocr.get(d.doc_id),
+            "ocr_quality_stated": doc.ocr_quality,  # what the source itself says, if anything
+            "best_chunk": {
+                "chunk_id": best.id,
+                "start": best.start,
+                "end": best.end,
+                "text": self.cited.get((best.doc_id, best.start, best.end), ""),
+            },
+            "regions": regions,
+            "channels": [
+                {
+                    "channel": e.channel,
+                    "rank": e.rank,
+                    "score": round(e.score, 6),
+                    "chunk_id": e.chunk_id,
+                    "span": [self.chunks[e.chunk_id].start, self.chunks[e.chunk_id].end],
+                }
+                | _field_entry(self.field_of.get((e.channel, e.chunk_id)))
+                for e in sorted(d.channels, key=lambda e: e.channel)
+            ],
+        }
 
 
 def _hit_entry(h: Hit) -> dict[str, Any]:
