@@ -109,38 +109,55 @@ def candidates(query: str, pipelines: Pipelines | None) -> list[_Candidate]:
     stated, _ = read_date(query)
     cut = (stated.start, stated.end) if stated is not None else (len(query), len(query))
     words = [(s, e) for s, e in _words(query) if e <= cut[0] or s >= cut[1]]
-    out: list[_Candidate] = []
     short = len(words) <= SHORT_QUERY_WORDS
     # a short query's every run of words is a candidate already: the pipelines read the longer ones
-    if not short and pipelines is not None and spacy_missing() is None:
-        for lang in sorted(pipelines.names):
-            if pipelines.why_not(lang) is None:
-                for start, end, _ in pipelines.find(lang, [query])[0]:
-                    out.append(_Candidate(start, end, "pipeline"))
+    out = [] if short else _pipeline_candidates(query, pipelines)
     quotes, _ = quotes_of(query)
     out.extend(_Candidate(q.start + 1, q.end - 1, "quoted") for q in quotes if q.end - q.start > 2)
+    for run in [words] if short else _capitalised_runs(query, words):
+        out.extend(_run_candidates(query, run, short))
+    return out
+
+
+def _pipeline_candidates(query: str, pipelines: Pipelines | None) -> list[_Candidate]:
+    """The entities the spaCy pipelines find in the query, in each language they can read (none without spaCy)."""
+    if pipelines is None or spacy_missing() is not None:
+        return []
+    return [
+        _Candidate(start, end, "pipeline")
+        for lang in sorted(pipelines.names)
+        if pipelines.why_not(lang) is None
+        for start, end, _ in pipelines.find(lang, [query])[0]
+    ]
+
+
+def _capitalised_runs(query: str, words: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """The runs of capitalised words of a longer query, each a source of candidates; a short lower-case word
+    between two capitalised ones joins them ("Journal de Genève", "Rio de Janeiro")."""
     runs: list[list[tuple[int, int]]] = [[]]
-    for i, (s, e) in enumerate(words):  # runs of capitalised words, each a source of candidates
-        joins = (  # a short lower-case word between two capitalised ones: "Journal de Genève", "Rio de Janeiro"
-            runs[-1] and e - s <= 3 and i + 1 < len(words) and query[words[i + 1][0]].isupper()
-        )
+    for i, (s, e) in enumerate(words):
+        joins = runs[-1] and e - s <= 3 and i + 1 < len(words) and query[words[i + 1][0]].isupper()
         if query[s].isupper() or joins:
             runs[-1].append((s, e))
         elif runs[-1]:
             runs.append([])
     # a longer query's first word is capitalised as the sentence's start: alone, it names nothing
-    runs = [r for r in runs if r and not (len(r) == 1 and r[0] == words[0])] if words else []
-    spans = [words] if short else runs
-    for run in spans:
-        for i in range(len(run)):
-            for j in range(i, len(run)):
-                piece = query[run[i][0] : run[j][1]]
-                if i == j and piece.islower() and len(piece) < 4:
-                    continue  # a lone short lower-case word ("de", "la") names nothing
-                if not short and not (query[run[i][0]].isupper() and query[run[j][0]].isupper()):
-                    continue  # a joining word ("de") starts or ends no name
-                kind = "words" if short and not all(query[s].isupper() for s, _ in run[i : j + 1]) else "capitalised"
-                out.append(_Candidate(run[i][0], run[j][1], kind))
+    return [r for r in runs if r and not (len(r) == 1 and r[0] == words[0])] if words else []
+
+
+def _run_candidates(query: str, run: list[tuple[int, int]], short: bool) -> list[_Candidate]:
+    """Every span of whole words of `run`: in a short query all of them ("words", "capitalised" when each word
+    is), in a longer one those that start and end on a capitalised word."""
+    out = []
+    for i in range(len(run)):
+        for j in range(i, len(run)):
+            piece = query[run[i][0] : run[j][1]]
+            if i == j and piece.islower() and len(piece) < 4:
+                continue  # a lone short lower-case word ("de", "la") names nothing
+            if not short and not (query[run[i][0]].isupper() and query[run[j][0]].isupper()):
+                continue  # a joining word ("de") starts or ends no name
+            kind = "words" if short and not all(query[s].isupper() for s, _ in run[i : j + 1]) else "capitalised"
+            out.append(_Candidate(run[i][0], run[j][1], kind))
     return out
 
 
