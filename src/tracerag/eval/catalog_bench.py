@@ -250,134 +250,203 @@ def _typo(city: str, rng: random.Random, known: set[str]) -> str | None:
 def generate(store: CatalogStore, n: int = 1000, seed: int = 0) -> list[CatalogQuery]:
     """`n` requests spread over the categories the catalog supports (`unsupported_categories` says which it does
     not, and why), no-location and not-in-catalog ones included, reproducible from `seed`."""
-    rng = random.Random(seed)
     skipped = unsupported_categories(store)
     categories = [c for c in CATEGORIES if c not in skipped]
     if not categories:
         return []
-    with_hours = "hours" not in skipped
-    profile = profile_of(store)
-    text_language = text_language_name(profile.language)
-    weekdays = WordList.load(profile.language, profile.words).weekday_names
-    not_held = verify_topics(store).kept
-    known_cities = {fold_key(c) for c in store.gazetteer().cities.values()}
-    records = store.get(store.all_ids())
-    by_city: dict[str, list] = defaultdict(list)
-    for r in records.values():
-        if r.city:
-            by_city[r.city].append(r)
-    terms = _topic_terms(store)
+    requests = _Requests.of(store, random.Random(seed), with_hours="hours" not in skipped)
     queries: list[CatalogQuery] = []
     per = max(1, n // len(categories))
     overflow = "combination" if "combination" in categories else categories[0]  # what n % len(categories) adds
-
-    def add(category: str, text: str, structural: list[Structural], semantic: list[Semantic] | None = None) -> None:
-        gold = store.filter(structural) if structural else []
-        if category != "no_location" and not gold:
-            return
-        queries.append(CatalogQuery(f"{category}-{len(queries)}", category, text, structural, semantic or [], gold))
-
-    def city_term() -> tuple[str, str, str]:
-        # Service terms only: the Y facet names target populations ("Older Adults"), which are eligibility, not a
-        # kind of service.
-        typed = [r for r in records.values() if r.city and _service_terms(r)]
-        if not typed:  # a catalog without taxonomy: a place only (named and not-in-catalog requests)
-            return rng.choice([r for r in records.values() if r.city]).city, "", ""
-        record = rng.choice(typed)
-        term_id, term_name = rng.choice(_service_terms(record))
-        return record.city, term_id, term_name
-
     guard = 0
     while len(queries) < n and guard < n * 50:
         guard += 1
         category = categories[len(queries) // per] if len(queries) // per < len(categories) else overflow
-        city, term_id, term_name = city_term()
-        city_c = Structural(ConstraintKind.CITY, (city,), city)
-        type_c = Structural(ConstraintKind.SERVICE_TYPE, (term_id,), term_name)
-        topic = _phrase(term_name)
-        if category == "location":
-            if rng.random() < 0.3:
-                record = rng.choice(by_city[city])
-                if record.zip:
-                    add(category, f"{topic} near {record.zip}", [Structural(ConstraintKind.ZIP, (record.zip,)), type_c])
-                    continue
-            add(
-                category,
-                rng.choice(["{t} in {c}", "I need {t} in {c}", "where can I find {t} in {c}?"]).format(t=topic, c=city),
-                [city_c, type_c],
-            )
-        elif category == "eligibility":
-            condition = rng.choice(
-                [
-                    ("that doesn't need ID", Semantic("ID required", negated=True)),
-                    ("for seniors", Semantic("seniors")),
-                    ("for veterans", Semantic("veterans")),
-                    ("for children", Semantic("children")),
-                ]
-            )
-            add(category, f"{topic} in {city} {condition[0]}", [city_c, type_c], [condition[1]])
-        elif category == "hours":
-            day = rng.choice(range(7)) if rng.random() < 0.3 else rng.choice(range(5))
-            day_c = Structural(ConstraintKind.WEEKDAY, (str(day),), weekdays[day])
-            if rng.random() < 0.5:
-                hour = rng.choice([9, 10, 14, 16])
-                time_c = Structural(
-                    ConstraintKind.TIME, (str(hour * 60),), f"{hour % 12 or 12}{'am' if hour < 12 else 'pm'}"
-                )
-                add(
-                    category,
-                    f"{topic} in {city} open on {weekdays[day]} at {time_c.said}",
-                    [city_c, type_c, day_c, time_c],
-                )
-            else:
-                add(category, f"{topic} in {city} open on {weekdays[day]}", [city_c, type_c, day_c])
-        elif category == "named":
-            record = rng.choice(by_city[city])
-            name = record.name.strip()
-            if len(name) < 6:
-                continue
-            gold_ids = [r.id for r in by_city[city] if r.name.strip().casefold() == name.casefold()]
-            queries.append(
-                CatalogQuery(f"named-{len(queries)}", "named", f"{name} in {city}", [city_c], [], sorted(gold_ids))
-            )
-        elif category == "combination":
-            parts, text = [city_c, type_c], f"{topic} in {city}"
-            if with_hours:
-                day = rng.choice(range(5))
-                parts.append(Structural(ConstraintKind.WEEKDAY, (str(day),), weekdays[day]))
-                text = f"{topic} in {city} open {weekdays[day]}"
-            langs = Counter(lang for r in by_city[city] for lang in r.languages if lang != text_language)
-            if langs and (rng.random() < 0.6 or not with_hours):
-                lang = rng.choice(sorted(langs))
-                parts.append(Structural(ConstraintKind.LANGUAGE, (lang,), lang))
-                text = f"{lang}-speaking {text}"
-            add(category, text, parts)
-        elif category == "no_location":  # a common service type, no place
-            common = _phrase(rng.choice(terms)[1]) if terms else topic
-            template = rng.choice(["I need {t}", "where can I get {t}?", "{t} open on Saturday"])
-            add(category, template.format(t=common), [])
-        else:  # not_in_catalog: a topic the catalog lacks, in a real place of it (sometimes misspelt), or nowhere
-            if not not_held:
-                break
-            absent = rng.choice(not_held)
-            roll = rng.random()
-            place = city
-            if roll < 0.15:
-                text, place = rng.choice(["I need {t}", "where can I get {t}?"]).format(t=absent), ""
-            elif roll < 0.3:
-                record = rng.choice(by_city[city])
-                if not record.zip:
-                    continue
-                place = filters.postal_head(record.zip, profile.postal_code_prefix)
-                text = f"{absent} near {place}"
-            else:
-                said = _typo(city, rng, known_cities) if roll < 0.55 else city
-                if said is None:
-                    continue
-                template = rng.choice(["{t} in {c}", "I need {t} in {c}", "where can I find {t} in {c}?"])
-                text = template.format(t=absent, c=said)
-            queries.append(CatalogQuery(f"{category}-{len(queries)}", category, text, [], topic=absent, place=place))
+        if category == "not_in_catalog" and not requests.not_held:
+            break
+        query = requests.make(category, len(queries))
+        if query is not None:
+            queries.append(query)
     return queries[:n]
+
+
+class _Draw(NamedTuple):
+    """The place and service type a request is made from: its city, the two as constraints, the type as said."""
+
+    city: str
+    city_c: Structural
+    type_c: Structural
+    topic: str
+
+
+@dataclass
+class _Requests:
+    """What `generate` makes requests from: the catalog's records (by city), its service terms, its weekday names
+    and language, the topics it does not hold. Every draw comes from the one `rng`, in the same order each time, so
+    that a seed gives the same requests."""
+
+    store: CatalogStore
+    rng: random.Random
+    with_hours: bool
+    profile: CatalogProfile
+    text_language: str
+    weekdays: Sequence[str]
+    not_held: Sequence[str]
+    known_cities: set[str]
+    records: dict[str, ServiceRecord]
+    by_city: dict[str, list[ServiceRecord]]
+    terms: list[tuple[str, str]]
+
+    @classmethod
+    def of(cls, store: CatalogStore, rng: random.Random, with_hours: bool) -> _Requests:
+        profile = profile_of(store)
+        records = store.get(store.all_ids())
+        by_city: dict[str, list[ServiceRecord]] = defaultdict(list)
+        for r in records.values():
+            if r.city:
+                by_city[r.city].append(r)
+        return cls(
+            store,
+            rng,
+            with_hours,
+            profile,
+            text_language_name(profile.language),
+            WordList.load(profile.language, profile.words).weekday_names,
+            verify_topics(store).kept,
+            {fold_key(c) for c in store.gazetteer().cities.values()},
+            records,
+            by_city,
+            _topic_terms(store),
+        )
+
+    def make(self, category: str, number: int) -> CatalogQuery | None:
+        """Request `number` of `category`, or None when this draw makes none (no gold, a name too short...)."""
+        city, term_id, term_name = self._city_term()
+        draw = _Draw(
+            city,
+            Structural(ConstraintKind.CITY, (city,), city),
+            Structural(ConstraintKind.SERVICE_TYPE, (term_id,), term_name),
+            _phrase(term_name),
+        )
+        make = {
+            "location": self._location,
+            "eligibility": self._eligibility,
+            "hours": self._hours,
+            "named": self._named,
+            "combination": self._combination,
+            "no_location": self._no_location,
+        }.get(category, self._not_in_catalog)
+        return make(category, number, draw)
+
+    def _city_term(self) -> tuple[str, str, str]:
+        # Service terms only: the Y facet names target populations ("Older Adults"), which are eligibility, not a
+        # kind of service.
+        typed = [r for r in self.records.values() if r.city and _service_terms(r)]
+        if not typed:  # a catalog without taxonomy: a place only (named and not-in-catalog requests)
+            return self.rng.choice([r for r in self.records.values() if r.city]).city, "", ""
+        record = self.rng.choice(typed)
+        term_id, term_name = self.rng.choice(_service_terms(record))
+        return record.city, term_id, term_name
+
+    def _gold(
+        self,
+        category: str,
+        number: int,
+        text: str,
+        structural: list[Structural],
+        semantic: list[Semantic] | None = None,
+    ) -> CatalogQuery | None:
+        """A request whose gold is the catalog filtered on its constraints; None when that finds nothing (but
+        for a request without a location, which has no gold)."""
+        gold = self.store.filter(structural) if structural else []
+        if category != "no_location" and not gold:
+            return None
+        return CatalogQuery(f"{category}-{number}", category, text, structural, semantic or [], gold)
+
+    def _location(self, category: str, number: int, draw: _Draw) -> CatalogQuery | None:
+        rng = self.rng
+        if rng.random() < 0.3:
+            record = rng.choice(self.by_city[draw.city])
+            if record.zip:
+                zip_c = Structural(ConstraintKind.ZIP, (record.zip,))
+                return self._gold(category, number, f"{draw.topic} near {record.zip}", [zip_c, draw.type_c])
+        template = rng.choice(["{t} in {c}", "I need {t} in {c}", "where can I find {t} in {c}?"])
+        return self._gold(category, number, template.format(t=draw.topic, c=draw.city), [draw.city_c, draw.type_c])
+
+    def _eligibility(self, category: str, number: int, draw: _Draw) -> CatalogQuery | None:
+        said, condition = self.rng.choice(
+            [
+                ("that doesn't need ID", Semantic("ID required", negated=True)),
+                ("for seniors", Semantic("seniors")),
+                ("for veterans", Semantic("veterans")),
+                ("for children", Semantic("children")),
+            ]
+        )
+        text = f"{draw.topic} in {draw.city} {said}"
+        return self._gold(category, number, text, [draw.city_c, draw.type_c], [condition])
+
+    def _hours(self, category: str, number: int, draw: _Draw) -> CatalogQuery | None:
+        rng, weekdays = self.rng, self.weekdays
+        day = rng.choice(range(7)) if rng.random() < 0.3 else rng.choice(range(5))
+        day_c = Structural(ConstraintKind.WEEKDAY, (str(day),), weekdays[day])
+        text = f"{draw.topic} in {draw.city} open on {weekdays[day]}"
+        if rng.random() >= 0.5:
+            return self._gold(category, number, text, [draw.city_c, draw.type_c, day_c])
+        hour = rng.choice([9, 10, 14, 16])
+        time_c = Structural(ConstraintKind.TIME, (str(hour * 60),), f"{hour % 12 or 12}{'am' if hour < 12 else 'pm'}")
+        return self._gold(category, number, f"{text} at {time_c.said}", [draw.city_c, draw.type_c, day_c, time_c])
+
+    def _named(self, category: str, number: int, draw: _Draw) -> CatalogQuery | None:
+        """A service asked for by its name: its gold is every record of the city with that name."""
+        record = self.rng.choice(self.by_city[draw.city])
+        name = record.name.strip()
+        if len(name) < 6:
+            return None
+        gold_ids = [r.id for r in self.by_city[draw.city] if r.name.strip().casefold() == name.casefold()]
+        return CatalogQuery(f"named-{number}", "named", f"{name} in {draw.city}", [draw.city_c], [], sorted(gold_ids))
+
+    def _combination(self, category: str, number: int, draw: _Draw) -> CatalogQuery | None:
+        """A type in a city, open on a weekday (where the catalog has hours), in a language it is offered in."""
+        rng, weekdays = self.rng, self.weekdays
+        parts, text = [draw.city_c, draw.type_c], f"{draw.topic} in {draw.city}"
+        if self.with_hours:
+            day = rng.choice(range(5))
+            parts.append(Structural(ConstraintKind.WEEKDAY, (str(day),), weekdays[day]))
+            text = f"{draw.topic} in {draw.city} open {weekdays[day]}"
+        langs = Counter(lang for r in self.by_city[draw.city] for lang in r.languages if lang != self.text_language)
+        if langs and (rng.random() < 0.6 or not self.with_hours):
+            lang = rng.choice(sorted(langs))
+            parts.append(Structural(ConstraintKind.LANGUAGE, (lang,), lang))
+            text = f"{lang}-speaking {text}"
+        return self._gold(category, number, text, parts)
+
+    def _no_location(self, category: str, number: int, draw: _Draw) -> CatalogQuery | None:
+        """A common service type, no place."""
+        common = _phrase(self.rng.choice(self.terms)[1]) if self.terms else draw.topic
+        template = self.rng.choice(["I need {t}", "where can I get {t}?", "{t} open on Saturday"])
+        return self._gold(category, number, template.format(t=common), [])
+
+    def _not_in_catalog(self, category: str, number: int, draw: _Draw) -> CatalogQuery | None:
+        """A topic the catalog lacks, in a real place of it (sometimes misspelt), near one of its zips, or nowhere."""
+        rng = self.rng
+        absent = rng.choice(self.not_held)
+        roll = rng.random()
+        place = draw.city
+        if roll < 0.15:
+            text, place = rng.choice(["I need {t}", "where can I get {t}?"]).format(t=absent), ""
+        elif roll < 0.3:
+            record = rng.choice(self.by_city[draw.city])
+            if not record.zip:
+                return None
+            place = filters.postal_head(record.zip, self.profile.postal_code_prefix)
+            text = f"{absent} near {place}"
+        else:
+            said = _typo(draw.city, rng, self.known_cities) if roll < 0.55 else draw.city
+            if said is None:
+                return None
+            template = rng.choice(["{t} in {c}", "I need {t} in {c}", "where can I find {t} in {c}?"])
+            text = template.format(t=absent, c=said)
+        return CatalogQuery(f"{category}-{number}", category, text, [], topic=absent, place=place)
 
 
 class Answer(NamedTuple):
@@ -476,34 +545,47 @@ def summarise(outcomes: Sequence[QueryOutcome]) -> dict[str, dict[str, float | N
     for category in CATEGORIES:
         if any(o.query.category == category for o in outcomes):
             groups[category] = [o for o in outcomes if o.query.category == category]
-    table: dict[str, dict[str, float | None]] = {}
-    for name, items in groups.items():
-        located = [o for o in items if o.query.category not in ("no_location", "not_in_catalog")]
-        unlocated = [o for o in items if o.query.category == "no_location"]
-        held = [o for o in items if o.query.category in IN_CATALOG]
-        not_held = [o for o in items if o.query.category == "not_in_catalog"]
-        with_recs = [o for o in located if o.recommended]
-        table[name] = {
-            "queries": float(len(items)),
-            # over the recommendations made: a category that recommends nothing (no location, not held) has none
-            "constraint_satisfaction": mean(o.satisfied for o in with_recs) if with_recs else None,
-            "constraint_satisfaction_parsed": mean(o.satisfied_parsed for o in with_recs) if with_recs else None,
-            "out_of_catalog": float(sum(o.out_of_catalog for o in items)),
-            "recall_at_k": mean(o.recall for o in located) if located else None,
-            "answered": mean(o.outcome == CatalogOutcome.ANSWER for o in located) if located else None,
-            "clarify_rate": mean(o.outcome == CatalogOutcome.CLARIFY for o in unlocated) if unlocated else None,
-            # not_in_catalog: nothing recommended / and the reply says nothing matches, naming topic and place
-            "not_held_unrecommended": mean(not o.recommended for o in not_held) if not_held else None,
-            "not_held_correct": mean(o.says_nothing_matches for o in not_held) if not_held else None,
-            # every other category: "nothing in this directory matches" said of what the catalog holds
-            "false_refusal": mean(o.outcome == CatalogOutcome.NO_MATCH for o in held) if held else None,
-            "seconds": mean(o.seconds for o in items),
-        }
-        for kind in sorted({k for o in items for k in o.by_kind}):
-            met = sum(o.by_kind[kind][0] for o in items if kind in o.by_kind)
-            seen = sum(o.by_kind[kind][1] for o in items if kind in o.by_kind)
-            table[name][f"satisfied_{kind}"] = met / seen if seen else None
-    return table
+    return {name: _metrics(items) | _kind_rates(items) for name, items in groups.items()}
+
+
+def _metrics(items: Sequence[QueryOutcome]) -> dict[str, float | None]:
+    """One group's metrics, each over the requests it applies to (see `summarise`)."""
+    located = [o for o in items if o.query.category not in ("no_location", "not_in_catalog")]
+    unlocated = [o for o in items if o.query.category == "no_location"]
+    held = [o for o in items if o.query.category in IN_CATALOG]
+    not_held = [o for o in items if o.query.category == "not_in_catalog"]
+    with_recs = [o for o in located if o.recommended]
+    return {
+        "queries": float(len(items)),
+        # over the recommendations made: a category that recommends nothing (no location, not held) has none
+        "constraint_satisfaction": _mean_or_none([o.satisfied for o in with_recs]),
+        "constraint_satisfaction_parsed": _mean_or_none([o.satisfied_parsed for o in with_recs]),
+        "out_of_catalog": float(sum(o.out_of_catalog for o in items)),
+        "recall_at_k": _mean_or_none([o.recall for o in located]),
+        "answered": _mean_or_none([o.outcome == CatalogOutcome.ANSWER for o in located]),
+        "clarify_rate": _mean_or_none([o.outcome == CatalogOutcome.CLARIFY for o in unlocated]),
+        # not_in_catalog: nothing recommended / and the reply says nothing matches, naming topic and place
+        "not_held_unrecommended": _mean_or_none([not o.recommended for o in not_held]),
+        "not_held_correct": _mean_or_none([o.says_nothing_matches for o in not_held]),
+        # every other category: "nothing in this directory matches" said of what the catalog holds
+        "false_refusal": _mean_or_none([o.outcome == CatalogOutcome.NO_MATCH for o in held]),
+        "seconds": mean(o.seconds for o in items),
+    }
+
+
+def _kind_rates(items: Sequence[QueryOutcome]) -> dict[str, float | None]:
+    """Per constraint kind, the share of the recommendations that meet it (intended constraints)."""
+    rates: dict[str, float | None] = {}
+    for kind in sorted({k for o in items for k in o.by_kind}):
+        met = sum(o.by_kind[kind][0] for o in items if kind in o.by_kind)
+        seen = sum(o.by_kind[kind][1] for o in items if kind in o.by_kind)
+        rates[f"satisfied_{kind}"] = met / seen if seen else None
+    return rates
+
+
+def _mean_or_none(values: Sequence[float]) -> float | None:
+    """The mean, or None over no value (a rate no request measured)."""
+    return mean(values) if values else None
 
 
 def _rate(value: float | None) -> str:
