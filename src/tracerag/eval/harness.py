@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tracerag.collection import Collection
+from tracerag.collection import Collection, IngestReport
 from tracerag.config import Settings
 from tracerag.errors import ConfigError
 from tracerag.eval import plots
@@ -60,36 +60,7 @@ def evaluate_runs(
     for `tracerag fuse`. `progress(label, total)` returns a callback advanced once per query. `collection` may be
     None when every run is a peer's or saved."""
     qrels = {q: bench.qrels[q] for q in query_ids}
-    runs: dict[str, Run] = {}
-    seconds: dict[str, float] = {}
-    agent_stats: dict[str, float] = {}
-    for name in names:
-        start = time.perf_counter()
-        tick = progress(f"run {name}", len(query_ids)) if progress and name not in PEERS else None
-        if name in PEERS:
-            runs[name] = PEERS[name](bench, query_ids)
-        elif collection is None:
-            raise ConfigError(f"run {name!r} needs the benchmark's collection")
-        elif name == AGENT_RUN:
-            runs[name], agent_stats = agent_all(collection, bench, query_ids, llm, trails_dir(out_dir), progress=tick)
-        else:
-            spec = specs[name]
-            by_channel: dict[str, Run] = {}
-            several = len(spec.channels) > 1
-            runs[name] = search_all(
-                collection,
-                bench,
-                query_ids,
-                spec,
-                progress=tick,
-                channel_runs=by_channel if several else None,
-                llm=llm,
-            )
-            for channel, run in by_channel.items():
-                if any(run.values()):  # a channel that never fired (dense without vectors) leaves no file
-                    write_run(out_dir / "runs" / "channels" / f"{name}.{channel}.trec", run, f"{name}.{channel}")
-        seconds[name] = (time.perf_counter() - start) / len(query_ids)
-        write_run(out_dir / "runs" / f"{name}.trec", runs[name], name)
+    runs, seconds, agent_stats = _make_runs(bench, collection, names, specs, query_ids, out_dir, progress, llm)
     for name, run in (saved or {}).items():
         runs[name] = {q: list(run.get(q, [])) for q in query_ids}
 
@@ -109,20 +80,7 @@ def evaluate_runs(
     groups = groups_of(bench, query_ids)
     by_group = {name: metrics_by_group(qrels, run, groups) for name, run in runs.items()}
     diagnostics = _diagnostics(bench, qrels, runs)
-
-    plot_dir = out_dir / "plots"
-    plots.recall_curves(qrels, runs, plot_dir / "recall_at_k.png", title=f"{bench.name}: recall at k")
-    for group, values in groups.items():
-        if len(values) > 1:
-            bars = {
-                v: {name: by_group[name][group][v]["R@10"] for name in runs if v in by_group[name][group]}
-                for v in values
-            }
-            plots.group_bars(bars, "R@10", plot_dir / f"r10_by_{group}.png", f"{bench.name}: R@10 by {group}")
-    if "decades" in diagnostics:
-        plots.decade_histogram(
-            diagnostics["decades"], plot_dir / "decades.png", f"{bench.name}: top-10 documents by decade"
-        )
+    _plot(bench, qrels, runs, groups, by_group, diagnostics, out_dir / "plots")
 
     fusion = Retriever(collection).fusion_plan().to_dict() if collection else None
     summary = {
@@ -149,6 +107,89 @@ def evaluate_runs(
         table += _agent_markdown(results[AGENT_RUN], llm)
     write_reports(out_dir, summary, table)
     return summary
+
+
+def _make_runs(
+    bench: Benchmark,
+    collection: Collection | None,
+    names: Sequence[str],
+    specs: dict[str, RunSpec],
+    query_ids: Sequence[str],
+    out_dir: Path,
+    progress: Callable[[str, int], Callable[[], None]] | None,
+    llm: StructuredLLM | None,
+) -> tuple[dict[str, Run], dict[str, float], dict[str, float]]:
+    """Each run named, written to `runs/NAME.trec`: the runs, their seconds per query, the agent run's figures."""
+    runs: dict[str, Run] = {}
+    seconds: dict[str, float] = {}
+    agent_stats: dict[str, float] = {}
+    for name in names:
+        start = time.perf_counter()
+        tick = progress(f"run {name}", len(query_ids)) if progress and name not in PEERS else None
+        if name in PEERS:
+            runs[name] = PEERS[name](bench, query_ids)
+        elif collection is None:
+            raise ConfigError(f"run {name!r} needs the benchmark's collection")
+        elif name == AGENT_RUN:
+            runs[name], agent_stats = agent_all(collection, bench, query_ids, llm, trails_dir(out_dir), progress=tick)
+        else:
+            runs[name] = _search_run(collection, bench, query_ids, specs[name], out_dir, tick, llm)
+        seconds[name] = (time.perf_counter() - start) / len(query_ids)
+        write_run(out_dir / "runs" / f"{name}.trec", runs[name], name)
+    return runs, seconds, agent_stats
+
+
+def _search_run(
+    collection: Collection,
+    bench: Benchmark,
+    query_ids: Sequence[str],
+    spec: RunSpec,
+    out_dir: Path,
+    tick: Callable[[], None] | None,
+    llm: StructuredLLM | None,
+) -> Run:
+    """One search run over the queries; a run of several channels also leaves each channel's own ranking in
+    `runs/channels/NAME.CHANNEL.trec`."""
+    by_channel: dict[str, Run] = {}
+    several = len(spec.channels) > 1
+    run = search_all(
+        collection,
+        bench,
+        query_ids,
+        spec,
+        progress=tick,
+        channel_runs=by_channel if several else None,
+        llm=llm,
+    )
+    for channel, channel_run in by_channel.items():
+        if any(channel_run.values()):  # a channel that never fired (dense without vectors) leaves no file
+            path = out_dir / "runs" / "channels" / f"{spec.name}.{channel}.trec"
+            write_run(path, channel_run, f"{spec.name}.{channel}")
+    return run
+
+
+def _plot(
+    bench: Benchmark,
+    qrels: dict,
+    runs: dict[str, Run],
+    groups: dict[str, Any],
+    by_group: dict[str, Any],
+    diagnostics: dict[str, Any],
+    plot_dir: Path,
+) -> None:
+    """The recall curves, R@10 by each group of more than one value, and the top-10 documents by decade."""
+    plots.recall_curves(qrels, runs, plot_dir / "recall_at_k.png", title=f"{bench.name}: recall at k")
+    for group, values in groups.items():
+        if len(values) > 1:
+            bars = {
+                v: {name: by_group[name][group][v]["R@10"] for name in runs if v in by_group[name][group]}
+                for v in values
+            }
+            plots.group_bars(bars, "R@10", plot_dir / f"r10_by_{group}.png", f"{bench.name}: R@10 by {group}")
+    if "decades" in diagnostics:
+        plots.decade_histogram(
+            diagnostics["decades"], plot_dir / "decades.png", f"{bench.name}: top-10 documents by decade"
+        )
 
 
 def _diagnostics(bench: Benchmark, qrels: dict, runs: dict[str, Run]) -> dict[str, Any]:
@@ -261,20 +302,11 @@ def run_evaluation(
     every run is a peer's or a file, no collection is built. A `selection:QUESTION` benchmark is scored on
     `collection`, the researcher's own, which is searched as it is (`_evaluate_selection`)."""
     say = notify or (lambda message: None)
-    names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
-    if not names and not run_files:
-        raise ConfigError("--runs names no run (and no --run-file is given)")
-    clash = sorted(set(names) & set(run_files or {}))
-    if clash:
-        raise ConfigError(f"--run-file names {clash} are also in --runs: give the file another name")
+    names = _checked_names(names, run_files)
     saved = {name: _read_run_file(name, path) for name, path in (run_files or {}).items()}
     configured = load_run_config(run_config) if run_config else {}
     specs = {s.name: s for s in run_specs([n for n in names if n not in PEERS and n != AGENT_RUN], configured)}
-    model = None
-    if AGENT_RUN in names or any({"llm", "translate"} & set(spec.expand) for spec in specs.values()):
-        model = load_llm(settings)
-        if model is None and AGENT_RUN in names:
-            say("agent run without a model (--llm or llm.model): it is the hybrid warm start only")
+    model = _model(settings, names, specs, say)
     if is_selection(benchmark):
         return _evaluate_selection(
             str(benchmark), settings, collection, names, specs, out_dir, saved, model, limit, sample, seed, progress
@@ -283,35 +315,11 @@ def run_evaluation(
     query_ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
     if not query_ids:
         raise ConfigError(f"{bench.name}: no judged query selected")
-    for name, run in saved.items():
-        if not set(run) & set(bench.queries):
-            raise ConfigError(
-                f"--run-file {name}={run_files and run_files[name]}: none of its queries is a query of {bench.name} "
-                "(a run of another benchmark?)"
-            )
+    _check_saved(bench, saved, run_files or {})
     if all(name in PEERS for name in names):
         summary = evaluate_runs(bench, None, names, specs, query_ids, out_dir, saved=saved)
         return Evaluation(summary, len(query_ids), 0)
-    root = collections or settings.cache_dir / "eval"
-    built = ingest_progress(f"ingest {bench.name}", len(bench.documents)) if ingest_progress else None
-    embedding: list[Callable[[int], None]] = []
-
-    def embedded(done: int, total: int) -> None:  # a bar of its own, made when embedding starts
-        if ingest_progress and not embedding:
-            embedding.append(ingest_progress(f"embed {bench.name} (chunks)", total))
-        for tick in embedding:
-            tick(done)
-
-    col, report = build_collection(
-        bench,
-        root,
-        settings,
-        dense=dense,
-        progress=(lambda docs, chunks: built(docs)) if built else None,
-        embed_progress=embedded,
-        entities=any("entity" in s.channels for s in specs.values()),
-        notify=notify,
-    )
+    col, report = _collection(bench, settings, specs, collections, dense, ingest_progress, notify)
     with col:
         if any("dense" in s.channels for s in specs.values()) and col.store.count_chunks(without_vectors=True):
             if dense:
@@ -323,6 +331,73 @@ def run_evaluation(
         )
     ended_early = round(summary["runs"].get(AGENT_RUN, {}).get("agent_ended_early", 0.0) * len(query_ids))
     return Evaluation(summary, len(query_ids), ended_early)
+
+
+def _checked_names(names: Sequence[str], run_files: Mapping[str, Path] | None) -> list[str]:
+    """The runs named, once each in their order; refused when there is none to score, or when a run file takes a
+    run's name."""
+    names = list(dict.fromkeys(n.strip() for n in names if n.strip()))
+    if not names and not run_files:
+        raise ConfigError("--runs names no run (and no --run-file is given)")
+    clash = sorted(set(names) & set(run_files or {}))
+    if clash:
+        raise ConfigError(f"--run-file names {clash} are also in --runs: give the file another name")
+    return names
+
+
+def _model(
+    settings: Settings, names: Sequence[str], specs: dict[str, RunSpec], say: Callable[[str], None]
+) -> StructuredLLM | None:
+    """The model of the agent run and of the runs that expand by a model (loaded once), when one of them runs."""
+    if not (AGENT_RUN in names or any({"llm", "translate"} & set(spec.expand) for spec in specs.values())):
+        return None
+    model = load_llm(settings)
+    if model is None and AGENT_RUN in names:
+        say("agent run without a model (--llm or llm.model): it is the hybrid warm start only")
+    return model
+
+
+def _check_saved(bench: Benchmark, saved: Mapping[str, Run], run_files: Mapping[str, Path]) -> None:
+    """Refuse a run file none of whose queries is one of the benchmark's (a run of another benchmark)."""
+    for name, run in saved.items():
+        if not set(run) & set(bench.queries):
+            raise ConfigError(
+                f"--run-file {name}={run_files and run_files[name]}: none of its queries is a query of {bench.name} "
+                "(a run of another benchmark?)"
+            )
+
+
+def _collection(
+    bench: Benchmark,
+    settings: Settings,
+    specs: dict[str, RunSpec],
+    collections: Path | None,
+    dense: bool,
+    ingest_progress: Callable[[str, int], Callable[[int], None]] | None,
+    notify: Callable[[str], None] | None,
+) -> tuple[Collection, IngestReport]:
+    """The benchmark's collection, built under `collections` (default: the cache) or reused; the ingest and the
+    embedding each on a bar of its own."""
+    root = collections or settings.cache_dir / "eval"
+    built = ingest_progress(f"ingest {bench.name}", len(bench.documents)) if ingest_progress else None
+    embedding: list[Callable[[int], None]] = []
+
+    def embedded(done: int, total: int) -> None:  # a bar of its own, made when embedding starts
+        if ingest_progress and not embedding:
+            embedding.append(ingest_progress(f"embed {bench.name} (chunks)", total))
+        for tick in embedding:
+            tick(done)
+
+    return build_collection(
+        bench,
+        root,
+        settings,
+        dense=dense,
+        progress=(lambda docs, chunks: built(docs)) if built else None,
+        embed_progress=embedded,
+        entities=any("entity" in s.channels for s in specs.values()),
+        notify=notify,
+    )
 
 
 def _evaluate_selection(
