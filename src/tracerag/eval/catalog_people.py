@@ -335,15 +335,44 @@ def _score_turn(
     before: set[str],
     conversation: Conversation,
 ) -> None:
-    checks, counts, failed = score.checks, score.counts, score.failed
+    """Fill `score`'s checks, counts and failures (in that order: the outcome, the picks, the crisis numbers, the
+    forbidden services, paging, then each recommendation); `before`: what earlier turns recommended."""
+    checks, failed = score.checks, score.failed
     recommended = answer.recommended
-    checks["outcome_ok"] = answer.outcome in expect.outcome
+    _check_outcome(checks, failed, expect, answer.outcome)
+    _check_picks(checks, failed, expect, recommended, k)
+    if expect.crisis_numbers:
+        _check_crisis_numbers(checks, failed, directory, answer.reply)
+    if expect.forbidden:
+        offered = [r for r in recommended if r in expect.forbidden]
+        checks["contradicted"] = bool(offered)
+        if offered:
+            failed.append(f"forbidden offered (stated fact contradicted or restriction not met): {', '.join(offered)}")
+    paging = conversation.category == "paging"
+    if paging and score.turn > 0 and set(expect.acceptable) - before:
+        checks["nothing_new"] = not set(recommended) - before
+        if checks["nothing_new"]:
+            failed.append("nothing new while acceptable services remained unshown")
+    if conversation.language == "es":
+        checks["spanish_understood"] = checks["outcome_ok"] and checks.get("hit", True)
+    _count_recommendations(score, expect, directory, before if paging else set())
+
+
+def _check_outcome(checks: dict[str, bool], failed: list[str], expect: Expect, outcome: str) -> None:
+    """The outcome expected; where an answer was, no refusal instead."""
+    checks["outcome_ok"] = outcome in expect.outcome
     if not checks["outcome_ok"]:
-        failed.append(f"outcome {answer.outcome}, expected {' or '.join(expect.outcome)}")
+        failed.append(f"outcome {outcome}, expected {' or '.join(expect.outcome)}")
     if CatalogOutcome.ANSWER in expect.outcome:
-        checks["wrongly_refused"] = answer.outcome in REFUSALS and answer.outcome not in expect.outcome
+        checks["wrongly_refused"] = outcome in REFUSALS and outcome not in expect.outcome
         if checks["wrongly_refused"]:
             failed.append("wrongly refused")
+
+
+def _check_picks(
+    checks: dict[str, bool], failed: list[str], expect: Expect, recommended: Sequence[str], k: int
+) -> None:
+    """An acceptable service in the top k; a reachable-now one first, where the expectation names them."""
     if expect.acceptable:
         checks["hit"] = bool(set(recommended[:k]) & set(expect.acceptable))
         if not checks["hit"]:
@@ -352,30 +381,28 @@ def _score_turn(
         checks["first_ok"] = bool(recommended) and recommended[0] in expect.first
         if not checks["first_ok"]:
             failed.append(f"first is {recommended[0] if recommended else 'nothing'}, not a reachable-now service")
-    if expect.crisis_numbers:
-        if directory.numbers is None:
-            checks["crisis_numbers"] = False
-            failed.append("crisis numbers: profile has no crisis numbers")
-        else:
-            missing = [x for x in directory.numbers if not says_number(answer.reply, x)]
-            checks["crisis_numbers"] = not missing
-            if missing:
-                failed.append(f"crisis numbers missing from the reply: {', '.join(missing)}")
-    if expect.forbidden:
-        offered = [r for r in recommended if r in expect.forbidden]
-        checks["contradicted"] = bool(offered)
-        if offered:
-            failed.append(f"forbidden offered (stated fact contradicted or restriction not met): {', '.join(offered)}")
-    if conversation.category == "paging" and score.turn > 0 and set(expect.acceptable) - before:
-        checks["nothing_new"] = not set(recommended) - before
-        if checks["nothing_new"]:
-            failed.append("nothing new while acceptable services remained unshown")
-    if conversation.language == "es":
-        checks["spanish_understood"] = checks["outcome_ok"] and checks.get("hit", True)
+
+
+def _check_crisis_numbers(checks: dict[str, bool], failed: list[str], directory: Directory, reply: str) -> None:
+    """Every crisis number of the catalog's profile said in the reply."""
+    if directory.numbers is None:
+        checks["crisis_numbers"] = False
+        failed.append("crisis numbers: profile has no crisis numbers")
+        return
+    missing = [x for x in directory.numbers if not says_number(reply, x)]
+    checks["crisis_numbers"] = not missing
+    if missing:
+        failed.append(f"crisis numbers missing from the reply: {', '.join(missing)}")
+
+
+def _count_recommendations(score: TurnScore, expect: Expect, directory: Directory, repeats_of: set[str]) -> None:
+    """What must not be recommended, counted: ids the catalog lacks, records that break a structural
+    constraint, do-not-refer records, and (paging) what an earlier turn showed (`repeats_of`)."""
+    counts, failed = score.counts, score.failed
     structural = expect.structural()
     counts.update(dict.fromkeys(COUNTS, 0))
-    counts["recommendations"] = len(recommended)
-    for rid in recommended:
+    counts["recommendations"] = len(score.recommended)
+    for rid in score.recommended:
         record = directory.records.get(rid)
         if rid not in directory.known or record is None:
             counts["out_of_catalog"] += 1
@@ -389,7 +416,7 @@ def _score_turn(
         if status and status.casefold() in directory.do_not_refer:
             counts["do_not_refer"] += 1
             failed.append(f"do-not-refer offered: {rid} (status {status!r})")
-        if conversation.category == "paging" and rid in before:
+        if rid in repeats_of:
             counts["repeats"] += 1
             failed.append(f"repeat: {rid} was recommended earlier in the conversation")
 
