@@ -341,8 +341,9 @@ def _code(*wings: str) -> str:
 
 def test_every_guard_and_purpose_is_one_the_code_emits():
     """The closed sets hold what the code emits, no more: each member is named at an emitting call (the guards,
-    tools and skips in the agent; a model call's purpose in the agent or the research wing, the catalog's aside)."""
-    agent_code, research_code = _code("agent"), _code("research")
+    tools and skips in the agent; a model call's purpose in the agent, the research wing or the plain search
+    (`search/`: query variants, translations), the catalog's aside)."""
+    agent_code, research_code = _code("agent"), _code("research") + _code("search")
     for guard in Guard:
         assert f"Guard.{guard.name}" in agent_code, guard
     for purpose in set(LLMPurpose) - CATALOG_PURPOSES:
