@@ -137,6 +137,58 @@ class ChannelEvidence:
     doc_id: str
 
 
+# -- the names of a search: each closed set defined here, once, and used by the settings, the retrieval, the trail,
+# the CLI and the API (the lowest layer that needs them; StrEnum members are their strings, in JSON and TOML too)
+
+
+class ChannelName(StrEnum):
+    """The built-in retrieval channels, in the order the settings list them (`retrieval.channels`). A search may
+    run any channel the retrieval's registry holds (tracerag.retrieval.registry); the settings name these."""
+
+    BM25 = "bm25"
+    DENSE = "dense"
+    DATE = "date"
+    PHRASE = "phrase"
+    ENTITY = "entity"
+
+
+class FusionMethod(StrEnum):
+    """How the channels' document rankings (each document by its best chunk) become one: the names `tracerag fuse
+    --method` takes, and the methods a trail's fusion records."""
+
+    RRF = "rrf"  # Cormack et al. 2009: Σ 1 / (k + rank), every channel 1
+    WRRF = "wrrf"  # weighted RRF: Σ w / (k + rank)
+    COMBSUM = "combsum"  # Fox & Shaw 1994: Σ w · normalised score
+    COMBMNZ = "combmnz"  # Fox & Shaw 1994: (number of rankings that hold the key) · CombSUM
+
+
+class Fusion(StrEnum):
+    """The fusions `retrieval.fusion` may name: the calibrated one (CombSUM, each channel weighed by the
+    collection's calibration) or one method as it is."""
+
+    CALIBRATED = "calibrated"
+    RRF = FusionMethod.RRF.value
+    WRRF = FusionMethod.WRRF.value
+    COMBSUM = FusionMethod.COMBSUM.value
+    COMBMNZ = FusionMethod.COMBMNZ.value
+
+
+class Normalisation(StrEnum):
+    """How a ranking's scores are put on one scale before CombSUM / CombMNZ (Lee 1997 used min-max)."""
+
+    MINMAX = "minmax"  # (s - min) / (max - min); a ranking whose scores are all equal gives each 1
+    ZSCORE = "zscore"  # (s - mean) / standard deviation; all equal gives each 0
+    MAX = "max"  # s / max, for scores whose 0 means "no match" (BM25, a date's closeness); max <= 0: min-max
+
+
+class FieldMerge(StrEnum):
+    """How a lexical channel's per-field rankings (one text index per language) become its one ranking
+    (`retrieval.field_merge`; tracerag.retrieval.fields)."""
+
+    MAX_RAW_SCORE = "max_raw_score"  # every field's hits by their raw BM25 score, as the engine once merged them
+    QUERY_IDF = "query_idf"  # each field's scores over the query's IDF mass in that field
+
+
 @dataclass(slots=True)
 class RankedDocument:
     """A document in a fused ranking, with the provenance of every channel that found it."""
