@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from tracerag.model import Document, SubQuestion
+from tracerag.model import Document, FusionMethod, SubQuestion
 from tracerag.text import safe_block, safe_line
 from tracerag.trail.events import (
     BriefingEvent,
@@ -58,6 +58,8 @@ from tracerag.trail.events import (
     WindowShareEvent,
 )
 from tracerag.trail.export import derived_title, replanned, result_event, run_event
+
+RRF_METHODS = (FusionMethod.RRF, FusionMethod.WRRF)  # the methods whose k is worth showing
 
 CatalogEvent = CatalogParseEvent | CatalogFilterEvent | CatalogCheckEvent | CatalogReplyEvent
 
@@ -347,7 +349,7 @@ def _event_line(event: Event, documents: Mapping[str, Document] | None, verbose:
         )
     if isinstance(event, FusionEvent):
         top = ", ".join(_data(item.get("doc_id", "?")) for item in event.ranking[:5])
-        method = f"{event.method}(k={event.rrf_k})" if event.method in ("rrf", "wrrf") else str(event.method)
+        method = f"{event.method}(k={event.rrf_k})" if event.method in RRF_METHODS else str(event.method)
         if isinstance(event.normalisation, dict):
             method += "(" + ", ".join(f"{c} {n}" for c, n in event.normalisation.items()) + ")"
         elif event.normalisation:
