@@ -7,9 +7,15 @@ hand-typed queries as people type them (typos, dates, quotes, names, three langu
 each search's documents (id, score, each channel's evidence) and its params; `--compare` searches again and names
 every difference (ids exactly, scores to 1e-9).
 
-    TRACERAG_DATASETS=/work/shared/datasets python benchmarks/ranking_identity.py \
-        --collection ~/.cache/tracerag/eval/hipe-entities-dated-… --record /tmp/rankings.json
-    python benchmarks/ranking_identity.py --collection … --compare /tmp/rankings.json
+    cp -r ~/.cache/tracerag/eval/hipe-entities-dated-… /tmp/col/hipe     # a copy: migrate and entities write
+    tracerag migrate -c /tmp/col/hipe && tracerag entities -c /tmp/col/hipe  # the current engine; the entity channel
+    PYTHONPATH=OLD/src python benchmarks/ranking_identity.py --collection /tmp/col/hipe --record /tmp/rankings.json
+    PYTHONPATH=NEW/src python benchmarks/ranking_identity.py --collection /tmp/col/hipe --compare /tmp/rankings.json
+
+OLD is a checkout of the commit before the change (`git worktree add`), NEW the change. Kept as a script, not a
+test: it needs a real collection with vectors and entities (the entities alone take ~6 min on 2 cores). Issue 26's
+refactoring (the channel registry, the names defined once, the typed fusion settings) compared 525 searches
+(15 queries x 35 settings) with 0 differences, calibration, entity, date and phrase channels all acting.
 
 The queries were typed by hand for the HIPE-2022 newspapers (French, German, English, 1790-1940).
 """
@@ -48,7 +54,14 @@ QUERIES = (
     "assemblée générale des actionnaires",
 )
 FUSIONS = ("calibrated", "rrf", "wrrf", "combsum", "combmnz")
-CHANNEL_SETS: tuple[tuple[str, ...] | None, ...] = (None, ("bm25",), ("dense",), ("phrase",), ("entity",), ("bm25", "date"))
+CHANNEL_SETS: tuple[tuple[str, ...] | None, ...] = (
+    None,
+    ("bm25",),
+    ("dense",),
+    ("phrase",),
+    ("entity",),
+    ("bm25", "date"),
+)
 
 
 def _runs() -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
@@ -80,10 +93,17 @@ def record(collection: Path) -> dict[str, Any]:
                 ranking = retriever.search(SearchRequest(query, k=20, filter=Filter(), **options))
                 out[f"{label}|{query}"] = {
                     "documents": [
-                        [d.doc_id, d.score, d.best_chunk_id, [[e.channel, e.rank, e.score, e.chunk_id] for e in d.channels]]
+                        [
+                            d.doc_id,
+                            d.score,
+                            d.best_chunk_id,
+                            [[e.channel, e.rank, e.score, e.chunk_id] for e in d.channels],
+                        ]
                         for d in ranking.documents
                     ],
-                    "channel_hits": {c: [[h.chunk_id, h.rank, h.score] for h in hs] for c, hs in ranking.channel_hits.items()},
+                    "channel_hits": {
+                        c: [[h.chunk_id, h.rank, h.score] for h in hs] for c, hs in ranking.channel_hits.items()
+                    },
                     "params": json.loads(json.dumps(ranking.params, default=str)),
                 }
         finally:
@@ -102,7 +122,9 @@ def differences(before: Any, after: Any, where: str = "") -> list[str]:
     if isinstance(before, list) and isinstance(after, list):
         if len(before) != len(after):
             return [f"{where}: {len(before)} items != {len(after)}"]
-        return [d for i, (b, a) in enumerate(zip(before, after, strict=True)) for d in differences(b, a, f"{where}[{i}]")]
+        return [
+            d for i, (b, a) in enumerate(zip(before, after, strict=True)) for d in differences(b, a, f"{where}[{i}]")
+        ]
     return [] if before == after else [f"{where}: {before!r} != {after!r}"]
 
 
