@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from tracerag.collection import Collection
 from tracerag.config import (
@@ -21,7 +20,7 @@ from tracerag.engine import FieldStats
 from tracerag.engine.points import field_language, text_field
 from tracerag.errors import ConfigError
 from tracerag.ingest import ocr_fixes
-from tracerag.model import DateRange, Filter, FusionMethod, Hit, RankedDocument, Ranking
+from tracerag.model import DateRange, Filter, FusionMethod, FusionRecord, Hit, RankedDocument, Ranking, SearchParams
 from tracerag.retrieval import weights as calibration
 from tracerag.retrieval.entities import EntityChannel
 from tracerag.retrieval.fusion import Method, Normalisation, fuse
@@ -113,7 +112,7 @@ class FusionPlan:
             weights["date"] = sum(w for c, w in weights.items() if c != "date")
         return weights
 
-    def to_dict(self, channels: Iterable[str] = ()) -> dict:
+    def to_dict(self, channels: Iterable[str] = ()) -> FusionRecord:
         channels = list(channels)
         query = self.query_weights(channels, moved_only=False)  # shown also when it looked and moved nothing
         return {
@@ -210,7 +209,7 @@ class Retriever:
         docs: list[RankedDocument],
         readings: Mapping[str, Reading],
         stated: DateRange | None,
-    ) -> dict[str, Any]:
+    ) -> SearchParams:
         """The search as run: what `--explain`, `--json`, the API and the trail show of it."""
         chosen = "--windows" if request.windows else "retrieval.windows" if scope.windows else ""
         years = parse_window(scope.windows) if scope.windows else None
