@@ -141,6 +141,14 @@ def kinds(wanted: Sequence[str] | None = None) -> list[ChannelKind]:
     return [k for k in _REGISTRY.values() if wanted is None or k.name in wanted]
 
 
+def reading_order(chosen: Sequence[ChannelKind]) -> list[ChannelKind]:
+    """The order a search reports its channels' readings in (`--explain`, the trail): those read from the query
+    alone (a date, a phrase) before those that depend on what a model made of the collection (its vectors, its
+    entities), each part as registered."""
+    modelled = {Need.VECTORS, Need.ENTITIES}
+    return [k for k in chosen if not k.needs & modelled] + [k for k in chosen if k.needs & modelled]
+
+
 def run_order(chosen: Sequence[ChannelKind]) -> list[ChannelKind]:
     """The order channels run in: as registered, those that rank the others' pool last."""
     return [k for k in chosen if not k.ranks_the_pool] + [k for k in chosen if k.ranks_the_pool]

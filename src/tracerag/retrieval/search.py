@@ -33,7 +33,7 @@ from tracerag.retrieval.query_fusion import (
     evidence,
     weigh,
 )
-from tracerag.retrieval.registry import Channel, Prepared, QueryContext, Reading, run_order
+from tracerag.retrieval.registry import Channel, Prepared, QueryContext, Reading, reading_order, run_order
 from tracerag.retrieval.registry import kinds as channel_kinds
 from tracerag.retrieval.registry import names as registered_channels
 from tracerag.retrieval.window_share import shares, year_of
@@ -189,7 +189,8 @@ class Retriever:
         stats = _Once(lambda: self.collection.engine.field_stats(scope.query))
         prepared = self._prepare(scope, stats)
         # What each channel took from the query, or why it stayed silent (for --explain and the trail).
-        readings = {name: p.reading for name, p in prepared.items() if p.reading is not None}
+        reporting = reading_order(channel_kinds(scope.channels))
+        readings = {k.name: r for k in reporting if (r := prepared[k.name].reading) is not None}
         running = self._running(scope, prepared)
         plan = self.fusion_plan()
         share = prepared["entity"].share if "entity" in prepared else 1.0
