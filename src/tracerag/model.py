@@ -8,7 +8,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, TypedDict
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +137,58 @@ class ChannelEvidence:
     doc_id: str
 
 
+# -- the names of a search: each closed set defined here, once, and used by the settings, the retrieval, the trail,
+# the CLI and the API (the lowest layer that needs them; StrEnum members are their strings, in JSON and TOML too)
+
+
+class ChannelName(StrEnum):
+    """The built-in retrieval channels, in the order the settings list them (`retrieval.channels`). A search may
+    run any channel the retrieval's registry holds (tracerag.retrieval.registry); the settings name these."""
+
+    BM25 = "bm25"
+    DENSE = "dense"
+    DATE = "date"
+    PHRASE = "phrase"
+    ENTITY = "entity"
+
+
+class FusionMethod(StrEnum):
+    """How the channels' document rankings (each document by its best chunk) become one: the names `tracerag fuse
+    --method` takes, and the methods a trail's fusion records."""
+
+    RRF = "rrf"  # Cormack et al. 2009: Σ 1 / (k + rank), every channel 1
+    WRRF = "wrrf"  # weighted RRF: Σ w / (k + rank)
+    COMBSUM = "combsum"  # Fox & Shaw 1994: Σ w · normalised score
+    COMBMNZ = "combmnz"  # Fox & Shaw 1994: (number of rankings that hold the key) · CombSUM
+
+
+class Fusion(StrEnum):
+    """The fusions `retrieval.fusion` may name: the calibrated one (CombSUM, each channel weighed by the
+    collection's calibration) or one method as it is."""
+
+    CALIBRATED = "calibrated"
+    RRF = FusionMethod.RRF.value
+    WRRF = FusionMethod.WRRF.value
+    COMBSUM = FusionMethod.COMBSUM.value
+    COMBMNZ = FusionMethod.COMBMNZ.value
+
+
+class Normalisation(StrEnum):
+    """How a ranking's scores are put on one scale before CombSUM / CombMNZ (Lee 1997 used min-max)."""
+
+    MINMAX = "minmax"  # (s - min) / (max - min); a ranking whose scores are all equal gives each 1
+    ZSCORE = "zscore"  # (s - mean) / standard deviation; all equal gives each 0
+    MAX = "max"  # s / max, for scores whose 0 means "no match" (BM25, a date's closeness); max <= 0: min-max
+
+
+class FieldMerge(StrEnum):
+    """How a lexical channel's per-field rankings (one text index per language) become its one ranking
+    (`retrieval.field_merge`; tracerag.retrieval.fields)."""
+
+    MAX_RAW_SCORE = "max_raw_score"  # every field's hits by their raw BM25 score, as the engine once merged them
+    QUERY_IDF = "query_idf"  # each field's scores over the query's IDF mass in that field
+
+
 @dataclass(slots=True)
 class RankedDocument:
     """A document in a fused ranking, with the provenance of every channel that found it."""
@@ -149,6 +201,50 @@ class RankedDocument:
     window: str | None = None  # the time window that admitted it, when windowing is on
 
 
+class ReadingRecord(TypedDict):
+    """What a channel took from the query, or why it stayed silent, as a search's params hold it."""
+
+    acts: bool
+    why: str
+
+
+class FusionRecord(TypedDict):
+    """How a search fused its channels (retrieval/search.py's `FusionPlan.to_dict`), as its params hold it."""
+
+    method: str  # a FusionMethod
+    normalisation: str | dict[str, str] | None  # one Normalisation for every channel, one per channel, or none (RRF)
+    weights: dict[str, float] | None
+    weights_from: str  # "calibration", "settings" or "equal"
+    why: str
+    per_query: dict[str, Any] | None  # retrieval/query_fusion.py's `QueryWeights.to_dict`
+
+
+class SearchParams(TypedDict, total=False):
+    """A search as run, its keys declared once: what `--explain`, `--json`, the API and the trail show of it.
+    `Retriever.search` writes the first block; a search with nothing to search (a filter no document satisfies)
+    only some of it; the expansion adds its own keys (retrieval/expansion.py), the recorded search its run."""
+
+    query: str
+    k: int
+    channels: list[str]
+    active_channels: list[str]  # the channels that found something, in the order they ran
+    rrf_k: int
+    fusion: FusionRecord
+    field_merge: str  # a FieldMerge
+    depth: int  # chunks per channel at the depth that filled the pool
+    filter: dict[str, Any]
+    min_ocr_quality: float | None
+    query_form: str | None  # the query as the index has it, when the OCR repairs changed it
+    windows: str | None
+    per_corpus: bool
+    query_date: list[str] | None  # [start, end] of the date the query states
+    channel_readings: dict[str, ReadingRecord]
+    time_windows: dict[str, Any]  # retrieval/window_share.py's `Shares.to_dict`
+    variant_ranks: dict[str, dict[str, int]]  # document -> query variant -> its rank there (expanded searches)
+    expansion: dict[str, Any]  # what the expansion searched, its variants and weights
+    run_id: str  # the trail that records the search
+
+
 @dataclass(slots=True)
 class Ranking:
     """A fused list of documents plus the per-channel rankings that made it (kept for --explain and trails)."""
@@ -158,7 +254,7 @@ class Ranking:
     # channel → text field → that field's own ranking (ranks within the field), for the channels that search one
     # text index per language (bm25, phrase): what their `channel_hits` were merged from, kept for the trail.
     field_hits: dict[str, dict[str, list[Hit]]] = field(default_factory=dict)
-    params: dict[str, Any] = field(default_factory=dict)
+    params: SearchParams = field(default_factory=lambda: SearchParams())
 
     def doc_ids(self) -> list[str]:
         return [d.doc_id for d in self.documents]

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 
+from tracerag.model import ChannelName
+
 if TYPE_CHECKING:
     from tracerag.config import Channel
 
@@ -84,7 +86,7 @@ class SearchOptions(BaseModel):
     # a list in a request; one comma-separated value on the command line, checked by the search
     channels: Annotated[
         list["Channel"] | None,
-        Cli(type=str | None, metavar="CHANNELS", help="Comma-separated channels (bm25,dense,date,phrase,entity)."),
+        Cli(type=str | None, metavar="CHANNELS", help=f"Comma-separated channels ({','.join(ChannelName)})."),
     ] = Field(None, description="The channels to run (None: the settings' channels).")
     # the command line's help names --explain, which shows the windows
     windows: Annotated[

@@ -19,7 +19,7 @@ from tracerag.errors import CollectionError, ConfigError, TraceError
 from tracerag.eval.datasets import Benchmark
 from tracerag.eval.trec import Run
 from tracerag.llm import StructuredLLM
-from tracerag.model import Ranking
+from tracerag.model import Fusion, Ranking
 from tracerag.retrieval import Retriever, SearchRequest, calibration
 from tracerag.retrieval.fusion import max_pool
 
@@ -182,7 +182,7 @@ def build_collection(
             col.embed_missing(progress=embed_progress)
         if entities:
             col.find_entities(entity_progress)
-        if settings.retrieval.fusion == "calibrated":
+        if settings.retrieval.fusion == Fusion.CALIBRATED:
             calibration.refresh(col)  # as an ingest does: the default search of a user's collection is calibrated
     return Collection.open(path, settings, mode="read"), report
 

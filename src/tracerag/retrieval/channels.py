@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
+from typing import Protocol
 
 import numpy as np
 
@@ -19,7 +20,9 @@ from tracerag.dates import QueryDate, find_query_date
 from tracerag.engine import EngineHit, FieldHits, SearchEngine
 from tracerag.model import DateRange, Filter, Hit
 from tracerag.retrieval.fields import StatsSource
-from tracerag.retrieval.fusion import FIELD_MERGE, merge_fields
+from tracerag.retrieval.fusion import FIELD_MERGE, Normalisation, merge_fields
+from tracerag.retrieval.registry import ChannelKind, ChannelRanking, Need, Prepared, QueryContext, Reading, register
+from tracerag.store import DocumentStore
 
 _QUOTED = re.compile(r"[\"“«„]\s*([^\"”»“]+?)\s*[\"”»“]")
 
@@ -67,14 +70,6 @@ def _words_outside(query: str, quotes: Sequence[Quote]) -> list[str]:
         at = q.end
     kept.append(query[at:])
     return [w for w in " ".join(kept).split() if any(c.isalnum() for c in w)]
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What a channel took from the query, or why it took nothing: shown by `--explain` and in the trail."""
-
-    acts: bool
-    why: str
 
 
 def _hits(channel: str, found: Sequence[EngineHit]) -> list[Hit]:
@@ -266,3 +261,98 @@ class DateChannel:
         ]
         scored.sort(key=lambda t: (-t[0], t[1], t[2]))
         return [Hit(best_chunk[d].chunk_id, d, self.name, i + 1, s) for i, (s, _, d) in enumerate(scored[:k])]
+
+
+# -- the built-in channels, as a search runs them (tracerag.retrieval.registry) -----------------------------------
+
+
+@dataclass(frozen=True)
+class Lexical:
+    """A lexical channel in a search: each text field's ranking kept, merged as `retrieval.field_merge` says
+    with the query's term statistics (BM25's asked once per search, since the fusion per query reads them too)."""
+
+    channel: Bm25Channel | PhraseChannel
+    merge: str
+    stats: StatsSource
+
+    @property
+    def name(self) -> str:
+        return self.channel.name
+
+    def search(self, query: str, flt: Filter, k: int, earlier: Mapping[str, Sequence[Hit]]) -> ChannelRanking:
+        found = self.channel.run_fields(query, k, flt)
+        return ChannelRanking(merge_fields(found, k, self.merge, self.stats), found)
+
+
+@dataclass(frozen=True)
+class Ranks:
+    """A channel whose `run(query, k, flt)` is its whole search (dense, entity)."""
+
+    channel: RunsQuery
+
+    @property
+    def name(self) -> str:
+        return self.channel.name
+
+    def search(self, query: str, flt: Filter, k: int, earlier: Mapping[str, Sequence[Hit]]) -> ChannelRanking:
+        return ChannelRanking(self.channel.run(query, k, flt))
+
+
+class RunsQuery(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]: ...
+
+
+@dataclass(frozen=True)
+class DatedPool:
+    """The date channel in a search: it ranks the documents the channels before it found on the same filter."""
+
+    channel: DateChannel
+    store: DocumentStore
+
+    @property
+    def name(self) -> str:
+        return self.channel.name
+
+    def search(self, query: str, flt: Filter, k: int, earlier: Mapping[str, Sequence[Hit]]) -> ChannelRanking:
+        pool = [h for hs in earlier.values() for h in hs]
+        dates = self.store.date_spans(sorted({h.doc_id for h in pool}))
+        return ChannelRanking(self.channel.rank(pool, dates, k))
+
+
+def _bm25(ctx: QueryContext) -> Prepared:
+    return Prepared(Lexical(Bm25Channel(ctx.collection.engine), ctx.settings.field_merge, ctx.bm25_stats))
+
+
+def _dense(ctx: QueryContext) -> Prepared:
+    col = ctx.collection
+    if not ctx.has_vectors():  # asked for, yet silent: say why
+        if not col.dim:
+            return Prepared(None, Reading(False, "no embedding model: the collection was built with 'none'"))
+        missing = col.store.count_chunks(without_vectors=True)
+        why = f"{missing:,} chunks have no vector yet: run `tracerag embed` (a part would rank first)"
+        return Prepared(None, Reading(False, why))
+    if col.embedder is None:
+        return Prepared(None)
+    return Prepared(Ranks(DenseChannel(col.engine, col.embedder.encode_queries([ctx.query])[0])))
+
+
+def _phrase(ctx: QueryContext) -> Prepared:
+    channel = PhraseChannel(ctx.collection.engine)
+    merged = Lexical(channel, ctx.settings.field_merge, channel.field_stats(ctx.query))
+    return Prepared(merged, read_phrases(ctx.query)[1])
+
+
+def _date(ctx: QueryContext) -> Prepared:
+    dated, why = DateChannel.reading(ctx.query, ctx.settings.date_scale_days)
+    if dated is None:
+        return Prepared(None, why)
+    return Prepared(DatedPool(dated, ctx.collection.store), why, stated=dated.target)
+
+
+register(ChannelKind("bm25", frozenset({Need.TEXT}), _bm25))
+register(ChannelKind("dense", frozenset({Need.VECTORS}), _dense, Normalisation.MINMAX))  # every chunk has a cosine
+register(ChannelKind("date", frozenset({Need.DATES, Need.POOL}), _date))
+register(ChannelKind("phrase", frozenset({Need.TEXT}), _phrase))

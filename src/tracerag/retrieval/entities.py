@@ -25,7 +25,8 @@ from rapidfuzz import fuzz, process
 
 from tracerag.ingest.entities import Pipelines, spacy_missing
 from tracerag.model import Filter, Hit
-from tracerag.retrieval.channels import SHORT_QUERY_WORDS, Reading, quotes_of, read_date
+from tracerag.retrieval.channels import SHORT_QUERY_WORDS, Ranks, quotes_of, read_date
+from tracerag.retrieval.registry import ChannelKind, Need, Prepared, QueryContext, Reading, register
 from tracerag.store import DocumentStore
 from tracerag.text import fold_key
 
@@ -235,6 +236,13 @@ class EntityChannel:
     fuzzy_min_chars: int = 5
     name: str = "entity"
 
+    @classmethod
+    def of(cls, ctx: QueryContext) -> EntityChannel:
+        """The channel over the collection's stored entities, the query read by the ingest's pipelines."""
+        settings = ctx.settings
+        pipelines = Pipelines(ctx.collection.settings.ingest.entity_pipelines)
+        return cls(ctx.collection.store, pipelines, settings.entity_fuzzy, settings.entity_fuzzy_min_chars)
+
     def reading(self, query: str) -> tuple[list[QueryEntity], Reading]:
         """The query's entities, or why the channel takes none (for `--explain` and the trail)."""
         why_silent = self.why_silent()
@@ -304,3 +312,13 @@ class QueryEntities:
 
     def run(self, query: str, k: int, flt: Filter | None) -> list[Hit]:
         return self.channel.rank(self.found, k, flt)
+
+
+def _prepare(ctx: QueryContext) -> Prepared:
+    """The query's entities read once (not per corpus or deepening); the channel keeps the share of the query's
+    words that name them of its fusion weight (`name_share`)."""
+    channel, why = EntityChannel.of(ctx).for_query(ctx.query)
+    return Prepared(Ranks(channel), why, name_share(ctx.query, channel.found))
+
+
+register(ChannelKind("entity", frozenset({Need.ENTITIES}), _prepare))

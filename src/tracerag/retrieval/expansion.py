@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any
 
 from rapidfuzz import fuzz
 
@@ -211,7 +210,7 @@ def _fuse(
         for i, f in enumerate(fused[:k])
     ]
     original = rankings[0][2]
-    params: dict[str, Any] = dict(original.params)
+    params = original.params.copy()
     params["k"] = k
     params["variant_ranks"] = {
         f.key: {name: r.doc_ids().index(f.key) + 1 for name, _, r in rankings if f.key in set(r.doc_ids())}

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from enum import StrEnum
 from typing import TYPE_CHECKING, TypeAlias
 
-from tracerag.model import Hit
+from tracerag.model import FieldMerge, Hit
 
 if TYPE_CHECKING:  # fusion's enums are option types of `tracerag fuse`: its --help loads no engine (nor numpy)
     from tracerag.engine import FieldStats
@@ -30,13 +29,6 @@ if TYPE_CHECKING:  # fusion's enums are option types of `tracerag fuse`: its --h
 StatsSource: TypeAlias = "Callable[[], Mapping[str, FieldStats]]"
 """The query's term statistics per field, asked for only when a merge needs them (each ask costs the engine a
 count per word and field the first time it meets them)."""
-
-
-class FieldMerge(StrEnum):
-    """How a lexical channel's per-field rankings become its one ranking (`retrieval.field_merge`)."""
-
-    MAX_RAW_SCORE = "max_raw_score"  # every field's hits by their raw BM25 score, as the engine once merged them
-    QUERY_IDF = "query_idf"  # each field's scores over the query's IDF mass in that field (module docstring)
 
 
 def idf(chunks: int, holding: int) -> float:

@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
-from tracerag.model import ChannelEvidence, Hit, RankedDocument
+from tracerag.model import ChannelEvidence, FusionMethod, Hit, Normalisation, RankedDocument
 from tracerag.retrieval.fields import FieldMerge, StatsSource
 from tracerag.retrieval.fields import merge as fields_merge
 
@@ -26,21 +25,7 @@ RRF_K = 60  # Cormack, Clarke & Büttcher (2009): k=60 damps the weight of top r
 FIELD_MERGE = FieldMerge.QUERY_IDF
 
 
-class Method(StrEnum):
-    """The fusion methods, by the names `tracerag fuse --method` takes."""
-
-    RRF = "rrf"  # Cormack et al. 2009: Σ 1 / (k + rank)
-    WRRF = "wrrf"  # weighted RRF: Σ w / (k + rank)
-    COMBSUM = "combsum"  # Fox & Shaw 1994: Σ w · normalised score
-    COMBMNZ = "combmnz"  # Fox & Shaw 1994: (number of rankings that hold the key) · CombSUM
-
-
-class Normalisation(StrEnum):
-    """How a ranking's scores are put on one scale before CombSUM / CombMNZ (Lee 1997 used min-max)."""
-
-    MINMAX = "minmax"  # (s - min) / (max - min); a ranking whose scores are all equal gives each 1
-    ZSCORE = "zscore"  # (s - mean) / standard deviation; all equal gives each 0
-    MAX = "max"  # s / max, for scores whose 0 means "no match" (BM25, a date's closeness); max <= 0: min-max
+Method = FusionMethod  # the fusion methods, by the names `tracerag fuse --method` takes (defined in the model)
 
 
 # One normalisation for every ranking, or one per ranking name (a ranking not named is min-max scaled).

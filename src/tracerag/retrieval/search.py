@@ -7,17 +7,23 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from tracerag.collection import Collection
-from tracerag.config import CHANNELS, RetrievalSettings
+from tracerag.config import (
+    CHANNELS,
+    CalibratedFusion,
+    CombMnzFusion,
+    CombSumFusion,
+    RetrievalSettings,
+    RrfFusion,
+    WrrfFusion,
+)
 from tracerag.engine import FieldStats
 from tracerag.engine.points import field_language, text_field
 from tracerag.errors import ConfigError
 from tracerag.ingest import ocr_fixes
-from tracerag.ingest.entities import Pipelines
-from tracerag.model import Filter, Hit, RankedDocument, Ranking
+from tracerag.model import DateRange, Filter, FusionMethod, FusionRecord, Hit, RankedDocument, Ranking, SearchParams
 from tracerag.retrieval import weights as calibration
-from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel, Reading, read_phrases
-from tracerag.retrieval.entities import EntityChannel, name_share
-from tracerag.retrieval.fusion import Method, Normalisation, fuse, merge_fields
+from tracerag.retrieval.entities import EntityChannel
+from tracerag.retrieval.fusion import Method, Normalisation, fuse
 from tracerag.retrieval.query_fusion import (
     CANDIDATES,
     DEFAULT_RULE,
@@ -27,6 +33,9 @@ from tracerag.retrieval.query_fusion import (
     evidence,
     weigh,
 )
+from tracerag.retrieval.registry import Channel, Prepared, QueryContext, Reading, reading_order, run_order
+from tracerag.retrieval.registry import kinds as channel_kinds
+from tracerag.retrieval.registry import names as registered_channels
 from tracerag.retrieval.window_share import shares, year_of
 from tracerag.retrieval.windows import equal_share, parse_window, window_of
 
@@ -36,11 +45,17 @@ KNOWN_CHANNELS = CHANNELS  # the closed set settings are checked against when lo
 # date's closeness of 0 means "no match", so they are divided by the best one (a document the words found at a
 # third of the best score keeps a third); every chunk has a cosine, so the dense channel's scores are min-max
 # scaled over what it returned. Min-max for all cost hipe-entities 0.097 nDCG@10: the weakest mention of a name
-# fell to 0, below the dense channel's unrelated first documents (see README, Evaluation: fusion methods).
+# fell to 0, below the dense channel's unrelated first documents (see README, Evaluation: fusion methods). Each
+# channel names its scale where it is registered (`ChannelKind.scale`).
 CALIBRATED_METHOD = Method.COMBSUM
-CALIBRATED_SCALES: dict[str, Normalisation] = {
-    c: Normalisation.MINMAX if c == "dense" else Normalisation.MAX for c in CHANNELS
-}
+
+
+def calibrated_scales() -> dict[str, Normalisation]:
+    """Each registered channel's scale in the calibrated fusion."""
+    return {k.name: k.scale for k in channel_kinds()}
+
+
+CALIBRATED_SCALES = calibrated_scales()  # the built-in channels' (registered when their modules were imported)
 
 
 @dataclass(frozen=True)
@@ -97,7 +112,7 @@ class FusionPlan:
             weights["date"] = sum(w for c, w in weights.items() if c != "date")
         return weights
 
-    def to_dict(self, channels: Iterable[str] = ()) -> dict:
+    def to_dict(self, channels: Iterable[str] = ()) -> FusionRecord:
         channels = list(channels)
         query = self.query_weights(channels, moved_only=False)  # shown also when it looked and moved nothing
         return {
@@ -131,6 +146,32 @@ class SearchRequest:
     min_ocr_quality: float | None = None  # None: the settings' retrieval.min_ocr_quality
 
 
+@dataclass(frozen=True)
+class _Scope:
+    """What one request searches: its defaults resolved, the query as the index has it, the filter with the OCR
+    floor, and the filters searched apart (one per corpus asked for, with per-corpus depth)."""
+
+    k: int
+    channels: tuple[str, ...]
+    windows: str | None
+    query: str
+    min_ocr: float | None
+    flt: Filter
+    nothing_passes: bool  # the OCR floor admits no document
+    groups: list[Filter]
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """The channels' rankings at the depth that filled the pool, their fusion and the plan that fused them."""
+
+    hits: dict[str, list[Hit]]
+    fields: dict[str, dict[str, list[Hit]]]
+    docs: list[RankedDocument]
+    plan: FusionPlan
+    depth: int
+
+
 class Retriever:
     """Hybrid search over one collection. Configuration comes from the collection's settings."""
 
@@ -143,6 +184,58 @@ class Retriever:
         _check_channels(self.settings.channels)
 
     def search(self, request: SearchRequest) -> Ranking:
+        scope = self._scope(request)
+        # BM25's term statistics of the query, asked once (by the field merge, and by the fusion per query)
+        stats = _Once(lambda: self.collection.engine.field_stats(scope.query))
+        prepared = self._prepare(scope, stats)
+        # What each channel took from the query, or why it stayed silent (for --explain and the trail).
+        reporting = reading_order(channel_kinds(scope.channels))
+        readings = {k.name: r for k in reporting if (r := prepared[k.name].reading) is not None}
+        running = self._running(scope, prepared)
+        plan = self.fusion_plan()
+        share = prepared["entity"].share if "entity" in prepared else 1.0
+        if share < 1.0:
+            plan = replace(plan, entity_share=share)
+        pool = self._deepen(scope, [p.channel for p in running if p.channel is not None], plan, stats)
+        docs = self._cut(pool.docs, scope.windows, request.k)
+        stated = next((p.stated for p in running if p.stated is not None), None)
+        params = self._params(request, scope, pool, docs, readings, stated)
+        return Ranking(documents=docs, channel_hits=pool.hits, field_hits=pool.fields, params=params)
+
+    def _params(
+        self,
+        request: SearchRequest,
+        scope: _Scope,
+        pool: _Pool,
+        docs: list[RankedDocument],
+        readings: Mapping[str, Reading],
+        stated: DateRange | None,
+    ) -> SearchParams:
+        """The search as run: what `--explain`, `--json`, the API and the trail show of it."""
+        chosen = "--windows" if request.windows else "retrieval.windows" if scope.windows else ""
+        years = parse_window(scope.windows) if scope.windows else None
+        active = [c for c, h in pool.hits.items() if h]
+        return {
+            "query": request.query,
+            "k": request.k,
+            "channels": list(scope.channels),
+            "active_channels": active,
+            "rrf_k": self.settings.rrf_k,
+            "fusion": pool.plan.to_dict(active),
+            "field_merge": self.settings.field_merge,
+            "depth": pool.depth,
+            "filter": scope.flt.to_dict() if scope.min_ocr is None else request.filter.to_dict(),
+            "min_ocr_quality": scope.min_ocr,
+            "query_form": scope.query if scope.query != request.query else None,
+            "windows": scope.windows,
+            "per_corpus": len(scope.groups) > 1,
+            "query_date": [stated.start, stated.end] if stated else None,
+            "channel_readings": {name: {"acts": r.acts, "why": r.why} for name, r in readings.items()},
+            "time_windows": self.time_windows(docs, scope.flt, years, chosen),
+        }
+
+    def _scope(self, request: SearchRequest) -> _Scope:
+        """What a request searches, its defaults taken from the settings and checked."""
         if not request.query.strip():
             raise ConfigError("empty query")
         if request.k <= 0:
@@ -154,39 +247,30 @@ class Retriever:
         min_ocr = self.settings.min_ocr_quality if request.min_ocr_quality is None else request.min_ocr_quality
         flt, nothing_passes = self._ocr_floor(request.filter, min_ocr)
         corpora = _disjoint(flt.corpora)
-        groups = (
-            [flt.narrowed(corpora=(c,)) for c in corpora]
-            if self.settings.per_corpus_depth and len(corpora) > 1
-            else [flt]
-        )
-        depth = max(self.settings.depth, request.k)
-        # The pool must hold at least k documents after max-pooling (and k per window when windowing):
-        # deepen while a channel was cut off by the depth and documents are missing.
-        want = request.k * (4 if windows else 1)
-        runners = self._runners(query, channels)
-        # What the date and phrase channels took from the query, or why they stayed silent (for --explain).
-        readings: dict[str, Reading] = {}
-        dated = None
-        if "date" in channels:
-            dated, readings["date"] = DateChannel.reading(query, self.settings.date_scale_days)
-        if "phrase" in channels:
-            readings["phrase"] = read_phrases(query)[1]
-        if "dense" in channels and not self.has_vectors:  # asked for, yet silent: say why
-            readings["dense"] = Reading(False, self._why_no_vectors())
-        share = 1.0
-        if "entity" in channels:  # the query's entities read once, not per corpus or deepening
-            entity, readings["entity"] = self.entity_channel().for_query(query)
-            runners.append(entity)
-            share = name_share(query, entity.found)
-        if nothing_passes:  # an empty allow-list would mean "no restriction": nothing is searched instead
-            runners, dated = [], None
-        plan = self.fusion_plan()
-        if share < 1.0:
-            plan = replace(plan, entity_share=share)
-        # BM25's term statistics of the query, asked once (by the field merge, and by the fusion per query)
-        stats = _Once(lambda: self.collection.engine.field_stats(query))
+        several = self.settings.per_corpus_depth and len(corpora) > 1
+        groups = [flt.narrowed(corpora=(c,)) for c in corpora] if several else [flt]
+        return _Scope(request.k, channels, windows, query, min_ocr, flt, nothing_passes, groups)
+
+    def _prepare(self, scope: _Scope, stats: _Once) -> dict[str, Prepared]:
+        """Each channel asked for, read against the query (registry order)."""
+        ctx = QueryContext(scope.query, self.collection, self.settings, lambda: self.has_vectors, stats)
+        return {kind.name: kind.prepare(ctx) for kind in channel_kinds(scope.channels)}
+
+    def _running(self, scope: _Scope, prepared: Mapping[str, Prepared]) -> list[Prepared]:
+        """The channels that act, in the order they run; none when the OCR floor admits no document (an empty
+        allow-list would mean "no restriction": nothing is searched instead)."""
+        if scope.nothing_passes:
+            return []
+        ordered = run_order(channel_kinds(scope.channels))
+        return [prepared[k.name] for k in ordered if prepared[k.name].channel is not None]
+
+    def _deepen(self, scope: _Scope, channels: list[Channel], plan: FusionPlan, stats: _Once) -> _Pool:
+        """The channels run and fused, the depth deepened while a channel was cut off by it and documents are
+        missing: the pool must hold at least k documents after max-pooling (and k per window when windowing)."""
+        depth = max(self.settings.depth, scope.k)
+        want = scope.k * (4 if scope.windows else 1)
         for _ in range(4):
-            hits, fields, per_group = self._run_channels(query, runners, dated, groups, depth, stats)
+            hits, fields, per_group = self._run_channels(scope.query, channels, scope.groups, depth)
             if plan.rule is not None and plan.evidence is None:  # read once: a deeper pool has the same best chunk
                 plan = replace(plan, evidence=self._evidence(hits, stats))
             docs = self._fuse_groups(per_group, plan)
@@ -194,40 +278,20 @@ class Retriever:
             if len(docs) >= want or not cut_off:
                 break
             depth *= 4
+        return _Pool(hits, fields, docs, plan, depth)
+
+    def _cut(self, docs: list[RankedDocument], windows: str | None, k: int) -> list[RankedDocument]:
+        """The first k documents (an equal share of each time window when windowing), ranked 1..k."""
         if windows:
             years = parse_window(windows)
             spans = self.collection.store.date_spans([d.doc_id for d in docs])
             for d in docs:
                 d.window = window_of(spans.get(d.doc_id, (None,))[0], years)
-            docs = equal_share(docs, lambda d: d.window or "", request.k)
-        docs = docs[: request.k]
+            docs = equal_share(docs, lambda d: d.window or "", k)
+        docs = docs[:k]
         for i, d in enumerate(docs):
             d.rank = i + 1
-        chosen = "--windows" if request.windows else "retrieval.windows" if windows else ""
-        time_windows = self.time_windows(docs, flt, parse_window(windows) if windows else None, chosen)
-        return Ranking(
-            documents=docs,
-            channel_hits=hits,
-            field_hits=fields,
-            params={
-                "query": request.query,
-                "k": request.k,
-                "channels": list(channels),
-                "active_channels": [c for c, h in hits.items() if h],
-                "rrf_k": self.settings.rrf_k,
-                "fusion": plan.to_dict([c for c, h in hits.items() if h]),
-                "field_merge": self.settings.field_merge,
-                "depth": depth,
-                "filter": flt.to_dict() if min_ocr is None else request.filter.to_dict(),
-                "min_ocr_quality": min_ocr,
-                "query_form": query if query != request.query else None,
-                "windows": windows,
-                "per_corpus": len(groups) > 1,
-                "query_date": [dated.target.start, dated.target.end] if dated else None,
-                "channel_readings": {name: {"acts": r.acts, "why": r.why} for name, r in readings.items()},
-                "time_windows": time_windows,
-            },
-        )
+        return docs
 
     def _evidence(self, hits: dict[str, list[Hit]], once: _Once) -> QueryEvidence:
         """What this query shows about its channels (retrieval/query_fusion.py); the term statistics only when
@@ -276,59 +340,23 @@ class Retriever:
 
     def entity_channel(self) -> EntityChannel:
         """The entity channel over this collection's stored entities (the query read by the ingest's pipelines)."""
-        ingest, retrieval = self.collection.settings.ingest, self.settings
-        return EntityChannel(
-            self.collection.store,
-            Pipelines(ingest.entity_pipelines),
-            retrieval.entity_fuzzy,
-            retrieval.entity_fuzzy_min_chars,
-        )
-
-    def _why_no_vectors(self) -> str:
-        if not self.collection.dim:
-            return "no embedding model: the collection was built with 'none'"
-        missing = self.collection.store.count_chunks(without_vectors=True)
-        return f"{missing:,} chunks have no vector yet: run `tracerag embed` (a part would rank first)"
-
-    def _runners(self, query: str, channels: tuple[str, ...]) -> list:
-        col = self.collection
-        runners: list = []
-        if "bm25" in channels:
-            runners.append(Bm25Channel(col.engine))
-        if "dense" in channels and self.has_vectors and col.embedder is not None:
-            runners.append(DenseChannel(col.engine, col.embedder.encode_queries([query])[0]))
-        if "phrase" in channels:
-            runners.append(PhraseChannel(col.engine))
-        return runners
+        ctx = QueryContext("", self.collection, self.settings, lambda: self.has_vectors, lambda: {})
+        return EntityChannel.of(ctx)
 
     def _run_channels(
-        self,
-        query: str,
-        runners: list,
-        dated: DateChannel | None,
-        groups: list[Filter],
-        depth: int,
-        bm25_stats: _Once,
+        self, query: str, channels: list[Channel], groups: list[Filter], depth: int
     ) -> tuple[dict[str, list[Hit]], dict[str, dict[str, list[Hit]]], list[dict[str, list[Hit]]]]:
         """Each channel's hits (all groups), each lexical channel's per-field hits (all groups), and each
-        group's channel hits (what is fused). A lexical channel's fields are merged here, in sight."""
+        group's channel hits (what is fused)."""
         per_group: list[dict[str, list[Hit]]] = []
         fields: dict[str, dict[str, list[Hit]]] = {}
         for flt in groups:
             hits: dict[str, list[Hit]] = {}
-            for r in runners:
-                if isinstance(r, Bm25Channel | PhraseChannel):
-                    found = r.run_fields(query, depth, flt)
-                    for field, field_hits in found.items():
-                        fields.setdefault(r.name, {}).setdefault(field, []).extend(field_hits)
-                    stats = bm25_stats if isinstance(r, Bm25Channel) else r.field_stats(query)
-                    hits[r.name] = merge_fields(found, depth, self.settings.field_merge, stats)
-                else:
-                    hits[r.name] = r.run(query, depth, flt)
-            if dated is not None:
-                pool = [h for hs in hits.values() for h in hs]
-                dates = self.collection.store.date_spans(sorted({h.doc_id for h in pool}))
-                hits[dated.name] = dated.rank(pool, dates, depth)
+            for channel in channels:
+                found = channel.search(query, flt, depth, hits)
+                for field_name, field_hits in found.fields.items():
+                    fields.setdefault(channel.name, {}).setdefault(field_name, []).extend(field_hits)
+                hits[channel.name] = found.hits
             per_group.append(hits)
         merged: dict[str, list[Hit]] = {}
         for hits in per_group:
@@ -344,18 +372,11 @@ class Retriever:
         return self._plan
 
     def _decide_fusion(self) -> FusionPlan:
-        name = self.settings.fusion
-        if name != "calibrated":
-            method = Method(name)
-            weights = None
-            if method is not Method.RRF and self.settings.weights:
-                weights = {str(c): w for c, w in self.settings.weights.items()}
-            why = f"retrieval.fusion = {name!r}" + (" with retrieval.weights" if weights else "")
-            return FusionPlan(
-                method, Normalisation(self.settings.normalisation), weights, "settings" if weights else "equal", why
-            )
-        method, normalisation = CALIBRATED_METHOD, dict(CALIBRATED_SCALES)
-        rule = DEFAULT_RULE if self.settings.query_weights else None
+        chosen = self.settings.ranking
+        if not isinstance(chosen, CalibratedFusion):
+            return _plan_as_set(chosen)
+        method, normalisation = CALIBRATED_METHOD, calibrated_scales()
+        rule = DEFAULT_RULE if chosen.query_weights else None
         found, why = calibration.load(self.collection)
         if found is None:
             if self.collection.store.count_documents() < calibration.MIN_DOCUMENTS:
@@ -406,6 +427,15 @@ class _Once:
         return self._value
 
 
+def _plan_as_set(chosen: RrfFusion | WrrfFusion | CombSumFusion | CombMnzFusion) -> FusionPlan:
+    """The fusion the settings name, as they name it: plain RRF weighs every channel 1."""
+    method = FusionMethod(chosen.method)
+    weights = {str(c): w for c, w in chosen.weights.items()} or None if not isinstance(chosen, RrfFusion) else None
+    why = f"retrieval.fusion = {str(method)!r}" + (" with retrieval.weights" if weights else "")
+    scale = chosen.normalisation if isinstance(chosen, CombSumFusion | CombMnzFusion) else Normalisation.MINMAX
+    return FusionPlan(method, scale, weights, "settings" if weights else "equal", why)
+
+
 def _scales(normalisation: Normalisation | dict[str, Normalisation]) -> str | dict[str, str]:
     if isinstance(normalisation, Normalisation):
         return str(normalisation)
@@ -413,9 +443,10 @@ def _scales(normalisation: Normalisation | dict[str, Normalisation]) -> str | di
 
 
 def _check_channels(channels: tuple[str, ...]) -> tuple[str, ...]:
-    unknown = set(channels) - set(KNOWN_CHANNELS)
+    known = registered_channels()
+    unknown = set(channels) - set(known)
     if unknown:
-        raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(KNOWN_CHANNELS)}")
+        raise ConfigError(f"unknown channels {sorted(unknown)}; expected some of {', '.join(known)}")
     return channels
 
 

