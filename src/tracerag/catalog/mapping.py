@@ -1,7 +1,7 @@
 """Read a non-HSDS directory (one CSV or JSONL file) into `ServiceRecord`s, by a mapping of fields to columns.
 
 The mapping (a dict, e.g. read from TOML; field keys may also sit in a `[columns]` table) names the column(s)
-that fill each ServiceRecord field, plus options. Every key is in the README's "Mapping a directory" table::
+that fill each ServiceRecord field, plus options. Every key is in the table of docs/guide/catalog-mapping.md::
 
     id = "ID"                 # required; a list of columns: the id is a digest of their values (no id column)
     name = "Program"          # required

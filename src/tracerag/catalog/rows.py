@@ -1,7 +1,7 @@
 """Row options every table reader of a directory shares (mapped CSV/JSONL, 211 exports): which rows are services
 to list, which cells mean "no value", and which spellings of a value are one value.
 
-In a mapping file (TOML; see `catalog.mapping` and the README's table)::
+In a mapping file (TOML; see `catalog.mapping` and the table in docs/guide/catalog-mapping.md)::
 
     filter = {Status = "Active"}             # keep a row only when Status is Active (a list: any of them)
     exclude = {Status = ["Inactive", "Closed"], Private = "Yes"}   # drop a row when a column has one of these

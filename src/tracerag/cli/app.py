@@ -209,7 +209,8 @@ PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="P
 
 
 class ExitCode(IntEnum):
-    """What a script can rely on (README, "Exit codes"). A command returns PARTIAL; `friendly` maps the rest."""
+    """What a script can rely on (docs/reference/commands.md, "Exit codes"). A command returns PARTIAL;
+    `friendly` maps the rest."""
 
     OK = 0
     PARTIAL = 1  # it ran, but not everything: records skipped, runs failed or truncated, a replay that differs

@@ -408,7 +408,8 @@ def ocr_line(ocr: dict[str, Any], stated: float | None = None) -> str:
 
 def print_time_windows(windows: dict[str, Any], console: Console) -> None:
     """Each time window's share of the results against its share of the documents searched, one row a window: a
-    ratio far above 1 is a period the search pulls towards, 0 one it never reaches (README, time windows)."""
+    ratio far above 1 is a period the search pulls towards, 0 one it never reaches (docs/guide/workflow.md, time
+    windows)."""
     console.print(
         data_text(
             f"time windows ({windows['window']}, {windows['chosen'] or 'as given'}): share of the "

@@ -594,9 +594,9 @@ def _rate(value: float | None) -> str:
 
 
 def markdown(summary: dict) -> str:
-    """Variants as rows, each variant's pooled `all` row first, then its categories, in the README's columns:
-    constraint satisfaction (parsed / intended), out-of-catalog, recall@k, answered, clarify rate, not held,
-    false refusals."""
+    """Variants as rows, each variant's pooled `all` row first, then its categories, in the columns of
+    docs/guide/catalog.md: constraint satisfaction (parsed / intended), out-of-catalog, recall@k, answered,
+    clarify rate, not held, false refusals."""
     k = summary["k"]
     lines = [
         f"# Catalog assistant: {summary['queries']} generated requests, k = {k}",

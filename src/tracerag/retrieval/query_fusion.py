@@ -17,7 +17,7 @@ What a query shows, read from what the search computes anyway (no model, no word
 The rule (`QueryRule`) turns the two into a lexical trust between 0 and 1; the lexical channels weigh their
 calibrated weight times a factor that falls with it (never to 0: a name BM25 matched in a foreign question is still
 evidence), the dense channel gains what the words lose, up to 1; a sure match takes from the dense channel instead.
-Its constants were set on the benchmarks (README, Evaluation: fusion per query); `--explain`, `--json` and the
+Its constants were set on the benchmarks (docs/guide/evaluation.md: fusion per query); `--explain`, `--json` and the
 trail show the factors, the evidence and the why.
 """
 
@@ -105,7 +105,8 @@ def _known_shares(stats: Mapping[str, FieldStats]) -> dict[str, float]:
 class QueryRule:
     """Lexical trust = (matched - low) / (high - low), clipped to 0..1. A lexical channel's factor is
     floor + (1 - floor) * trust; the dense channel's weight rises from its calibrated weight w to
-    w + (1 - w) * (1 - trust), all of it where BM25 matched little. Measured on the benchmarks (README)."""
+    w + (1 - w) * (1 - trust), all of it where BM25 matched little. Measured on the benchmarks
+    (docs/guide/evaluation.md)."""
 
     low: float = 0.15
     high: float = 0.3

@@ -45,7 +45,7 @@ KNOWN_CHANNELS = CHANNELS  # the closed set settings are checked against when lo
 # date's closeness of 0 means "no match", so they are divided by the best one (a document the words found at a
 # third of the best score keeps a third); every chunk has a cosine, so the dense channel's scores are min-max
 # scaled over what it returned. Min-max for all cost hipe-entities 0.097 nDCG@10: the weakest mention of a name
-# fell to 0, below the dense channel's unrelated first documents (see README, Evaluation: fusion methods). Each
+# fell to 0, below the dense channel's unrelated first documents (docs/guide/evaluation.md: fusion methods). Each
 # channel names its scale where it is registered (`ChannelKind.scale`).
 CALIBRATED_METHOD = Method.COMBSUM
 

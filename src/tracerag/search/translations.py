@@ -8,14 +8,14 @@ translation that is the query marks the query's language and is not searched aga
 another. The model is not asked to name the query's language: the local 1.5B model named the one language it was
 given, whatever the query's.
 
-Names and dates keep their original form in every variant, checked here rather than trusted to the model: every
-word holding a digit (years, dates, numbers), and every word of two letters or more that the query capitalises
-other than its first, must appear in each translation as written (case aside). A translation that lost some is
-repaired by appending the lost forms, and its `why` says which. Appended rather than dropped: the translated words
-are what reaches documents in the other language, and a name or year kept beside them is what keeps the variant
-on the query's subject (LLM variants that lost the query's year cost hipe-entities-dated recall: README, "What
-expansion measured"); a dropped translation would lose the first to keep the second. Capitals mark names only in
-a query that also has words in lower case: in one all in capitals or in title case, digits alone are kept. The
+Names and dates keep their original form in every variant, checked here rather than trusted to the model: every word
+holding a digit (years, dates, numbers), and every word of two letters or more that the query capitalises other than
+its first, must appear in each translation as written (case aside). A translation that lost some is repaired by
+appending the lost forms, and its `why` says which. Appended rather than dropped: the translated words are what
+reaches documents in the other language, and a name or year kept beside them is what keeps the variant on the
+query's subject (LLM variants that lost the query's year cost hipe-entities-dated recall: docs/guide/workflow.md,
+"What expansion measured"); a dropped translation would lose the first to keep the second. Capitals mark names only
+in a query that also has words in lower case: in one all in capitals or in title case, digits alone are kept. The
 check knows no language, so it keeps too much in a language that capitalises its nouns (a German query's nouns are
 appended to its French translation): that costs a few words in one variant, never the query's subject.
 
