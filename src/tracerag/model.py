@@ -284,11 +284,14 @@ class SubQuestion:
     of people, places and organisations it turns on, as the question writes them."""
 
     question: str
+    """The sub-question, in the question's language."""
     target_corpus: str | None = None
+    """The sub-corpus it is aimed at (None: all)."""
     key_entities: tuple[str, ...] = ()
+    """Names of people, places and organisations it turns on, as the question writes them."""
 
     # Read strictly wherever pydantic validates it (trail events): an unknown key is a damaged trail.
-    __pydantic_config__ = {"extra": "forbid"}
+    __pydantic_config__ = {"extra": "forbid", "use_attribute_docstrings": True}
 
     def to_dict(self) -> dict[str, Any]:
         return {"question": self.question, "target_corpus": self.target_corpus, "key_entities": list(self.key_entities)}
@@ -305,16 +308,25 @@ class RankedSource:
     accepted it with their reasons, and the character span of its evidence in the document."""
 
     rank: int
+    """Its place in the final ranking, from 1."""
     doc_id: str
+    """The document's id in the collection."""
     chunk_id: str | None
+    """The chunk whose verdict placed it (None: none judged)."""
     origin: SourceOrigin
+    """agent (accepted by the agent), warm_start (filled in from the fused searches) or search (a plain search)."""
     accepted_by: tuple[int, ...] = ()  # the sub-questions that accepted the document
+    """The sub-questions (0-based) that accepted it."""
     reasons: tuple[str, ...] = ()
+    """The agent's reasons, one per accepting sub-question."""
     span: tuple[int, int] | None = None
+    """The quoted evidence's character span in the document."""
     promoted_from_hold: bool = False
+    """True when it was held and accepted on re-evaluation."""
     score: float = 0.0
+    """Its score in the ranking (the fused score for a filled-in source)."""
 
-    __pydantic_config__ = {"extra": "forbid"}
+    __pydantic_config__ = {"extra": "forbid", "use_attribute_docstrings": True}
 
     def to_dict(self) -> dict[str, Any]:
         """As JSON takes it (tuples as lists)."""

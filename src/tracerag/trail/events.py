@@ -185,10 +185,12 @@ def _stamps_required(schema: dict[str, Any]) -> None:
 class TrailEvent(BaseModel):
     """What every event carries. The stamps are empty until `Trail.emit` sets them."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_stamps_required)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_stamps_required, use_attribute_docstrings=True)
 
     run_id: str = ""
+    """The run this event belongs to (its trail file's name)."""
     seq: int = -1
+    """The event's number in its trail, from 0, in the order written."""
     time: str = Field(default="", description="UTC, ISO 8601 to the millisecond.")
     sq: int | None = Field(default=None, description="Index of the sub-question this event belongs to.")
 
@@ -199,34 +201,52 @@ class TrailEvent(BaseModel):
 
 class RunEvent(TrailEvent):
     kind: Literal["run"] = "run"
+    """`run`: the trail's first event: what was asked, of which collection, with which settings."""
     schema_version: int = SCHEMA_VERSION
+    """The trail schema version the trail was written with (2)."""
     question: str
+    """The question or query as given."""
     collection: str
+    """The collection's folder name."""
     k: int
+    """How many sources the run was asked to rank."""
     config: dict[str, Any]
+    """The settings the run used (retrieval, agent, limits), as `tracerag config` shows them."""
     llm: dict[str, str] | None = Field(
         default=None, description="Provider and model, or None when no LLM was configured."
     )
     versions: dict[str, str]
+    """Versions of tracerag and the components that shape results (embedding model, index)."""
     replay_of: str | None = None
+    """The run this one replays with recorded model answers, if it is a replay."""
     run: RunKind = Field(default=RunKind.ASK, description="What kind of run this trail records.")
 
 
 class PlanEvent(TrailEvent):
     kind: Literal["plan"] = "plan"
+    """`plan`: the question split into sub-questions."""
     analysis: str
+    """The model's reading of the question."""
     sub_questions: list[SubQuestion]
+    """The sub-questions, in the order they are searched."""
     dates: list[str] = []
+    """Dates or periods the question names (ISO, may be partial)."""
     fallback: str | None = Field(default=None, description="Why the plan fell back to the question itself, if it did.")
 
 
 class SearchEvent(TrailEvent):
     kind: Literal["search"] = "search"
+    """`search`: one search the agent ran (or was refused)."""
     step: int
+    """The step that did it: the agent loop's step in its sub-question (a search run: its query, 0 the original)."""
     tool: SearchTool
+    """Which search ran: the warm start or the tool the model chose."""
     args: dict[str, Any]
+    """The tool's arguments as the model gave them (query, dates, phrase)."""
     filter: dict[str, Any]
+    """The metadata filter applied (corpus, dates, language)."""
     results: int
+    """Chunks the search returned."""
     new: int = Field(default=0, description="Documents not seen before in this sub-question.")
     skipped: SearchSkip | None = Field(default=None, description="Why the search was not run (a guard), if it was not.")
 
@@ -247,11 +267,14 @@ RankedChunk = tuple[str, str, float]  # (doc_id, chunk_id, score)
 
 class ChannelEvent(TrailEvent):
     kind: Literal["channel"] = "channel"
+    """`channel`: one retrieval channel's ranking for a search."""
     step: int
+    """The step that did it: the agent loop's step in its sub-question (a search run: its query, 0 the original)."""
     # An open set: a channel is whatever tracerag.retrieval.registry holds (the built-in ones are bm25, dense, date,
     # phrase and entity), so that a new channel is recorded without a change here.
     channel: str = Field(description="The channel's registered name: bm25, dense, date, phrase, entity, ...")
     query: str
+    """The query the channel searched."""
     ranking: list[RankedChunk] = Field(description="(doc_id, chunk_id, score), best first.")
     fields: dict[str, list[RankedChunk]] = Field(
         default={},
@@ -268,8 +291,11 @@ class ChannelEvent(TrailEvent):
 
 class FusionEvent(TrailEvent):
     kind: Literal["fusion"] = "fusion"
+    """`fusion`: the channels' rankings fused into one."""
     step: int
+    """The step that did it: the agent loop's step in its sub-question (a search run: its query, 0 the original)."""
     method: FusionMethod
+    """The fusion: rrf, wrrf, combsum or combmnz."""
     rrf_k: int = Field(
         description="The RRF constant (of the fusion, when it is RRF, and of each document's cited chunk)."
     )
@@ -303,13 +329,16 @@ class FusionEvent(TrailEvent):
 
 
 class WindowShareRow(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     window: str = Field(description='"1850-1859", or "undated".')
     results: int
+    """Results of the search in this window."""
     result_share: float
+    """The window's share of the results (0-1)."""
     documents: int = Field(description="Documents searched (the collection, or what the filter admits) in it.")
     corpus_share: float
+    """The window's share of the documents searched (0-1)."""
     ratio: float | None = Field(default=None, description="result_share / corpus_share (None: none searched).")
 
 
@@ -317,27 +346,39 @@ class WindowShareEvent(TrailEvent):
     """Where one search's results come from in time, against the documents searched (retrieval/window_share.py)."""
 
     kind: Literal["windows"] = "windows"
+    """`windows`: where one search's results fall in time."""
     step: int
+    """The step that did it: the agent loop's step in its sub-question (a search run: its query, 0 the original)."""
     window: str = Field(description='The window length, "10y".')
     chosen: str = Field(description="Where the length comes from: --windows, retrieval.windows, or auto and why.")
     results: int
+    """Results of the search."""
     searched: int
+    """Documents searched."""
     rows: list[WindowShareRow] = Field(description="In time order, undated last.")
 
 
 class ReviewEvent(TrailEvent):
     kind: Literal["review"] = "review"
+    """`review`: chunks shown to the model to judge."""
     step: int
+    """The step that did it: the agent loop's step in its sub-question (a search run: its query, 0 the original)."""
     chunks: list[tuple[str, str]] = Field(description="(doc_id, chunk_id) shown to the model, in order.")
 
 
 class VerdictEvent(TrailEvent):
     kind: Literal["verdict"] = "verdict"
+    """`verdict`: the model's verdict on one chunk for the sub-question."""
     step: int
+    """The step that did it: the agent loop's step in its sub-question (a search run: its query, 0 the original)."""
     doc_id: str
+    """The document's id in the collection."""
     chunk_id: str
+    """The chunk's id (a passage of the document)."""
     verdict: Verdict
+    """accept, hold or reject: the model's verdict on the chunk for this sub-question."""
     reason: str
+    """The model's reason, in its words."""
     span: tuple[int, int] | None = Field(
         default=None, description="Character span of the quoted evidence in the document."
     )
@@ -351,51 +392,79 @@ class VerdictEvent(TrailEvent):
 
 class MemoryEvent(TrailEvent):
     kind: Literal["memory"] = "memory"
+    """`memory`: the agent's working memory changed."""
     step: int
+    """The step that did it: the agent loop's step in its sub-question (a search run: its query, 0 the original)."""
     memory: str
+    """The memory as the model sees it next (text)."""
     delta: dict[str, Any]
+    """What changed: entries added or removed."""
 
 
 class GuardEvent(TrailEvent):
     kind: Literal["guard"] = "guard"
+    """`guard`: a guard of the loop fired (step limit, repeats, ...)."""
     step: int | None = None
+    """The loop's step it fired at (None: outside a step)."""
     guard: Guard
+    """Which guard fired."""
     message: str
+    """What the model was told."""
 
 
 class ReevalEvent(TrailEvent):
     kind: Literal["reeval"] = "reeval"
+    """`reeval`: a held chunk judged again at the end of the run."""
     doc_id: str
+    """The document's id in the collection."""
     chunk_id: str
+    """The chunk's id (a passage of the document)."""
     verdict: Verdict
+    """accept, hold or reject: the model's verdict on the chunk for this sub-question."""
     reason: str
+    """The model's reason, in its words."""
     promoted_from_hold: bool
+    """True when a held chunk was accepted on re-evaluation."""
     span: tuple[int, int] | None = None
+    """Character span of the quoted evidence in the document."""
     failure: str | None = None
+    """Why the re-evaluation could not stand, if it could not."""
 
 
 class BriefingEvent(TrailEvent):
     kind: Literal["briefing"] = "briefing"
+    """`briefing`: what the run has learned so far, written for the next sub-questions."""
     summary: str
+    """The briefing in a few sentences."""
     key_facts: list[str] = []
+    """Facts the accepted sources establish."""
     confirmed_dates: list[str] = []
+    """Dates the sources confirm."""
     confirmed_entities: list[str] = []
+    """People, places, organisations confirmed."""
     gaps: list[str] = []
+    """What is still unknown."""
     search_hints: list[str] = []
+    """Searches the model suggests next."""
     failure: str | None = None
+    """Why no briefing could be written, if none was."""
 
 
 class ReplanEvent(TrailEvent):
     kind: Literal["replan"] = "replan"
+    """`replan`: the remaining sub-questions rewritten after a briefing."""
     before: list[SubQuestion] = Field(description="The sub-questions still to come, before re-planning.")
     after: list[SubQuestion] = Field(description="The sub-questions still to come, after re-planning.")
     failure: str | None = None
+    """Why re-planning failed (the plan stayed), if it did."""
 
 
 class RerankEvent(TrailEvent):
     kind: Literal["rerank"] = "rerank"
+    """`rerank`: a group of equally accepted documents ordered."""
     count: int = Field(description="How many sub-questions accepted the documents of this group.")
     method: RerankMethod
+    """single, embedding, llm or judged_order."""
     embedder: str | None = Field(default=None, description="The embedding model, when the method is `embedding`.")
     order: list[tuple[str, float]] = Field(description="(doc_id, score), best first.")
 
@@ -422,18 +491,31 @@ _V1_PURPOSES = {
 
 class LLMCallEvent(TrailEvent):
     kind: Literal["llm_call"] = "llm_call"
+    """`llm_call`: one model call: what was asked and answered, and its cost."""
     purpose: LLMPurpose
+    """What the call was for (plan, action, review, ...)."""
     provider: str
+    """The model provider (e.g. openai, ollama)."""
     model: str
+    """The model's name at the provider."""
     messages: list[dict[str, str]]
+    """The messages sent: role and content."""
     response: str
+    """The model's answer as text."""
     parsed: dict[str, Any] | None
+    """The answer parsed into its structure (None: unparsed)."""
     attempts: list[dict[str, Any]]
+    """Each try (retries after a bad answer or an error) with its error."""
     prompt_tokens: int
+    """Tokens sent."""
     completion_tokens: int
+    """Tokens answered."""
     latency_s: float
+    """How long the call took, in seconds."""
     cost_usd: float
+    """Its cost in US dollars (0 for a local model)."""
     error: str | None = None
+    """Why the call failed, if it did."""
 
     @model_validator(mode="before")
     @classmethod
@@ -466,29 +548,40 @@ class LLMCallEvent(TrailEvent):
 
 class ResultEvent(TrailEvent):
     kind: Literal["result"] = "result"
+    """`result`: the run's outcome and final ranking."""
     status: RunStatus
+    """complete, no_llm, truncated or failed."""
     message: str = ""
+    """What the run says of itself (why it ended so)."""
     ranking: list[RankedSource]
+    """The final ranking, best first."""
     accepted: list[str]
+    """Documents some sub-question accepted."""
     held: list[str]
+    """Documents held and never accepted."""
     rejected: list[str]
+    """Documents all of whose judged chunks were rejected."""
     totals: dict[str, float]
+    """Run totals: model calls, tokens, cost (USD), seconds."""
 
 
 class SearchVariant(BaseModel):
     """One query a search ran besides (or as) the original: what it was, where it came from, what it found."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     name: str = Field(description="'original', or 'variant N' (N its step in this trail's channel events).")
     query: str
+    """The query text searched."""
     source: Literal["original", "llm", "vocabulary", "researcher"]
+    """Where the query came from: the original, an LLM, the vocabulary model, or the researcher."""
     kind: str | None = Field(
         default=None,
         description="period_vocabulary, historical_spelling, other_language, broader_narrower (an LLM's), "
         "neighbour (the vocabulary model's), or additions (the researcher's --add words and synonym forms).",
     )
     why: str = ""
+    """Why the variant was proposed, in the proposer's words."""
     ranking: list[str] = Field(description="Its documents, best first (what the RRF fused).")
 
 
@@ -496,16 +589,21 @@ class ExpansionEvent(TrailEvent):
     """What a search ran as: the query with the researcher's additions, its variants and their fusion."""
 
     kind: Literal["expansion"] = "expansion"
+    """`expansion`: what a search ran as: the query, its additions and variants."""
     query: str = Field(description="The query as the researcher wrote it.")
     searched: str = Field(description="The query searched: with the synonym map's forms and chosen words added.")
     synonyms: list[dict[str, Any]] = Field(default=[], description="Each map form found: found, added, line.")
     synonym_map: str | None = None
+    """The synonym map file used, if any."""
     added: list[str] = Field(default=[], description="Words the researcher chose to add (`--add`).")
     filter_expression: str | None = None
+    """The boolean filter as written, if any."""
     allowed: int | None = Field(default=None, description="Documents the boolean filter let through.")
     asked: list[str] = Field(default=[], description="The expansions asked for: llm, vocab.")
     variants: list[SearchVariant] = []
+    """Every query run, the original first."""
     rrf_k: int | None = None
+    """The RRF constant the variants were fused with."""
     weights: dict[str, float] = Field(default={}, description="Each query's RRF weight (by name).")
     ranking: list[dict[str, Any]] = Field(
         default=[], description="The fused ranking: doc_id, chunk_id, score, and each query's rank (by name)."
@@ -517,12 +615,19 @@ class CatalogParseEvent(TrailEvent):
     """A catalog request parsed into constraints, and the dialogue state after merging it with earlier turns."""
 
     kind: Literal["catalog_parse"] = "catalog_parse"
+    """`catalog_parse`: a catalog request parsed into constraints."""
     turn: int
+    """The conversation's turn, from 0."""
     request: str
+    """The request as the person wrote it."""
     method: CatalogParseMethod
+    """rules, or llm+gazetteer (a model proposed, the gazetteer checked the places)."""
     constraints: dict[str, Any]
+    """The constraints read from this request."""
     state: dict[str, Any]
+    """The conversation's constraints after merging."""
     notes: list[str] = []
+    """What could not be used (e.g. a place the catalog lacks)."""
     topic_match: dict[str, Any] | None = Field(
         default=None, description="Whether the catalog holds the state's topic: per-word evidence, passage, decision."
     )
@@ -538,8 +643,11 @@ class CatalogParseEvent(TrailEvent):
 
 class CatalogFilterEvent(TrailEvent):
     kind: Literal["catalog_filter"] = "catalog_filter"
+    """`catalog_filter`: the records pre-filtered and ranked for checking."""
     turn: int
+    """The conversation's turn, from 0."""
     variant: CatalogVariant
+    """Which constraint kinds the structured index pre-filtered."""
     sql_kinds: list[ConstraintKind] = Field(description="The constraint kinds pre-filtered in SQL.")
     allowed: int = Field(description="Records left by the structured pre-filter (all records when none applied).")
     ranked: list[str] = Field(description="Candidate record ids in the order they are checked.")
@@ -554,12 +662,18 @@ class CatalogFilterEvent(TrailEvent):
 
 class CatalogCheckEvent(TrailEvent):
     kind: Literal["catalog_check"] = "catalog_check"
+    """`catalog_check`: one record checked against the constraints."""
     turn: int
+    """The conversation's turn, from 0."""
     record_id: str
+    """The record's id in the catalog."""
     structural_ok: bool
+    """True when the record meets every exact constraint."""
     violations: list[str] = []
+    """The exact constraints it fails."""
     semantic: list[dict[str, Any]] = Field(default=[], description="Per semantic constraint: passed, reason, span.")
     selected: bool
+    """True when it is recommended."""
     restricted: list[dict[str, Any]] | None = Field(
         default=None,
         description="Groups the record is restricted to that the request did not claim: group, quote, span.",
@@ -568,71 +682,102 @@ class CatalogCheckEvent(TrailEvent):
 
 class CatalogReplyEvent(TrailEvent):
     kind: Literal["catalog_reply"] = "catalog_reply"
+    """`catalog_reply`: the reply of a catalog turn."""
     turn: int
+    """The conversation's turn, from 0."""
     outcome: CatalogOutcome
+    """answer, none_found, no_match or clarify."""
     text: str
+    """The reply as text."""
     recommended: list[str]
+    """Record ids recommended, best first."""
     removed: list[dict[str, Any]] = Field(default=[], description="Hallucinations removed from a generated reply.")
     generated: bool = False
+    """True when a model wrote the reply (else a template did)."""
 
 
 class JudgmentEvent(TrailEvent):
     """One candidate judged against the researcher's criteria, on its own (never beside other candidates)."""
 
     kind: Literal["judgment"] = "judgment"
+    """`judgment`: one candidate scored against the criteria."""
     doc_id: str
+    """The document's id in the collection."""
     chunk_id: str
+    """The chunk's id (a passage of the document)."""
     rank: int | None = Field(default=None, description="The candidate's rank in the run it came from.")
     retrieval_score: float | None = Field(default=None, description="Its score in the run it came from.")
     score: int | None = Field(default=None, description="0-10 against the criteria; None when the judgment failed.")
     reasoning: str = ""
+    """The judge model's reasoning."""
     failure: str | None = Field(default=None, description="Why there is no score (never a default one).")
     cached: bool = Field(default=False, description="Taken from the judge cache: no model was called.")
     model: str = ""
+    """The judge model's name."""
     criteria_hash: str
+    """Hash of the criteria text: judgments are cached and compared by it."""
 
 
 class DraftCitation(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     doc_id: str | None = Field(description="None when the label named no accepted source.")
     label: str
+    """S1, S2...: the source as the drafter saw it."""
     quote: str
+    """The cited words, as the drafter quoted them."""
     span: tuple[int, int] | None = Field(description="The quote's character span in the document, if located.")
 
 
 class DraftSentence(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     text: str
+    """The sentence."""
     kind: SentenceKind
+    """quotation, paraphrase or inference."""
     citations: list[DraftCitation]
+    """The sources it cites."""
 
 
 class DraftEvent(TrailEvent):
     """A cited draft (or its abstention) written only from the accepted sources."""
 
     kind: Literal["draft"] = "draft"
+    """`draft`: a cited draft written from the accepted sources."""
     question: str
+    """The question the draft answers."""
     language: str
+    """The draft's language (ISO 639-1)."""
     sources: list[tuple[str, str]] = Field(description="(doc_id, chunk_id) the draft was allowed to use.")
     abstained: bool
+    """True when the drafter declined: the sources do not answer the question."""
     abstention: str = ""
+    """When abstaining: what the sources lack."""
     sentences: list[DraftSentence] = []
+    """The draft, sentence by sentence."""
     failure: str | None = None
+    """Why no draft was written, if none was."""
 
 
 class CitationCheckEvent(TrailEvent):
     """One citation of a draft checked: its span located in the source, then whether it supports the sentence."""
 
     kind: Literal["cite_check"] = "cite_check"
+    """`cite_check`: one citation checked against its source."""
     sentence: int
+    """The sentence's index in the draft, from 0."""
     doc_id: str | None
+    """The cited document (None: an unknown label)."""
     span: tuple[int, int] | None
+    """The quote's character span in the document, if located."""
     located: bool
+    """True when the quote was found in the source."""
     supported: bool | None = Field(description="None when it could not be judged (not located, no answer).")
     method: Literal["model", "lexical"]
+    """model or lexical: how support was judged."""
     reason: str = ""
+    """Why it is (not) supported."""
 
 
 class SelectionDecision(StrEnum):
@@ -649,14 +794,22 @@ class DecisionEvent(TrailEvent):
     back (`undo`: `decision` is what the source went back to, None when it had none)."""
 
     kind: Literal["decision"] = "decision"
+    """`decision`: the researcher's decision on a candidate (or one taken back)."""
     question: str
+    """The research question the selection is for."""
     doc_id: str
+    """The document's id in the collection."""
     chunk_id: str | None = None
+    """The candidate's chunk, if the decision names one."""
     decision: SelectionDecision | None
+    """accepted, rejected or undecided; None when an undo left no decision."""
     previous: SelectionDecision | None = Field(default=None, description="The decision it replaced, if any.")
     undo: bool = False
+    """True when this takes back the session's last decision."""
     note: str = ""
+    """The researcher's note."""
     who: str
+    """Who decided."""
     span: tuple[int, int] | None = Field(default=None, description="The cited evidence shown when deciding.")
     from_run: str | None = Field(default=None, description="The run the candidate came from.")
 
