@@ -18,15 +18,17 @@ class ErrorBody(BaseModel):
 class JobInfo(BaseModel):
     """A background job (an ingest, an agent run): follow it at /api/jobs/{id}/events."""
 
-    id: str
-    kind: str
-    collection: str | None
+    id: str = Field(description="The job's id.")
+    kind: str = Field(description="What the job does: ingest, ask or judge.")
+    collection: str | None = Field(description="The collection it works on (None: none).")
     status: str = Field(description="running, done or failed")
-    started: float
-    finished: float | None
+    started: float = Field(description="When it started (Unix time, seconds).")
+    finished: float | None = Field(description="When it ended (Unix time, seconds); None while running.")
     events: int = Field(description="Progress events so far.")
-    error: str | None
-    result: dict[str, Any] | None
+    error: str | None = Field(description="Why it failed, if it did.")
+    result: dict[str, Any] | None = Field(
+        description="What it produced, when done (an ask run's `AskResult`, a judge's result, an ingest's counts)."
+    )
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {

@@ -86,23 +86,25 @@ class AskRequest(AskOptions):
 class AskSource(BaseModel):
     """One ranked source of an ask run: the document, the agent's verdict on it, its reasons and its quote."""
 
-    rank: int
-    doc_id: str
-    chunk_id: str | None
+    rank: int = Field(description="Its place in the ranking, from 1.")
+    doc_id: str = Field(description="The document's id in the collection.")
+    chunk_id: str | None = Field(description="The chunk whose verdict placed it (None: none judged).")
     title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
     title_source: str = Field(description="document, text or doc_id.")
-    date: str | None
-    corpus: str | None
-    language: str | None
-    publication: str | None
+    date: str | None = Field(
+        description="The document's date (ISO 8601, may be partial: 1848, 1848-03); None when undated."
+    )
+    corpus: str | None = Field(description="The sub-corpus the document belongs to.")
+    language: str | None = Field(description="The document's language (ISO 639-1); None when unknown.")
+    publication: str | None = Field(description="The publication the document appeared in, if the data names it.")
     url: str | None = Field(description="The document's source link as the data gives it (not checked).")
     verdict: Literal["accept", "hold", "reject"] | None = Field(
         description="The document's standing at the end of the run: accepted by a sub-question, held, or every "
         "judged chunk rejected; None for a source the agent never judged (filled in from the warm start)."
     )
     origin: str = Field(description="agent (accepted by the agent) or warm_start (filled in from the fused searches).")
-    promoted_from_hold: bool
-    score: float
+    promoted_from_hold: bool = Field(description="True when it was held and accepted on re-evaluation.")
+    score: float = Field(description="Its score in the ranking (the fused score for a filled-in source).")
     accepted_by: list[int] = Field(description="The sub-questions (0-based) that accepted it.")
     sub_questions: list[str] = Field(description="Those sub-questions' text, in the same order.")
     reasons: list[str] = Field(description="The agent's reasons, one per accepting sub-question.")
@@ -121,18 +123,18 @@ class VerdictCounts(BaseModel):
 class AskResult(BaseModel):
     """An ask run's outcome, as its trail records it (what `tracerag ask` prints)."""
 
-    run_id: str
+    run_id: str = Field(description="The run's id (its trail).")
     collection: str = Field(description="The collection's name on this server.")
-    question: str
+    question: str = Field(description="The question as asked.")
     status: str = Field(description="complete, no_llm, truncated or failed (then the sources are its fallback).")
     message: str = Field(description="What the run says of itself (why it ended so, that no model ran).")
     advice: str = Field(description="What to do about how it ended (start the model server, ...); empty if nothing.")
     llm: dict[str, str] | None = Field(description="Provider and model; None when no model was configured.")
     sub_questions: list[str] = Field(description="The sub-questions as they stood at the end (after re-plans).")
-    verdicts: VerdictCounts
-    llm_calls: int
+    verdicts: VerdictCounts = Field(description="How many documents were accepted, held and rejected.")
+    llm_calls: int = Field(description="Model calls made.")
     tokens: int = Field(description="Prompt and completion tokens of every model call.")
-    cost_usd: float
+    cost_usd: float = Field(description="The model calls' cost in US dollars (0 for a local model).")
     wall_s: float | None = Field(description="How long the run took, in seconds.")
     sources: list[AskSource] = Field(description="The ranked sources, best first.")
 

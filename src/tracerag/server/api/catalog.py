@@ -86,11 +86,11 @@ class CardOut(BaseModel):
     """A recommended service, from its catalog record only."""
 
     id: str = Field(description="The record's id in the catalog.")
-    name: str
-    organization: str
-    address: str
+    name: str = Field(description="The service's name.")
+    organization: str = Field(description="The organisation that runs it.")
+    address: str = Field(description="Its address as the directory states it.")
     hours: str = Field(description="Opening hours by day, or the schedule as written.")
-    phones: list[str]
+    phones: list[str] = Field(description="Its phone numbers as written.")
     url: str = Field(description="The record's web address as the directory states it (may be empty).")
     reasons: list[ReasonOut] = Field(description="One per constraint of the request, in its order.")
     open_conditions: list[str] = Field(description="Conditions the directory does not state for this service.")
@@ -153,7 +153,7 @@ class RemovedOut(BaseModel):
 
 class TurnOut(BaseModel):
     index: int = Field(description="The turn's number in the conversation, from 0.")
-    request: str
+    request: str = Field(description="The person's request, as written.")
     outcome: CatalogOutcome = Field(description="answer, none_found, no_match or clarify.")
     reply: str = Field(description="The assistant's reply as text (the cards say the same, as data).")
     question: str | None = Field(description="The clarifying question, when the assistant asks one (no place given).")
@@ -170,9 +170,9 @@ class TurnOut(BaseModel):
 
 class ConversationOut(BaseModel):
     id: str = Field(description="The conversation's id: its trail's run id.")
-    run_id: str
+    run_id: str = Field(description="The conversation's run id (same as `id`).")
     trail: str = Field(description="The conversation's trail file on the server.")
-    turns: list[TurnOut]
+    turns: list[TurnOut] = Field(description="Its turns so far, in order.")
 
 
 # ------------------------------------------------------------------------------------------------ conversations

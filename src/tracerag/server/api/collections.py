@@ -41,9 +41,9 @@ def source_link(source: dict[str, Any]) -> str | None:
 
 class CorpusSummary(BaseModel):
     name: str = Field(description="The sub-corpus, as a corpus filter takes it.")
-    documents: int
+    documents: int = Field(description="Documents in the sub-corpus.")
     date_min: str | None = Field(description="Earliest document date (ISO, may be partial).")
-    date_max: str | None
+    date_max: str | None = Field(description="Latest document date (ISO, may be partial).")
     languages: dict[str, int] = Field(description="Documents per stated language.")
     languages_detected: dict[str, int] = Field(description="Documents per language detected at ingest.")
 
@@ -52,7 +52,7 @@ class CorpusNode(BaseModel):
     name: str = Field(description="Full name: a filter on it admits every sub-corpus below it.")
     label: str = Field(description="The last part of the name.")
     documents: int = Field(description="Documents in it and below it.")
-    children: list[CorpusNode]
+    children: list[CorpusNode] = Field(description="The sub-corpora below it.")
 
 
 class OcrSummary(BaseModel):
@@ -67,16 +67,16 @@ class CollectionSummary(BaseModel):
     """What `tracerag info` shows of a collection."""
 
     name: str = Field(description="The collection's name in URLs (its folder's name).")
-    documents: int
-    chunks: int
-    indexed_points: int
+    documents: int = Field(description="Documents in the collection.")
+    chunks: int = Field(description="Passages the documents were cut into (what is searched).")
+    indexed_points: int = Field(description="Vectors in the index (one per embedded chunk).")
     chunks_without_vectors: int | None = Field(description="Chunks not embedded yet (None: no embedding model).")
     embedding: dict[str, Any] = Field(description="The embedding model (name, version, dimension).")
     engine: str = Field(description="Which engine holds the index: 'tantivy' (embedded) or 'qdrant' (a server).")
-    corpora: list[CorpusSummary]
+    corpora: list[CorpusSummary] = Field(description="Each sub-corpus's summary.")
     languages: dict[str, int] = Field(description="Documents per language over all sub-corpora.")
-    date_min: str | None
-    date_max: str | None
+    date_min: str | None = Field(description="Earliest document date (ISO, may be partial).")
+    date_max: str | None = Field(description="Latest document date (ISO, may be partial).")
     read_only: str | None = Field(description="Why the collection is read-only here (None: it is not).")
     activity: dict[str, Any] = Field(description="The writer at work on it and the process serving its index.")
 
@@ -84,7 +84,7 @@ class CollectionSummary(BaseModel):
 class CollectionInfo(CollectionSummary):
     """A collection in full: its sub-corpus tree, its fusion plan and its OCR-quality summary."""
 
-    corpus_tree: list[CorpusNode]
+    corpus_tree: list[CorpusNode] = Field(description="The sub-corpora as a tree (a name's parts separated by `/`).")
     fusion: dict[str, Any] = Field(description="How searches weigh the channels, and why.")
     ocr_quality: dict[str, OcrSummary] | None = Field(
         description="Per sub-corpus (None: the collection was ingested before estimates were made)."
@@ -142,41 +142,43 @@ def get_collection(name: str, state: State) -> CollectionInfo:
 
 
 class Span(BaseModel):
-    start: int
-    end: int
+    start: int = Field(description="Character offset of the span in the document text.")
+    end: int = Field(description="Its end (exclusive).")
     text: str = Field(description="The document text of the span.")
 
 
 class Region(BaseModel):
-    page_id: str
-    page_number: int
+    page_id: str = Field(description="The page's id in its ALTO file.")
+    page_number: int = Field(description="The page's number in the document, from 1.")
     box: list[float] = Field(description="x, y, width, height in `unit`.")
-    unit: str | None
+    unit: str | None = Field(description="The unit of `box` (pixel, mm10, inch1200), as the ALTO file states it.")
     strings: int = Field(description="How many ALTO String boxes the region covers.")
     region: str | None = Field(description="The IIIF region parameter.")
     url: str | None = Field(description="The IIIF image of the region (http(s) only).")
-    note: str
+    note: str = Field(description="What to know about the region (estimated, cut).")
 
 
 class DocumentView(BaseModel):
     """A document: its full text, metadata and OCR-quality estimate; with `start`/`end`, the cited span and its
     page regions."""
 
-    collection: str
-    doc_id: str
+    collection: str = Field(description="The collection's name.")
+    doc_id: str = Field(description="The document's id in the collection.")
     title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
     title_source: str = Field(description="document, text or doc_id: as a search result's.")
-    date: str | None
-    corpus: str
-    language: str | None
-    text: str
+    date: str | None = Field(
+        description="The document's date (ISO 8601, may be partial: 1848, 1848-03); None when undated."
+    )
+    corpus: str = Field(description="The sub-corpus the document belongs to.")
+    language: str | None = Field(description="The document's language (ISO 639-1); None when unknown.")
+    text: str = Field(description="The document's full text.")
     source: dict[str, str | int | float | bool] = Field(description="The source's plain values (nested ones left out).")
     source_url: str | None = Field(description="The document's own http(s) link, if it has one.")
-    fields: dict[str, Any]
+    fields: dict[str, Any] = Field(description="The document's extra fields, as ingested.")
     ocr: dict[str, Any] | None = Field(description="The OCR-quality estimate and its parts (None: not estimated).")
     ocr_quality_stated: float | None = Field(description="What the source itself says of its OCR, if anything.")
-    span: Span | None
-    regions: list[Region]
+    span: Span | None = Field(description="The cited span, when `start`/`end` were given.")
+    regions: list[Region] = Field(description="The span's page regions (empty: no span, or no boxes kept).")
     regions_note: str | None = Field(description="Why there are no page regions, when there cannot be any.")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tracerag import __version__
 from tracerag.server.deps import State
@@ -12,11 +12,11 @@ router = APIRouter(tags=["health"])
 
 
 class Health(BaseModel):
-    status: str
-    version: str
-    collections: list[str]
-    catalog: bool
-    jobs_running: int
+    status: str = Field(description='"ok" when the server answers.')
+    version: str = Field(description="The tracerag version serving.")
+    collections: list[str] = Field(description="The collections served, by name.")
+    catalog: bool = Field(description="True when a catalog is served (/api/catalog).")
+    jobs_running: int = Field(description="Background jobs running now.")
 
 
 @router.get("/health", response_model=Health)

@@ -153,48 +153,48 @@ class CheckOut(BaseModel):
     located: bool = Field(description="The quote was found in its source at the recorded span.")
     supported: bool | None = Field(description="Whether the span supports the sentence (None: could not judge).")
     method: str = Field(description="model or lexical.")
-    reason: str
+    reason: str = Field(description="Why the citation is (not) supported, in the checker's words.")
     flagged: bool = Field(description="The check could not confirm the citation: read it against its source.")
 
 
 class CitationOut(BaseModel):
     label: str = Field(description="S1, S2...: the source as the drafter saw it.")
-    doc_id: str | None
-    quote: str
+    doc_id: str | None = Field(description="The cited document (None: the label named no accepted source).")
+    quote: str = Field(description="The cited words, as the drafter quoted them.")
     span: tuple[int, int] | None = Field(description="The quote's character span in the document, if located.")
     document_url: str | None = Field(description="The document view with the span highlighted.")
-    check: CheckOut | None
+    check: CheckOut | None = Field(description="The citation check (None: not checked).")
 
 
 class SentenceOut(BaseModel):
-    text: str
+    text: str = Field(description="The sentence.")
     kind: str = Field(description="quotation, paraphrase or inference.")
-    citations: list[CitationOut]
+    citations: list[CitationOut] = Field(description="The sources it cites.")
     flags: list[str] = Field(description="Sentence-level check failures (a sentence without a citation).")
 
 
 class SourceOut(BaseModel):
-    label: str
-    doc_id: str
-    chunk_id: str
+    label: str = Field(description="S1, S2...: how the draft cites it.")
+    doc_id: str = Field(description="The document's id in the collection.")
+    chunk_id: str = Field(description="The accepted chunk.")
     title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
     title_source: str = Field(description="document, text or doc_id.")
-    date: str
+    date: str = Field(description="The document's date (ISO 8601, may be partial); '' when undated.")
     language: str = Field(description="The document's language (ISO 639-1), '' when unknown.")
-    document_url: str
+    document_url: str = Field(description="The document view, the accepted span highlighted.")
 
 
 class AnswerOut(BaseModel):
     run_id: str = Field(description="The answer run (its trail).")
     label: str = Field(description="What the draft is: an interpretive draft to check.")
-    question: str
-    language: str
+    question: str = Field(description="The question the draft answers.")
+    language: str = Field(description="The draft's language (ISO 639-1).")
     method: str = Field(description="model, extractive (no model) or none (no sources).")
-    abstained: bool
+    abstained: bool = Field(description="True when the drafter declined: the sources do not answer the question.")
     abstention: str = Field(description="When abstaining: what the sources lack.")
-    failure: str | None
-    sources: list[SourceOut]
-    sentences: list[SentenceOut]
+    failure: str | None = Field(description="Why no draft was written (the model failed), if none was.")
+    sources: list[SourceOut] = Field(description="The accepted sources the draft could cite, labelled S1, S2...")
+    sentences: list[SentenceOut] = Field(description="The draft, sentence by sentence, with its citations.")
     flagged: int = Field(description="Citations the check flagged.")
     missing: list[str] = Field(description="Accepted sources the collection no longer holds (left out).")
 

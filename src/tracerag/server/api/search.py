@@ -61,63 +61,69 @@ SearchBody.model_rebuild(_types_namespace={"Channel": Channel})  # the settings'
 class ChannelFind(BaseModel):
     channel: str = Field(description="The channel that found the document.")
     rank: int = Field(description="Its rank in that channel's ranking (1 is first).")
-    score: float
-    chunk_id: str
+    score: float = Field(description="Its score in that channel (the channel's own scale: BM25, cosine similarity...).")
+    chunk_id: str = Field(description="The chunk the channel found.")
     span: list[int] = Field(description="The chunk's [start, end] in the document text.")
     field: str | None = Field(None, description="The text field (language) that ranked it, for a lexical channel.")
-    field_rank: int | None = None
+    field_rank: int | None = Field(
+        None, description="Its rank within that text field, for a lexical channel (1 is first)."
+    )
 
 
 class BestChunk(BaseModel):
-    chunk_id: str
+    chunk_id: str = Field(description="The chunk's id.")
     start: int = Field(description="Character offset of the chunk in the document text.")
-    end: int
-    text: str
+    end: int = Field(description="Character offset of the chunk's end in the document text (exclusive).")
+    text: str = Field(description="The chunk's text.")
 
 
 class Kwic(BaseModel):
     """The query's words in context: `text` is the document's text from `start` to `end`; `spans` the matched
     words, as [start, end] offsets into `text`."""
 
-    text: str
-    start: int
-    end: int
-    spans: list[list[int]]
-    cut_before: bool
-    cut_after: bool
+    text: str = Field(description="The snippet: the document's text from `start` to `end`.")
+    start: int = Field(description="Character offset of the snippet in the document text.")
+    end: int = Field(description="Character offset of the snippet's end (exclusive).")
+    spans: list[list[int]] = Field(description="The matched words, as [start, end] offsets into `text`.")
+    cut_before: bool = Field(description="True when the document's text goes on before the snippet.")
+    cut_after: bool = Field(description="True when it goes on after the snippet.")
     line: int | None = Field(
         default=None, description="The source file's line the snippet starts on, where its reader recorded lines."
     )
 
 
 class SearchResult(BaseModel):
-    rank: int
-    doc_id: str
+    rank: int = Field(description="Its place in the results, from 1.")
+    doc_id: str = Field(description="The document's id in the collection.")
     score: float = Field(description="The fused score (by params.fusion.method).")
-    corpus: str
-    date: str | None
-    language: str | None
+    corpus: str = Field(description="The sub-corpus the document belongs to.")
+    date: str | None = Field(
+        description="The document's date (ISO 8601, may be partial: 1848, 1848-03); None when undated."
+    )
+    language: str | None = Field(description="The document's language (ISO 639-1); None when unknown.")
     title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
     title_source: str = Field(description="document, text or doc_id.")
     window: str | None = Field(description="The time window the document fell in, when windowing.")
-    source: dict[str, str | int | float | bool]
+    source: dict[str, str | int | float | bool] = Field(
+        description="The source's plain metadata values (nested ones left out)."
+    )
     source_url: str | None = Field(description="The document's own http(s) link, if any.")
-    fields: dict[str, Any]
+    fields: dict[str, Any] = Field(description="The document's extra fields, as ingested.")
     ocr: dict[str, Any] | None = Field(description="The OCR-quality estimate and its parts.")
-    ocr_quality_stated: float | None
-    best_chunk: BestChunk
+    ocr_quality_stated: float | None = Field(description="What the source itself says of its OCR quality, if anything.")
+    best_chunk: BestChunk = Field(description="The chunk that ranked the document.")
     kwic: Kwic = Field(description="The best of `snippets`.")
     snippets: list[Kwic] = Field(description="The best chunk's windows with the most query words, best first.")
-    regions: list[Region]
-    channels: list[ChannelFind]
+    regions: list[Region] = Field(description="The best chunk's page regions (IIIF), when the collection keeps boxes.")
+    channels: list[ChannelFind] = Field(description="Each channel that found the document, with its rank there.")
 
 
 class WindowRow(BaseModel):
-    window: str
-    results: int
-    result_share: float
+    window: str = Field(description='The time window, "1850-1859", or "undated".')
+    results: int = Field(description="Results in the window.")
+    result_share: float = Field(description="The window's share of the results (0-1).")
     documents: int = Field(description="Documents of the window among those searched.")
-    corpus_share: float
+    corpus_share: float = Field(description="The window's share of the documents searched (0-1).")
     ratio: float | None = Field(
         description="result_share / corpus_share: above 1, the window is over-represented; null when no document of "
         "the window was counted (its results come from documents an ingest still running has not committed)."
@@ -127,11 +133,11 @@ class WindowRow(BaseModel):
 class TimeWindows(BaseModel):
     """Each time window's share of the results against its share of the documents searched."""
 
-    window: str
+    window: str = Field(description='The window length, "10y".')
     chosen: str | None = Field(None, description="Where the window size came from.")
-    results: int
-    searched: int
-    rows: list[WindowRow]
+    results: int = Field(description="Results of the search.")
+    searched: int = Field(description="Documents searched.")
+    rows: list[WindowRow] = Field(description="One row per window, in time order, undated last.")
 
 
 class SearchAnswer(BaseModel):
@@ -143,11 +149,11 @@ class SearchAnswer(BaseModel):
         False,
         description="True: the same search as the collection's last run, whose id `run_id` is; not recorded twice.",
     )
-    collection: str
-    query: str
-    seconds: float
-    results: list[SearchResult]
-    time_windows: TimeWindows | None
+    collection: str = Field(description="The collection searched.")
+    query: str = Field(description="The query as sent.")
+    seconds: float = Field(description="How long the search took, in seconds.")
+    results: list[SearchResult] = Field(description="The results, best first.")
+    time_windows: TimeWindows | None = Field(description="Where the results fall in time (None: windows off).")
     expansion: dict[str, Any] | None = Field(description="What was searched: the query, its variants, weights.")
     failures: list[str] = Field(description="What could not be done (an expansion); the search went on without it.")
     params: dict[str, Any] = Field(description="The search as run: channels, fusion, filter, readings of each channel.")

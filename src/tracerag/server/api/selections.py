@@ -81,16 +81,16 @@ EXPORT_SUFFIX = {"csv": "csv", "ris": "ris", "csl-json": "json"}
 class SelectionSummaryOut(BaseModel):
     id: str = Field(description="The selection's id in URLs.")
     question: str = Field(description="The research question the selection is for.")
-    accepted: int
-    rejected: int
-    undecided: int
+    accepted: int = Field(description="Sources accepted.")
+    rejected: int = Field(description="Sources rejected.")
+    undecided: int = Field(description="Sources seen and left undecided.")
     last_change: str = Field(description="When the last decision was made (UTC, ISO 8601).")
 
 
 class RunOut(BaseModel):
-    run_id: str
+    run_id: str = Field(description="The run's id (its trail).")
     kind: str = Field(description="search, ask or judge.")
-    question: str
+    question: str = Field(description="The question or query of the run.")
     started: str = Field("", description="When the run started (UTC, ISO 8601).")
     results: int | None = Field(
         None, description="Its candidates: the ranking's length (search, ask), the documents judged (judge); None "
@@ -136,36 +136,40 @@ class SelectionsOut(BaseModel):
 
 class JudgeNoteOut(BaseModel):
     score: int | None = Field(description="0-10; None when the judgment failed.")
-    reasoning: str
+    reasoning: str = Field(description="The judge model's reasoning.")
     failure: str | None = Field(description="Why the judgment has no score.")
-    model: str
+    model: str = Field(description="The judge model's name.")
     run_id: str = Field(description="The judge run.")
 
 
 class EntryOut(BaseModel):
-    doc_id: str
-    decision: DecisionName
-    note: str
-    who: str
-    when: str
-    chunk_id: str | None
+    doc_id: str = Field(description="The document's id in the collection.")
+    decision: DecisionName = Field(description="accept, reject or undecided.")
+    note: str = Field(description="The researcher's note.")
+    who: str = Field(description="Who decided.")
+    when: str = Field(description="When (UTC, ISO 8601).")
+    chunk_id: str | None = Field(description="The chunk decided on, if one was named.")
     span: tuple[int, int] | None = Field(description="The cited evidence's character span in the document.")
     run_id: str | None = Field(description="The run the source was reviewed from.")
 
 
 class SegmentOut(BaseModel):
-    text: str
+    text: str = Field(description="A piece of the passage's text.")
     mark: bool = Field(description="Cited words, or the question's words matched.")
 
 
 class CandidateOut(BaseModel):
-    rank: int
-    doc_id: str
-    chunk_id: str | None
+    rank: int = Field(description="Its place in the run's ranking, from 1.")
+    doc_id: str = Field(description="The document's id in the collection.")
+    chunk_id: str | None = Field(description="The candidate's chunk (None: none recorded).")
     title: str = Field(description="The document's title, else its first words, else its id (`title_source`).")
     title_source: str = Field("document", description="document, text or doc_id.")
-    date: str | None
-    corpus: str | None
+    date: str | None = Field(
+        description="The document's date (ISO 8601, may be partial: 1848, 1848-03); None when undated."
+    )
+    corpus: str | None = Field(
+        description="The sub-corpus the document belongs to (None: not in the collection any more)."
+    )
     language: str | None = Field(None, description="The document's language (ISO 639-1), when known.")
     present: bool = Field(description="False when the collection no longer holds the document.")
     span: tuple[int, int] | None = Field(description="The cited span (a search hit cites its chunk).")
@@ -188,22 +192,22 @@ class CandidateOut(BaseModel):
 
 class CountsOut(BaseModel):
     accepted: int = Field(description="Accepted sources of the whole selection.")
-    rejected: int
-    undecided: int
+    rejected: int = Field(description="Rejected sources of the whole selection.")
+    undecided: int = Field(description="Undecided sources of the whole selection.")
     candidates: int = Field(description="Candidates of the board's run.")
     open: int = Field(description="Candidates of the run neither accepted nor rejected yet.")
 
 
 class SelectionOut(BaseModel):
-    id: str
-    question: str
+    id: str = Field(description="The selection's id in URLs.")
+    question: str = Field(description="The research question the selection is for.")
     run_id: str | None = Field(description="The run whose candidates are shown (None: a selection without one).")
-    judge_run: str | None
-    candidates: list[CandidateOut]
+    judge_run: str | None = Field(description="The judge run whose scores are shown (None: none).")
+    candidates: list[CandidateOut] = Field(description="The run's candidates, in its order.")
     others: list[EntryOut] = Field(description="Decisions on sources that are not candidates of this run.")
-    counts: CountsOut
+    counts: CountsOut = Field(description="How many sources are decided, and how many candidates are open.")
     exports: dict[str, str] = Field(description="The export of the accepted sources, by format.")
-    warnings: list[str]
+    warnings: list[str] = Field(description="What could not be shown (a run or judge run not found...).")
 
 
 class DecisionIn(BaseModel):
@@ -220,9 +224,9 @@ class DecisionIn(BaseModel):
 
 
 class DecisionOut(BaseModel):
-    entry: EntryOut
+    entry: EntryOut = Field(description="The decision as recorded.")
     review_run: str = Field(description="The review run recording this session's decisions: send it back.")
-    counts: CountsOut
+    counts: CountsOut = Field(description="The counts after it.")
 
 
 class UndoIn(BaseModel):
@@ -231,11 +235,11 @@ class UndoIn(BaseModel):
 
 class UndoOut(BaseModel):
     undone: bool = Field(description="False when the session has nothing to undo.")
-    message: str
+    message: str = Field(description="What the undo did, in words.")
     doc_id: str | None = Field(description="The source the undo put back.")
     entry: EntryOut | None = Field(description="Its decision now (None: no decision, as before the first).")
-    review_run: str | None
-    counts: CountsOut
+    review_run: str | None = Field(description="The review run (None: no session).")
+    counts: CountsOut = Field(description="The counts after it.")
 
 
 # -- what a board is -----------------------------------------------------------------------------------------------

@@ -93,7 +93,7 @@ def torn_note(torn: TrailError) -> str:
 class TrailBody(BaseModel):
     """A run's trail: its summary and every event, in order, each typed by its `kind` (`tracerag trail schema`)."""
 
-    run: TrailItem
+    run: TrailItem = Field(description="The run's summary, as the trail list shows it.")
     events: list[Event] = Field(description="The trail's events in order; the first is the `run` event.")
 
 
