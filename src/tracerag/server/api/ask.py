@@ -21,7 +21,7 @@ from tracerag.llm import StructuredLLM
 from tracerag.model import Document, SubQuestion
 from tracerag.options import AskOptions
 from tracerag.server.api.trails import documents_of, trail_events
-from tracerag.server.deps import State
+from tracerag.server.deps import CollectionName, RunId, State
 from tracerag.server.jobs import Job, JobWork
 from tracerag.server.schemas import ERRORS, JobInfo
 from tracerag.server.state import NotFoundError
@@ -284,8 +284,10 @@ def ask_job(name: str, path: Path, settings: Settings, model: StructuredLLM | No
     return work
 
 
-@router.post("/collections/{name}/ask", response_model=JobInfo, status_code=202)
-def ask(name: str, body: AskRequest, state: State) -> JobInfo:
+@router.post(
+    "/collections/{name}/ask", summary="Start the agent on a question", response_model=JobInfo, status_code=202
+)
+def ask(name: CollectionName, body: AskRequest, state: State) -> JobInfo:
     """Start the agent on a question. Follow the job at /api/jobs/{id}/events (plan, current sub-question,
     verdict counts, tokens and cost so far, the run id); its result is the run's `AskResult`, also at
     /api/collections/{name}/runs/{run_id} once it has ended. Without a configured model the run is the hybrid
@@ -296,8 +298,8 @@ def ask(name: str, body: AskRequest, state: State) -> JobInfo:
     return JobInfo(**job.summary())
 
 
-@router.get("/collections/{name}/runs/{run_id}", response_model=AskResult)
-def get_run(name: str, run_id: str, state: State) -> AskResult:
+@router.get("/collections/{name}/runs/{run_id}", summary="An ask run's result", response_model=AskResult)
+def get_run(name: CollectionName, run_id: RunId, state: State) -> AskResult:
     """An ask run's result, read from its trail."""
     events = trail_events(state, name, run_id)
     return ask_result(name, events, documents_of(state, name, events))

@@ -38,7 +38,7 @@ from tracerag.catalog.cards import Card, card_of
 from tracerag.config import Settings
 from tracerag.llm import StructuredLLM
 from tracerag.options import TurnOptions
-from tracerag.server.deps import State
+from tracerag.server.deps import ConversationId, State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError, ServerState
 from tracerag.trail.events import CatalogOutcome
@@ -293,21 +293,23 @@ def conversation_out(assistant: CatalogAssistant) -> ConversationOut:
 # ------------------------------------------------------------------------------------------------ routes
 
 
-@router.post("/conversations", response_model=ConversationOut, status_code=201)
+@router.post("/conversations", summary="Start a catalog conversation", response_model=ConversationOut, status_code=201)
 def start_conversation(request: Request, state: State) -> ConversationOut:
     """Start a conversation with the catalog assistant; its trail is written as the turns go."""
     conversation = conversations(request, state).start()
     return conversation.call(conversation_out)
 
 
-@router.get("/conversations/{conversation_id}", response_model=ConversationOut)
-def get_conversation(conversation_id: str, request: Request, state: State) -> ConversationOut:
+@router.get("/conversations/{conversation_id}", summary="A catalog conversation so far", response_model=ConversationOut)
+def get_conversation(conversation_id: ConversationId, request: Request, state: State) -> ConversationOut:
     """A conversation's turns so far."""
     return conversations(request, state).get(conversation_id).call(conversation_out)
 
 
-@router.post("/conversations/{conversation_id}/turns", response_model=TurnOut)
-def ask_turn(conversation_id: str, body: TurnRequest, request: Request, state: State) -> TurnOut:
+@router.post(
+    "/conversations/{conversation_id}/turns", summary="Send the next turn of a conversation", response_model=TurnOut
+)
+def ask_turn(conversation_id: ConversationId, body: TurnRequest, request: Request, state: State) -> TurnOut:
     """The next turn: the reply, the clarifying question when no place is known yet, the recommendations as cards
     (only services of the catalog, each meeting every structural constraint), notes, and removed sentences."""
     conversation = conversations(request, state).get(conversation_id)

@@ -15,7 +15,7 @@ from tracerag.collection import Collection
 from tracerag.errors import TraceError
 from tracerag.ingest.alto_regions import NO_BOXES, check_base, page_regions
 from tracerag.retrieval.collection_info import collection_info, collection_summary, corpus_tree
-from tracerag.server.deps import State
+from tracerag.server.deps import CollectionName, DocumentId, State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError
 from tracerag.text import document_title
@@ -126,8 +126,10 @@ def info_of(name: str, col: Collection) -> CollectionInfo:
     return CollectionInfo(**_summary(name, info), corpus_tree=corpus_tree(info["corpora"]))
 
 
-@router.get("/collections", response_model=list[CollectionSummary])
+@router.get("/collections", summary="List the collections served", response_model=list[CollectionSummary])
 def list_collections(state: State) -> list[CollectionSummary]:
+    """A summary of every collection served (what `tracerag info` shows): documents, chunks, languages, dates, engine,
+    and why one is read-only. 503 when a collection cannot be read now."""
     out = []
     for name in sorted(state.collections):
         with state.reading(name) as col:
@@ -135,8 +137,10 @@ def list_collections(state: State) -> list[CollectionSummary]:
     return out
 
 
-@router.get("/collections/{name}", response_model=CollectionInfo)
-def get_collection(name: str, state: State) -> CollectionInfo:
+@router.get("/collections/{name}", summary="One collection in full", response_model=CollectionInfo)
+def get_collection(name: CollectionName, state: State) -> CollectionInfo:
+    """The collection's summary with its sub-corpus tree, its fusion plan and its OCR-quality summary (`tracerag info`).
+    404 when no collection of that name is served."""
     with state.reading(name) as col:
         return info_of(name, col)
 
@@ -238,14 +242,20 @@ def document_view(
     )
 
 
-@router.get("/collections/{name}/documents/{doc_id:path}", response_model=DocumentView)
+@router.get(
+    "/collections/{name}/documents/{doc_id:path}",
+    summary="One document: text, metadata, a cited span",
+    response_model=DocumentView,
+)
 def get_document(
-    name: str,
-    doc_id: str,
+    name: CollectionName,
+    doc_id: DocumentId,
     state: State,
     start: Annotated[int | None, Query(ge=0, description="Start of a cited span (character offset).")] = None,
     end: Annotated[int | None, Query(ge=0, description="End of a cited span (exclusive).")] = None,
     iiif_base: Annotated[str | None, Query(description="IIIF image base for the span's page regions.")] = None,
 ) -> DocumentView:
+    """The document's full text, metadata, source link and OCR estimate; with `start`/`end`, the cited span and its page
+    regions (IIIF). 404 for an unknown collection or document; 400 when start/end are not a span of its text."""
     with state.reading(name) as col:
         return document_view(name, col, doc_id, start, end, iiif_base)

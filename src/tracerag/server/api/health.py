@@ -19,8 +19,10 @@ class Health(BaseModel):
     jobs_running: int = Field(description="Background jobs running now.")
 
 
-@router.get("/health", response_model=Health)
+@router.get("/health", summary="Whether the server is up and what it serves", response_model=Health)
 def health(state: State) -> Health:
+    """The server's status, its version, the collections it serves, whether a catalog is served, and how many background
+    jobs are running. Needs no collection to be readable; a monitor can poll it."""
     return Health(
         status="ok",
         version=__version__,

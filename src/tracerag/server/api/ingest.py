@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracerag.errors import CollectionBusyError, ConfigError, TraceError
 from tracerag.ingest import FORMATS, detect_format
 from tracerag.locks import Holder
-from tracerag.server.deps import State
+from tracerag.server.deps import CollectionName, State
 from tracerag.server.jobs import Job
 from tracerag.server.schemas import ERRORS, JobInfo
 from tracerag.server.state import ServerState
@@ -78,8 +78,15 @@ class IngestForm(BaseModel):
         return options
 
 
-@router.post("/collections/{name}/ingest", response_model=JobInfo, status_code=202)
-def ingest(name: str, form: Annotated[IngestForm, Form(media_type="multipart/form-data")], state: State) -> JobInfo:
+@router.post(
+    "/collections/{name}/ingest",
+    summary="Ingest uploaded files into a collection",
+    response_model=JobInfo,
+    status_code=202,
+)
+def ingest(
+    name: CollectionName, form: Annotated[IngestForm, Form(media_type="multipart/form-data")], state: State
+) -> JobInfo:
     """Start an ingest of the uploaded files into collection `name`; follow it at /api/jobs/{id}/events."""
     path = state.path_of(name)
     if form.format is not None and form.format not in FORMATS:

@@ -28,7 +28,7 @@ from tracerag.research.diagnostics import retrieval_vs_judge
 from tracerag.research.judge import JudgeCache, Judgment, judge_run, judge_sources
 from tracerag.research.sources import run_question
 from tracerag.server.api.selections import board_of, document_url, run_events, selections
-from tracerag.server.deps import State
+from tracerag.server.deps import CollectionName, State
 from tracerag.server.jobs import Job
 from tracerag.server.schemas import ERRORS, JobInfo
 from tracerag.server.state import ServerState
@@ -82,8 +82,13 @@ def _question_of(state: ServerState, name: str, selection: str) -> str:
         return board_of(state, name, store, selection, None, None).question
 
 
-@router.post("/collections/{name}/judge", response_model=JobInfo, status_code=202)
-def judge(name: str, body: JudgeIn, state: State) -> JobInfo:
+@router.post(
+    "/collections/{name}/judge",
+    summary="Score a run's candidates against criteria",
+    response_model=JobInfo,
+    status_code=202,
+)
+def judge(name: CollectionName, body: JudgeIn, state: State) -> JobInfo:
     """Score each candidate 0-10 against the criteria, one model call each (cached by criteria, chunk and model),
     as a job of kind `judge`: a `judged` event per candidate (done, total, score or failure, per minute), then the
     result (`JudgeResult`)."""
@@ -199,8 +204,10 @@ class AnswerOut(BaseModel):
     missing: list[str] = Field(description="Accepted sources the collection no longer holds (left out).")
 
 
-@router.post("/collections/{name}/answer", response_model=AnswerOut)
-def answer(name: str, body: AnswerIn, state: State) -> AnswerOut:
+@router.post(
+    "/collections/{name}/answer", summary="Write a cited draft from accepted sources", response_model=AnswerOut
+)
+def answer(name: CollectionName, body: AnswerIn, state: State) -> AnswerOut:
     """A cited draft from the accepted sources only, every citation checked, or the explicit abstention."""
     if (body.selection is None) == (body.from_run is None):
         raise ConfigError("give one of selection or from_run")

@@ -25,7 +25,7 @@ from tracerag.retrieval.search_filter import API_NAMES, OptionNames, search_filt
 from tracerag.retrieval.synonyms import SynonymMap
 from tracerag.search.report import explained_search
 from tracerag.server.api.collections import Region, source_link, web_link
-from tracerag.server.deps import State
+from tracerag.server.deps import CollectionName, State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import ServerState
 from tracerag.trail import trails_by_run
@@ -327,6 +327,9 @@ def answer(
     )
 
 
-@router.post("/collections/{name}/search", response_model=SearchAnswer)
-def search(name: str, body: SearchBody, state: State) -> SearchAnswer:
+@router.post("/collections/{name}/search", summary="Search a collection", response_model=SearchAnswer)
+def search(name: CollectionName, body: SearchBody, state: State) -> SearchAnswer:
+    """Run one search (the options of `tracerag search`) and answer the ranked documents with their best chunk,
+    snippets, channels and time windows; the search is recorded as a run in the collection's trails (not twice when
+    repeated). 404 for an unknown collection; 422 naming the field for an invalid option."""
     return run(state, name, body)

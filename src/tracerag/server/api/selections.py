@@ -50,7 +50,7 @@ from tracerag.research.selection import (
 )
 from tracerag.research.selection_export import export_accepted
 from tracerag.retrieval.kwic import snippet
-from tracerag.server.deps import State
+from tracerag.server.deps import CollectionName, State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError, ServerState
 from tracerag.text import document_title
@@ -536,23 +536,33 @@ RunQuery = Annotated[str | None, Query(max_length=200, description="The run whos
 JudgeQuery = Annotated[str | None, Query(max_length=200, description="A judge run over the same candidates.")]
 
 
-@router.get("/collections/{name}/selections", response_model=SelectionsOut)
-def list_selections(name: str, state: State) -> SelectionsOut:
+@router.get(
+    "/collections/{name}/selections", summary="List the selections and reviewable runs", response_model=SelectionsOut
+)
+def list_selections(name: CollectionName, state: State) -> SelectionsOut:
     """Every question's selection with its counts, and the runs one can review."""
     return selection_list(state, name)
 
 
-@router.get("/collections/{name}/selections/{selection}", response_model=SelectionOut)
+@router.get(
+    "/collections/{name}/selections/{selection}", summary="A selection's review board", response_model=SelectionOut
+)
 def get_selection(
-    name: str, selection: SelectionPath, state: State, run: RunQuery = None, judge: JudgeQuery = None
+    name: CollectionName, selection: SelectionPath, state: State, run: RunQuery = None, judge: JudgeQuery = None
 ) -> SelectionOut:
     """A selection's board: the run's candidates (span, the agent's reasons and verdict, the judge's score) with
     the current decision and note on each, and the decisions on other sources."""
     return selection_view(state, name, selection, run, judge)
 
 
-@router.post("/collections/{name}/selections/{selection}/decisions", response_model=DecisionOut)
-def decide(name: str, selection: SelectionPath, body: DecisionIn, state: State, request: Request) -> DecisionOut:
+@router.post(
+    "/collections/{name}/selections/{selection}/decisions",
+    summary="Decide on one candidate",
+    response_model=DecisionOut,
+)
+def decide(
+    name: CollectionName, selection: SelectionPath, body: DecisionIn, state: State, request: Request
+) -> DecisionOut:
     """Accept, reject or leave undecided one candidate (with a note): written to the selection at once and
     recorded as a `decision` event of this session's `review` run, as `tracerag review` does."""
     who = body.who or default_user(state.settings)
@@ -574,8 +584,12 @@ def decide(name: str, selection: SelectionPath, body: DecisionIn, state: State, 
         )
 
 
-@router.post("/collections/{name}/selections/{selection}/undo", response_model=UndoOut)
-def undo(name: str, selection: SelectionPath, body: UndoIn, state: State, request: Request) -> UndoOut:
+@router.post(
+    "/collections/{name}/selections/{selection}/undo",
+    summary="Undo the review session's last decision",
+    response_model=UndoOut,
+)
+def undo(name: CollectionName, selection: SelectionPath, body: UndoIn, state: State, request: Request) -> UndoOut:
     """Take back the review session's last decision: the source goes back to what it was before it."""
     review = sessions_of(request).get(body.review_run)
     with selections(state, name, write=True) as store:
@@ -602,11 +616,12 @@ def undo(name: str, selection: SelectionPath, body: UndoIn, state: State, reques
 
 @router.get(
     "/collections/{name}/selections/{selection}/export",
+    summary="Export a selection's accepted sources",
     response_class=Response,
     responses={200: {"content": {t: {} for t in EXPORT_TYPES.values()}, "description": "The accepted sources."}},
 )
 def export(
-    name: str,
+    name: CollectionName,
     selection: SelectionPath,
     state: State,
     format: Annotated[Literal["csv", "ris", "csl-json"], Query(description="csv, ris or csl-json.")] = "csv",

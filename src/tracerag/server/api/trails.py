@@ -26,7 +26,7 @@ from tracerag.collection import trail_roots
 from tracerag.errors import TrailError
 from tracerag.ingest.alto_regions import check_base
 from tracerag.model import Document
-from tracerag.server.deps import State
+from tracerag.server.deps import CollectionName, RunId, State
 from tracerag.server.schemas import ERRORS
 from tracerag.server.state import NotFoundError, ServerState
 from tracerag.trail import Event, read_trail, trails_by_run
@@ -171,28 +171,30 @@ def documents_of(state: ServerState, name: str, events: list[Event]) -> dict[str
         return col.store.get_documents(named_documents(events))
 
 
-@router.get("/collections/{name}/trails", response_model=list[TrailItem])
-def list_runs(name: str, state: State) -> list[TrailItem]:
+@router.get(
+    "/collections/{name}/trails", summary="List the runs recorded on a collection", response_model=list[TrailItem]
+)
+def list_runs(name: CollectionName, state: State) -> list[TrailItem]:
     """Every run recorded on the collection: agent runs, searches, judge, review and answer runs, catalog chats."""
     return trail_items(state, name)
 
 
-@router.get("/collections/{name}/trails/{run_id}", response_model=TrailBody)
-def get_trail(name: str, run_id: str, state: State) -> TrailBody:
+@router.get("/collections/{name}/trails/{run_id}", summary="A run's trail", response_model=TrailBody)
+def get_trail(name: CollectionName, run_id: RunId, state: State) -> TrailBody:
     """A run's events, as its trail file holds them (validated against the trail schema as they are read); a
     torn last line is said in `run.damaged`, the events before it are given."""
     trail = read_served_trail(trail_file(state, name, run_id))
     return TrailBody(run=TrailItem.of(summarise(trail.events), trail.torn), events=trail.events)
 
 
-@router.get("/catalog/trails", response_model=list[TrailItem])
+@router.get("/catalog/trails", summary="List the catalog's conversations", response_model=list[TrailItem])
 def list_catalog_runs(state: State) -> list[TrailItem]:
     """The served catalog's conversations (404 when no catalog is served), oldest first."""
     return items_of(catalog_roots(state))
 
 
-@router.get("/catalog/trails/{run_id}", response_model=TrailBody)
-def get_catalog_trail(run_id: str, state: State) -> TrailBody:
+@router.get("/catalog/trails/{run_id}", summary="A catalog conversation's trail", response_model=TrailBody)
+def get_catalog_trail(run_id: RunId, state: State) -> TrailBody:
     """One catalog conversation's events, as its trail holds them."""
     trail = read_served_trail(trail_file(state, "catalog", run_id, catalog_roots(state)))
     return TrailBody(run=TrailItem.of(summarise(trail.events), trail.torn), events=trail.events)
@@ -203,6 +205,7 @@ _UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 @router.get(
     "/collections/{name}/trails/{run_id}/export",
+    summary="Download a run's sources",
     response_class=Response,
     responses={
         200: {
@@ -212,8 +215,8 @@ _UNSAFE_IN_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
     },
 )
 def export_run(
-    name: str,
-    run_id: str,
+    name: CollectionName,
+    run_id: RunId,
     state: State,
     fmt: Annotated[
         ExportFormat, Query(alias="format", description="csv (a spreadsheet), ris or csl-json (Zotero and others).")
