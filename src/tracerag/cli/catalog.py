@@ -45,6 +45,11 @@ JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")  # what the mapped reader reads a
 CatalogOpt = Annotated[
     Path, typer.Option("--catalog", metavar="DIR", help="Catalog directory (made by `tracerag catalog ingest`).")
 ]
+# catalog ingest writes the directory the other commands read: its own help says so, not "made by" itself
+CatalogOutOpt = Annotated[
+    Path,
+    typer.Option("--catalog", metavar="DIR", help="Catalog directory to write (read by `chat --catalog`, `serve`)."),
+]
 
 
 @catalog_app.command("ingest")
@@ -53,7 +58,7 @@ def catalog_ingest(
     source: Annotated[
         Path, typer.Argument(help="An HSDS datapackage folder, a 211 export CSV, or a CSV/JSONL file with --mapping.")
     ],
-    catalog: CatalogOpt,
+    catalog: CatalogOutOpt,
     fmt: Annotated[
         str,
         typer.Option("--format", metavar="FORMAT", help="auto (by the source's shape), hsds, 211-export or mapped."),

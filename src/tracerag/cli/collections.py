@@ -254,7 +254,12 @@ def embed(collection: CollectionOpt, wait: WaitOpt = False, config: ConfigOpt = 
 
 @app.command()
 @friendly
-def info(collection: CollectionOpt, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+def info(
+    collection: CollectionOpt,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the collection's statistics as one JSON object.")
+    ] = False,
+) -> None:
     """What a collection holds: documents, chunks, corpora, the embedding model."""
     from rich.table import Column, Table
 

@@ -56,7 +56,9 @@ def search(
     base_url: BaseUrlOpt = None,
     min_ocr: float | None = DECLARED,
     explain_: bool = DECLARED,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (schema in README).")] = False,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object (schema: docs/guide/search.md, `--json` schema).")
+    ] = False,
     config: ConfigOpt = None,
 ) -> ExitCode | None:
     """Hybrid search: each channel ranks chunks, documents are scored by their best chunk, the channels' scores are
