@@ -149,12 +149,13 @@ def test_a_search_is_answered_while_the_ingest_writes(client: TestClient, hipe_d
     during = [s for s in searches if opened <= s[0] and s[1] <= reported]
     assert during, f"no search while the writer held the collection ({len(searches)} searches)"
     assert all(found for _, _, found in searches)
-    # the reader was not blocked: no search waited anything like the ingest's length
+    # the reader was not blocked: no search waited anything like the ingest's length (a ratio to the ingest's own
+    # time, not seconds: a fixed limit fails on a loaded machine, as 8.9 s against 5 s did under a load of 12)
     slowest = max(end - start for start, end, _ in searches)
     print(
         f"{len(searches)} searches, {len(during)} while writing for {reported - opened:.1f} s; slowest {slowest:.2f} s"
     )
-    assert slowest < 5.0 and slowest < (reported - opened) / 2
+    assert slowest < (reported - opened) / 2
     report = events["result"]
     assert report["added"] == 167
     new = _docs(hipe_dir / LARGE[0], 1)[0]
