@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.built_once import private_copy
 from tracerag.collection import Collection, IngestReport
 from tracerag.config import load_settings
 from tracerag.ingest import read_documents
@@ -59,6 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto` (pyproject's addopts): a worker per CPU this process may run on, at most 4, since each worker
+    holds its own models and collections (~1.5 GB). PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides instead."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own reading of it
+    return max(1, min(len(os.sched_getaffinity(0)), 4))
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("needs_data"):
         require_datasets(*mark.args)
@@ -95,12 +104,17 @@ class BuiltCollection:
 
 @pytest.fixture(scope="session")
 def hipe_collection(hipe_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BuiltCollection]:
-    """All of HIPE-2022 ingested once per session without embeddings (~15 s), default settings otherwise.
+    """All of HIPE-2022 ingested once per run without embeddings (~15 s), default settings otherwise.
 
-    Shared by the collection and search tests: tests must not change it.
+    Shared by the collection and search tests: tests must not change it. Under pytest-xdist one worker ingests
+    and each worker opens its own copy of the result, as it would have opened the one it built.
     """
-    path = tmp_path_factory.mktemp("hipe") / "collection"
-    col = Collection.open(path, load_settings(), mode="write", create=True)
-    report = col.ingest(read_documents(hipe_dir, "hipe"), dense=False)
+
+    def build(path: Path) -> IngestReport:
+        with Collection.open(path, load_settings(), mode="write", create=True) as col:
+            return col.ingest(read_documents(hipe_dir, "hipe"), dense=False)
+
+    path, report = private_copy(tmp_path_factory, "hipe", "collection", build)
+    col = Collection.open(path, load_settings(), mode="write")
     yield BuiltCollection(col, report)
     col.close()

@@ -1,4 +1,5 @@
-"""The real Miami 211 catalog and the SF 211 export, built once per session (lexical) for the assistant's tests."""
+"""The real Miami 211 catalog and the SF 211 export, built once per run (lexical) for the assistant's tests
+(tests/catalog/built.py: each pytest-xdist worker gets a copy of its own)."""
 
 from __future__ import annotations
 
@@ -6,20 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from tracerag.catalog.ingest import build_catalog
-from tracerag.config import load_settings
+from tests.catalog import built
 
 
 @pytest.fixture(scope="session")
 def catalog(datasets_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("catalog") / "miami"
-    build_catalog(datasets_dir / "miami211", target, load_settings(), dense=False)
-    return target
+    return built.miami(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def sf211_catalog(datasets_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The San Francisco 211 export as a catalog, without a places file (shared by the modules that read it as is)."""
-    target = tmp_path_factory.mktemp("catalog") / "sf211"
-    build_catalog(datasets_dir / "sf-openreferral" / "211-sf.csv", target, load_settings(), dense=False)
-    return target
+    return built.sf211(tmp_path_factory)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import REPO, require_datasets
+from tests.catalog import built
 from tracerag.catalog import filters
 from tracerag.catalog.assistant import CatalogAssistant
 from tracerag.catalog.ingest import build_catalog
@@ -143,12 +142,8 @@ def test_not_held_requests_are_refused_and_held_ones_are_not(catalog: Path, tmp_
 @pytest.fixture(scope="module")
 def sf_catalogs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The two San Francisco directories, built as the README says (~6 s together)."""
-    root = require_datasets("sf-openreferral") / "sf-openreferral"
-    base = tmp_path_factory.mktemp("sf")
-    mapping = tomllib.loads((REPO / "examples" / "catalog" / "dcyf-youth-programs.toml").read_text(encoding="utf-8"))
-    build_catalog(root / "211-sf.csv", base / "sf211", load_settings())
-    build_catalog(root / "dcyf-youth-programs.csv", base / "sfyouth", load_settings(), mapping=mapping)
-    return {"sf211": base / "sf211", "sfyouth": base / "sfyouth"}
+    # built once per run (lexical, as build_catalog's default); this module's own copies
+    return {"sf211": built.sf211(tmp_path_factory), "sfyouth": built.sfyouth(tmp_path_factory)}
 
 
 @pytest.fixture

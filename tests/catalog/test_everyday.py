@@ -8,14 +8,12 @@ types): the ids in its comment are services that meet the need, in the request's
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_datasets
+from tests.catalog import built
 from tracerag.catalog.assistant import CatalogAssistant
-from tracerag.catalog.ingest import build_catalog
 from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.topic_match import CatalogVocabulary
 from tracerag.catalog.words import WordList
@@ -308,17 +306,7 @@ def _answers_every_turn(assistant: CatalogAssistant, file: str, cid: str) -> Non
 
 @pytest.fixture(scope="module")
 def youth(tmp_path_factory: pytest.TempPathFactory):
-    root = require_datasets("sf-openreferral") / "sf-openreferral"
-    mapping = tomllib.loads((REPO / "examples/catalog/dcyf-youth-programs.toml").read_text(encoding="utf-8"))
-    target = tmp_path_factory.mktemp("catalog") / "sfyouth"
-    build_catalog(
-        root / "dcyf-youth-programs.csv",
-        target,
-        load_settings(),
-        mapping=mapping,
-        places=REPO / "examples/catalog/sf-places.toml",
-        dense=False,
-    )
+    target = built.sfyouth(tmp_path_factory, places=True)  # built once per run; this module's own copy
     with CatalogAssistant(target, load_settings(), today=WEDNESDAY, trail_dir=tmp_path_factory.mktemp("t")) as a:
         yield a
 

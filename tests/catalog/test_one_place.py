@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import csv
 import shutil
-import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.catalog import built
 from tests.catalog.test_places import HEADER
-from tests.conftest import require_datasets
 from tracerag.catalog.assistant import CatalogAssistant
 from tracerag.catalog.gazetteer import load_places
 from tracerag.catalog.ingest import PLACES_FILE, build_catalog
@@ -193,11 +192,10 @@ def test_a_places_file_given_at_ingest_is_checked_and_copied(tmp_path: Path) -> 
 
 @pytest.fixture(scope="module")
 def sf(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = require_datasets("sf-openreferral") / "sf-openreferral"
     base = tmp_path_factory.mktemp("sf-one-place")
-    mapping = tomllib.loads((REPO / "examples" / "catalog" / "dcyf-youth-programs.toml").read_text(encoding="utf-8"))
-    build_catalog(root / "211-sf.csv", base / "sf211", load_settings())
-    build_catalog(root / "dcyf-youth-programs.csv", base / "sfyouth", load_settings(), mapping=mapping)
+    # built once per run (lexical, as build_catalog's default); this module's own copies
+    shutil.copytree(built.sf211(tmp_path_factory), base / "sf211")
+    shutil.copytree(built.sfyouth(tmp_path_factory), base / "sfyouth")
     # the same SF 211 catalog with the example places file, as `profile.toml` names it after an edit
     shutil.copytree(base / "sf211", base / "sf211-places")
     shutil.copyfile(SF_PLACES, base / "sf211-places" / PLACES_FILE)

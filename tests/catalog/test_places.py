@@ -6,12 +6,11 @@ a DC directory (city "Washington", state "DC", coverage columns naming neighbour
 from __future__ import annotations
 
 import csv
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_datasets
+from tests.catalog import built
 from tracerag.catalog.assistant import CatalogAssistant
 from tracerag.catalog.dialogue import unknown_places
 from tracerag.catalog.export211 import REQUIRED_COLUMNS
@@ -106,12 +105,8 @@ def dc_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def sf_catalogs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = require_datasets("sf-openreferral") / "sf-openreferral"
-    base = tmp_path_factory.mktemp("sf")
-    mapping = tomllib.loads((REPO / "examples" / "catalog" / "dcyf-youth-programs.toml").read_text(encoding="utf-8"))
-    build_catalog(root / "211-sf.csv", base / "sf211", load_settings(), dense=False)
-    build_catalog(root / "dcyf-youth-programs.csv", base / "sfyouth", load_settings(), mapping=mapping, dense=False)
-    return {"sf211": base / "sf211", "sfyouth": base / "sfyouth"}
+    # built once per run; this module's own copies
+    return {"sf211": built.sf211(tmp_path_factory), "sfyouth": built.sfyouth(tmp_path_factory)}
 
 
 def _assistant(catalog: Path, trails: Path) -> CatalogAssistant:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.catalog import built
 from tests.conftest import require_datasets
 from tracerag.catalog.assistant import CatalogAssistant
 from tracerag.catalog.export211 import read_211_export
@@ -47,9 +48,7 @@ def sf_records() -> dict[str, ServiceRecord]:
 
 @pytest.fixture(scope="module")
 def sf_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("records") / "sf211"
-    build_catalog(sf_path(), target, load_settings(), dense=False)
-    return target
+    return built.sf211(tmp_path_factory)  # built once per run from sf_path(); this module's own copy
 
 
 # ------------------------------------------------------------------------------------------------ dates

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.catalog import built
 from tests.catalog.test_parse import MIAMI_PROFILE, WORDS
-from tests.conftest import require_datasets
 from tracerag.catalog.assistant import CatalogAssistant
 from tracerag.catalog.condition_rules import RuleChecker
 from tracerag.catalog.gazetteer import GazetteerIndex
-from tracerag.catalog.ingest import build_catalog
 from tracerag.catalog.model import Constraints, Gazetteer, Semantic, ServiceRecord
 from tracerag.catalog.parse import parse_request
 from tracerag.catalog.restrictions import RestrictionFinder, restriction_span
@@ -289,10 +288,7 @@ SF_REQUESTS: dict[str, set[str]] = {
 
 @pytest.fixture(scope="module")
 def sf211(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = require_datasets("sf-openreferral") / "sf-openreferral" / "211-sf.csv"
-    target = tmp_path_factory.mktemp("catalog") / "sf211"
-    build_catalog(root, target, load_settings(), dense=False)
-    return target
+    return built.sf211(tmp_path_factory)  # built once per run; this module's own copy
 
 
 def _contradicted(catalog: Path, requests: dict[str, set[str]], tmp_path: Path) -> dict[str, list[str]]:

@@ -9,14 +9,12 @@ this directory matches ..." before the correction (branch base 45cd25e)."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_datasets
+from tests.catalog import built
 from tracerag.catalog.assistant import CatalogAssistant
-from tracerag.catalog.ingest import build_catalog
 from tracerag.catalog.topic_typos import Fix, TypoFixer, corrected, suspects
 from tracerag.catalog.words import WordList
 from tracerag.config import load_settings
@@ -121,10 +119,7 @@ def sf211(sf211_catalog: Path, tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def youth(tmp_path_factory: pytest.TempPathFactory):
-    root = require_datasets("sf-openreferral") / "sf-openreferral"
-    mapping = tomllib.loads((REPO / "examples" / "catalog" / "dcyf-youth-programs.toml").read_text(encoding="utf-8"))
-    target = tmp_path_factory.mktemp("catalog") / "sfyouth"
-    build_catalog(root / "dcyf-youth-programs.csv", target, load_settings(), mapping=mapping, dense=False)
+    target = built.sfyouth(tmp_path_factory)  # built once per run; this module's own copy
     with CatalogAssistant(target, load_settings(), today=WEDNESDAY, trail_dir=tmp_path_factory.mktemp("t")) as a:
         yield a
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import require_datasets
+from tests.catalog import built
 from tracerag.catalog.assistant import CatalogAssistant, Turn, _urgent_outcome
 from tracerag.catalog.ingest import build_catalog
 from tracerag.catalog.model import ServiceRecord
@@ -273,10 +273,7 @@ def test_numbers_edited_in_the_profile_are_the_ones_given(tiny: Path, tmp_path: 
 
 @pytest.fixture(scope="module")
 def sf211(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = require_datasets("sf-openreferral") / "sf-openreferral" / "211-sf.csv"
-    target = tmp_path_factory.mktemp("urgency") / "sf211"
-    build_catalog(path, target, load_settings())
-    return target
+    return built.sf211(tmp_path_factory)  # built once per run; this module's own copy
 
 
 def _run(catalog: Path, tmp_path: Path, requests: list[str]) -> dict[str, list[str]]:

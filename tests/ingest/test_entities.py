@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.built_once import private_copy
 from tests.conftest import in_ci, require_datasets
 from tracerag.collection import Collection
 from tracerag.config import load_settings
@@ -62,10 +63,14 @@ def build(path: Path, docs: list[Document], *, entities: bool = True) -> Collect
 
 @pytest.fixture(scope="session")
 def french_entities(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EntityCollection]:
-    """Two French HIPE files and a German one, ingested with ingest.entities on (~30 s on 2 cores)."""
+    """Two French HIPE files and a German one, ingested with ingest.entities on (~30 s on 2 cores).
+
+    Each module that imports this fixture gets a session fixture of its own: the ingest runs once per run
+    (tests/built_once.py) and each gets its own copy of the collection, open for writing as `build` leaves it."""
     require_ner()
     docs = hipe_files(FRENCH + GERMAN)
-    col = build(tmp_path_factory.mktemp("entities") / "collection", docs)
+    path, _ = private_copy(tmp_path_factory, "entities", "collection", lambda target: build(target, docs).close())
+    col = Collection.open(path, load_settings(embed={"model": "none"}, ingest={"entities": True}), mode="write")
     yield EntityCollection(col, {d.id: d for d in docs})
     col.close()
 

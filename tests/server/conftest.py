@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from tests.built_once import private_copy
 from tracerag.catalog.ingest import build_catalog
 from tracerag.collection import Collection
 from tracerag.config import Settings, load_settings
@@ -47,19 +48,22 @@ def server_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 @pytest.fixture(scope="session")
 def server_collection(hipe_dir: Path, tmp_path_factory: pytest.TempPathFactory, server_settings: Settings) -> Path:
     """~60 real newspaper documents and the hostile one, lexical channels (no vectors: ~5 s). Tests must not
-    change it; a test that writes makes its own."""
-    path = tmp_path_factory.mktemp("served") / "newspapers"
-    with Collection.open(path, server_settings, mode="write", create=True, embed_model="none") as col:
-        report = col.ingest(_documents(hipe_dir), dense=False)
-    assert report.added > 50 and not report.skipped
-    return path
+    change it; a test that writes makes its own. Built once per run, each pytest-xdist worker serving a copy."""
+
+    def build(path: Path) -> None:
+        with Collection.open(path, server_settings, mode="write", create=True, embed_model="none") as col:
+            report = col.ingest(_documents(hipe_dir), dense=False)
+        assert report.added > 50 and not report.skipped
+
+    return private_copy(tmp_path_factory, "served", "newspapers", build)[0]
 
 
 @pytest.fixture(scope="session")
 def server_catalog(datasets_dir: Path, tmp_path_factory: pytest.TempPathFactory, server_settings: Settings) -> Path:
-    target = tmp_path_factory.mktemp("served-catalog") / "miami"
-    build_catalog(datasets_dir / "miami211", target, server_settings, dense=False)
-    return target
+    def build(target: Path) -> None:
+        build_catalog(datasets_dir / "miami211", target, server_settings, dense=False)
+
+    return private_copy(tmp_path_factory, "served-catalog", "miami", build)[0]  # once per run, as above
 
 
 @pytest.fixture(scope="session")
