@@ -22,6 +22,7 @@ from typing import IO, Any
 import pytest
 
 _OUT: dict[str, IO[str]] = {}
+_OUTCOME: dict[str, str] = {}  # a test's worst phase so far: "passed", "skipped", "failed" (call) or "error" (setup)
 
 
 def _file() -> IO[str] | None:
@@ -51,6 +52,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     _write({"event": "collected", "n": len(session.items), "cpu": time.process_time(), "t": time.time()})
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.failed:
+        _OUTCOME[report.nodeid] = "failed" if report.when == "call" else "error"
+    elif report.skipped and report.nodeid not in _OUTCOME:
+        _OUTCOME[report.nodeid] = "skipped"
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     wall, cpu, child = time.perf_counter(), time.process_time(), _children()
@@ -58,6 +66,7 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     _write(
         {
             "test": item.nodeid,
+            "outcome": _OUTCOME.pop(item.nodeid, "passed"),
             "wall": round(time.perf_counter() - wall, 3),
             "cpu": round(time.process_time() - cpu, 3),
             "child_cpu": round(_children() - child, 3),
