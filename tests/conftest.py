@@ -68,6 +68,16 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     return max(1, min(len(os.sched_getaffinity(0)), 4))
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: object) -> None:
+    """Once imported (pdb imports it), readline sets COLUMNS=80 and LINES=24 in the process's C environment,
+    unseen by os.environ but inherited by the workers, whose CLI output Rich would then wrap at 80 columns where
+    a run without workers does not. What the caller set (os.environ holds it) stays."""
+    for name in ("COLUMNS", "LINES"):
+        if name not in os.environ:
+            os.unsetenv(name)
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     for mark in item.iter_markers("needs_data"):
         require_datasets(*mark.args)
