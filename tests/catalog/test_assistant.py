@@ -121,7 +121,8 @@ def test_trail_and_cli(catalog, tmp_path):
     events = read_trail(Path(payload["trail"]))
     kinds = [e.kind for e in events]
     assert kinds[0] == "run" and {"catalog_parse", "catalog_filter", "catalog_check", "catalog_reply"} <= set(kinds)
-    bad = runner.invoke(app, ["chat", "--catalog", str(tmp_path), "--once", "x"])
+    # wide: at 80 columns Rich wraps the message inside the tmp path, wherever that path's length puts the fold
+    bad = runner.invoke(app, ["chat", "--catalog", str(tmp_path), "--once", "x"], env={"COLUMNS": "400"})
     assert bad.exit_code == 2 and "not a catalog" in bad.output
 
 

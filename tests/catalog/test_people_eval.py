@@ -356,7 +356,9 @@ def test_a_malformed_requests_file_stops_the_command_with_its_line(catalog: Path
     requests = tmp_path / "bad.jsonl"
     requests.write_text(json.dumps(GOOD | {"catalog": "miami"}) + "\n" + '{"id": 3}\n', encoding="utf-8")
     result = CliRunner().invoke(
-        app, ["catalog", "eval", "--catalog", str(catalog), "--requests", str(requests), "--out", str(tmp_path / "o")]
+        app,
+        ["catalog", "eval", "--catalog", str(catalog), "--requests", str(requests), "--out", str(tmp_path / "o")],
+        env={"COLUMNS": "400"},  # at 80 columns Rich folds the tmp path wherever its length puts the fold
     )
     assert result.exit_code != 0
     assert "bad.jsonl:2: id: missing or not a non-empty string" in " ".join(result.output.split())
