@@ -186,6 +186,7 @@ def test_the_ingest_command_prints_the_profile_path(programs: Path, tmp_path: Pa
     result = CliRunner().invoke(
         app,
         ["catalog", "ingest", str(programs), "--catalog", str(target), "--mapping", str(mapping), "--help-line", "211"],
+        env={"COLUMNS": "400"},  # at 80 columns Rich folds the tmp path wherever its length puts the fold
     )
     assert result.exit_code == 0, result.output
     assert f"profile: {target / PROFILE_FILE}" in " ".join(result.output.split())
