@@ -498,6 +498,21 @@ def test_catalog_ingest_1_and_2(tmp_path):
     assert bad.exit_code == 2 and "cannot read the mapping" in bad.stderr
 
 
+def test_a_first_catalog_ingest_that_reads_nothing_exits_2_and_leaves_nothing(tmp_path):
+    """A folder that is no datapackage (no services.csv) reads no record: as a first `tracerag ingest`, exit 2 with
+    the report saying why, and no catalog.sqlite, collection/ or profile.toml left behind (nor the folder)."""
+    folder = tmp_path / "not-hsds"
+    folder.mkdir()
+    (folder / "notes.tsv").write_text("TOKEN\tNE\n", encoding="utf-8")
+    result = invoke("catalog", "ingest", folder, "--catalog", tmp_path / "cat")
+    assert result.exit_code == 2, result.output
+    assert "no services.csv" in result.stdout and "no catalog was made" in " ".join(result.stderr.split())
+    assert not (tmp_path / "cat").exists()
+    (tmp_path / "kept").mkdir()  # a folder that existed before stays, empty
+    assert invoke("catalog", "ingest", folder, "--catalog", tmp_path / "kept").exit_code == 2
+    assert list((tmp_path / "kept").iterdir()) == []
+
+
 def test_catalog_ingest_takes_the_encoding_its_warning_names(tmp_path):
     """A CSV in cp1252 whose mapping says UTF-8: the warning names `--encoding`, which `catalog ingest` takes
     (over the mapping's key); where no reader takes it (an HSDS folder, JSON) it is refused, not ignored."""

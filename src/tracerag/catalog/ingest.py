@@ -31,7 +31,7 @@ from tracerag.catalog.store import CatalogStore
 from tracerag.catalog.words import WordList
 from tracerag.collection import Collection
 from tracerag.config import Settings
-from tracerag.errors import ConfigError, RecordError
+from tracerag.errors import ConfigError, NothingIngestedError, RecordError
 from tracerag.ingest import RecordWarning
 from tracerag.model import Document
 
@@ -187,7 +187,8 @@ def build_catalog(
     from the records and merged with what a person set; `language`, `help_line` and `name` win when given).
     `dense` also embeds the texts; `progress(read, chunks)` is the collection ingest's. `places`: a places file
     (`gazetteer.load_places`), checked against the records and copied beside the profile as `places.toml`,
-    which the profile then names."""
+    which the profile then names. A first ingest that reads no record raises NothingIngestedError (with the report)
+    and writes nothing."""
     start = time.perf_counter()
     source, target = Path(source), Path(target)
     check_language(language)  # before anything is read or written
@@ -201,6 +202,14 @@ def build_catalog(
     read_stats = ReadStats()
     items, terms = _reader(source, fmt, mapping, stats, read_stats, words)
     records = _collect(items, source, report)
+    if not records and not (target / "catalog.sqlite").exists():
+        # as a first `tracerag ingest`: nothing read, nothing written (exit 2), the report says what was skipped
+        reason = (
+            f"no record of {source} could be read ({len(report.skipped)} skipped)"
+            if report.skipped
+            else f"{source} holds no record"
+        )
+        raise NothingIngestedError(f"{reason}: no catalog was made in {target}", report)
     if fmt != "hsds":
         for record in records.values():
             terms.update((t, n) for t, n in record.taxonomy if n and t not in terms)

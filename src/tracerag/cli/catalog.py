@@ -1,7 +1,8 @@
 """`tracerag catalog ingest`, `catalog eval` and `tracerag chat`: the catalog assistant on the command line.
 
 Catalog fields, replies and notes are data: printed as `Text` through `app.data_text`. `catalog ingest` exits 1
-when records were skipped. The catalog group (`catalog_app`) is added to the app in `tracerag.cli.__init__`.
+when records were skipped, 2 when a first ingest read none. The catalog group (`catalog_app`) is added to the app
+in `tracerag.cli.__init__`.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from tracerag.cli.app import (
     write_stdout,
 )
 from tracerag.cli.options import DECLARED, declared
-from tracerag.errors import ConfigError
+from tracerag.errors import ConfigError, NothingIngestedError
 from tracerag.options import TurnOptions
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ def catalog_ingest(
     config: ConfigOpt = None,
 ) -> ExitCode:
     """Read a directory's services into a catalog: exact fields in SQLite, free text in the hybrid index, and its
-    profile (profile.toml: country, region, postal codes, language; editable). Exit 1 when records were skipped."""
+    profile (profile.toml: country, region, postal codes, language; editable). Exit 1 when records were skipped,
+    2 (nothing written) when a first ingest read none."""
     from tracerag.catalog.ingest import build_catalog
     from tracerag.config import load_settings
 
@@ -103,23 +105,32 @@ def catalog_ingest(
             raise ConfigError(f"{mapping}: cannot read the mapping: {exc}") from None
     if encoding is not None:
         table = _with_encoding(source, table, encoding)
-    report = build_catalog(
-        source,
-        catalog,
-        settings,
-        fmt=fmt,
-        mapping=table,
-        dense=dense,
-        language=language,
-        help_line=help_line,
-        name=name,
-        places=places,
-    )
+    try:
+        report = build_catalog(
+            source,
+            catalog,
+            settings,
+            fmt=fmt,
+            mapping=table,
+            dense=dense,
+            language=language,
+            help_line=help_line,
+            name=name,
+            places=places,
+        )
+    except NothingIngestedError as exc:
+        _print_report(exc.report, json_out)  # what was skipped, and why, before the error (exit 2)
+        raise
+    _print_report(report, json_out)
+    return ExitCode.PARTIAL if report.skipped else ExitCode.OK
+
+
+def _print_report(report: Any, json_out: bool) -> None:
+    """The ingest's report, as JSON or a line per count (the skipped and warnings listed, 20 at most)."""
     summary = report.to_dict() if hasattr(report, "to_dict") else dataclasses.asdict(report)
-    outcome = ExitCode.PARTIAL if report.skipped else ExitCode.OK
     if json_out:
         write_json(summary, default=str)
-        return outcome
+        return
     for key, value in summary.items():
         if isinstance(value, list):
             out.print(data_text(f"{key}: {len(value)}"))
@@ -132,7 +143,6 @@ def catalog_ingest(
                 out.print(Text.assemble("  ", data_text(f"{item}: {shown}")))
         else:
             out.print(data_text(f"{key}: {value}"))
-    return outcome
 
 
 def _with_encoding(source: Path, mapping: dict[str, Any] | None, encoding: str) -> dict[str, Any] | None:
