@@ -14,7 +14,7 @@ import pytest
 from tests.catalog import built
 from tracerag.catalog.assistant import CatalogAssistant, Turn, _urgent_outcome
 from tracerag.catalog.ingest import build_catalog
-from tracerag.catalog.model import ServiceRecord
+from tracerag.catalog.model import ConstraintKind, ServiceRecord
 from tracerag.catalog.profile import CatalogProfile, PhoneNumber
 from tracerag.catalog.urgency import Urgency, always_open_by, detect
 from tracerag.catalog.words import WordList
@@ -438,6 +438,21 @@ def test_a_death_threat_is_urgent(catalog: Path, tmp_path: Path) -> None:
         turn = a.ask("someone is threatening to kill me and he knows where i live. miami")
     assert turn.urgency is not None and turn.urgency.danger
     assert turn.reply.startswith("Call 911")
+
+
+def test_the_words_that_signal_the_danger_are_no_filter_of_the_reply(catalog: Path, tmp_path: Path) -> None:
+    # Found by a new user: "husband hits" and "safe" were left over as the topic and shown as a filter the person
+    # set ("service_type: husband hits safe"). The label says the need; the service types still choose the services.
+    with _assistant(catalog, tmp_path) as a:
+        turn = a.ask("my husband hits me, i need somewhere safe tonight in Homestead")
+        a.reset()
+        lawyer = a.ask("my husband hits me, i need a lawyer in Homestead")
+    assert turn.urgency is not None and turn.urgency.danger
+    flat = " ".join(turn.reply.split())
+    assert "matching safety from violence or abuse; city: Homestead:" in flat, flat
+    assert "service_type" not in flat and "husband hits" not in flat
+    assert turn.constraints.of(ConstraintKind.SERVICE_TYPE) is not None  # the services are still the kind's
+    assert "service_type: husband hits lawyer" in " ".join(lawyer.reply.split())  # a need said beside it is shown
 
 
 _NUMBERS = CatalogProfile(emergency_numbers=(PhoneNumber(label="Emergency", number="911"),))

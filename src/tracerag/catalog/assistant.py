@@ -53,7 +53,7 @@ from tracerag.catalog.paging import (
     related_sentence,
     that_is_all,
 )
-from tracerag.catalog.parse import parse_request
+from tracerag.catalog.parse import content_words, parse_request
 from tracerag.catalog.profile import PROFILE_FILE, CatalogProfile
 from tracerag.catalog.record_details import details_of, phone_phrase
 from tracerag.catalog.record_status import excluded_by_status
@@ -961,6 +961,19 @@ class CatalogAssistant:
         """(the summary, the question) of an urgent reply: the kind of danger and the constraints stated; the
         usual turn's question, else the place's when none was given."""
         assert self.urgency is not None
+        # a service type read only from the words that signalled the danger ("husband hits" of "my husband hits
+        # me") is what the label says: shown as a filter, it would read as one the person set
+        own = set(content_words(" ".join(self.urgency.said), self.words)) if self.urgency.danger else set()
+        structural = [
+            s
+            for s in structural
+            if not (
+                s.kind == ConstraintKind.SERVICE_TYPE
+                and own
+                and s.said
+                and set(content_words(s.said, self.words)) <= own
+            )
+        ]
         asked = describe(Constraints(list(structural), self.state.semantic)) if structural else ""
         summary = "; ".join(p for p in (self.urgency.label if self.urgency.danger else "", asked) if p)
         if usual is not None and usual.outcome == CatalogOutcome.CLARIFY:
