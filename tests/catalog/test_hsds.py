@@ -259,6 +259,18 @@ def package(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def test_the_ingest_report_says_what_unlinked_eligibility_rows_are(package: Path, tmp_path: Path) -> None:
+    """Found by a new user: `eligibility_unlinked: 2244` beside `eligibility_rows: 2244` said nothing."""
+    from typer.testing import CliRunner
+
+    from tracerag.cli import app
+
+    result = CliRunner().invoke(app, ["catalog", "ingest", str(package), "--catalog", str(tmp_path / "c")])
+    assert result.exit_code == 1, result.output  # the broken rows are skipped
+    flat = " ".join(result.output.split())
+    assert "eligibility_unlinked: 1 (of the 2 eligibility rows, those without the id of a service read" in flat
+
+
 def test_a_broken_package_is_read_around_its_errors(package: Path) -> None:
     stats = HsdsStats()
     items = list(read_hsds(package, stats))

@@ -13,11 +13,12 @@ from typer.testing import CliRunner
 
 from tests.catalog.test_export211 import sf_read
 from tests.catalog.test_hsds import real_read
-from tracerag.catalog.ingest import build_catalog
+from tracerag.catalog.ingest import build_catalog, inferred_values
 from tracerag.catalog.model import ServiceRecord
 from tracerag.catalog.profile import PROFILE_FILE, CatalogProfile
 from tracerag.catalog.profile_inference import (
     INFERRED_FILE,
+    Inference,
     infer,
     infer_place_aliases,
     infer_postal_codes,
@@ -193,6 +194,23 @@ def test_the_ingest_command_prints_the_profile_path(programs: Path, tmp_path: Pa
     assert "country: CA (phone numbers: 3 of 3 sampled are valid there)" in result.output
     assert "region: Ontario, also ON (state/province of 3 of 3 records)" in result.output
     assert CatalogProfile.load(target).help_line == "211"
+
+
+def test_the_report_shows_the_numbers_as_a_person_reads_them() -> None:
+    """Found by a new user: the crisis numbers were printed as Python dict text ({'label': ..., 'number': ...})."""
+    inference = Inference(
+        values={
+            "crisis_numbers": [
+                {"label": "Crisis Line, call or text", "number": "988"},
+                {"label": "Kids", "number": "1"},
+            ],
+            "region": "Ontario",
+        },
+        how={"crisis_numbers": "from the country's file", "region": "state/province of 3 of 3 records"},
+    )
+    shown = inferred_values(inference)
+    assert shown["crisis_numbers"] == "988: Crisis Line, call or text; 1: Kids (from the country's file)"
+    assert shown["region"] == "Ontario (state/province of 3 of 3 records)"
 
 
 def test_records_without_anything_regional_give_an_empty_profile() -> None:

@@ -103,8 +103,12 @@ def inferred_values(inference: Inference) -> dict[str, str]:
 
     def shown(value: Any) -> str:
         if isinstance(value, dict):
+            if set(value) == {"label", "number"}:  # a profile phone number, as a reply gives it ("911: Emergency")
+                return f"{value['number']}: {value['label']}"
             return ", ".join(f"{k} → {v}" for k, v in value.items())
-        return ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        if isinstance(value, list | tuple):
+            return ("; " if any(isinstance(v, dict) for v in value) else ", ").join(map(shown, value))
+        return str(value)
 
     out = {}
     for key, how in inference.how.items():

@@ -42,6 +42,11 @@ if TYPE_CHECKING:
 
 catalog_app = typer.Typer(help="Build catalogs of public services for `tracerag chat`.", no_args_is_help=True)
 
+# What a count of the report means where its name alone does not say it
+NOTES = {
+    "eligibility_unlinked": "of the {rows} eligibility rows, those without the id of a service read: tied to "
+    "no service, so not used",
+}
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")  # what the mapped reader reads as JSON lines
 CatalogOpt = Annotated[
     Path, typer.Option("--catalog", metavar="DIR", help="Catalog directory (made by `tracerag catalog ingest`).")
@@ -142,7 +147,8 @@ def _print_report(report: Any, json_out: bool) -> None:
                 shown = ", ".join(f"{k} → {v}" for k, v in detail.items()) if isinstance(detail, dict) else detail
                 out.print(Text.assemble("  ", data_text(f"{item}: {shown}")))
         else:
-            out.print(data_text(f"{key}: {value}"))
+            said = f" ({NOTES[key].format(rows=summary.get('eligibility_rows'))})" if value and key in NOTES else ""
+            out.print(data_text(f"{key}: {value}{said}"))
 
 
 def _with_encoding(source: Path, mapping: dict[str, Any] | None, encoding: str) -> dict[str, Any] | None:
