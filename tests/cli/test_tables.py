@@ -85,3 +85,19 @@ def test_info_keeps_every_column_on_a_narrow_terminal(tmp_path: Path) -> None:
             assert header in corpus_table, (columns, info.output)
         assert corpus_table.count("1858-07-10") == 2 * len(NAMES), info.output  # from and to, every row
         assert max(len(line) for line in info.output.splitlines()) <= int(columns), info.output
+
+
+def test_ask_never_cuts_a_document_id(tmp_path: Path) -> None:
+    """Found by a new user: at 80 columns `ask`'s table split `saltlaketribune-1911-09-17-alff-apoplexy` mid-word;
+    an id is copied into other commands, so its column takes the id's width and the other columns wrap."""
+    ids = ["saltlaketribune-1911-09-17-alff-apoplexy", "sn91068761-1960-11-23-a-i0001"]
+    source = tmp_path / "docs.jsonl"
+    source.write_text("".join(json.dumps({"id": i, "text": "A fire in the mill."}) + "\n" for i in ids), "utf-8")
+    runner = CliRunner()
+    assert runner.invoke(app, ["ingest", str(source), "-c", str(tmp_path / "c"), "--no-dense"]).exit_code == 0
+    asked = runner.invoke(app, ["ask", "fire in the mill", "-c", str(tmp_path / "c")], env={"COLUMNS": "80"})
+    assert asked.exit_code == 0, asked.output
+    assert all(i in asked.stdout for i in ids), asked.stdout
+    assert max(len(line) for line in asked.stdout.splitlines()[:-1]) <= 80, asked.stdout  # the trail line aside
+    # no model: said once, with how to configure one
+    assert " ".join(asked.output.split()).lower().count("language model") == 1, asked.output

@@ -108,9 +108,7 @@ def ask(
             return ExitCode.PARTIAL
         assert question is not None  # checked above: without --replay there is a question
         model = load_llm(settings, record_to=record)
-        if model is None:
-            err.print("[yellow]no language model configured: running the hybrid warm start only[/yellow]")
-        else:
+        if model is not None:  # without one, the result's message says so (once), and how to configure one
             err.print(data_text(f"agent with {model.name}:{model.model}"))
         with err.status("the agent is working (each step goes to the trail)…"):
             result = Agent(col, model, trail_dir=trails).run(question, k)
@@ -138,6 +136,8 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
     if result.message:
         out.print(data_text(result.message, "yellow", block=True))
     table = Table("#", "document", "accepted by", "origin", "reason", show_lines=False)
+    # an id is copied into other commands: its column takes the longest id's width, the others wrap
+    table.columns[1].min_width = max((len(r.doc_id) for r in result.ranking), default=0) or None
     for r in result.ranking:
         subs = ",".join(str(s + 1) for s in r.accepted_by) or "-"
         flag = " (promoted from hold)" if r.promoted_from_hold else ""
