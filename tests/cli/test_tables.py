@@ -98,6 +98,7 @@ def test_ask_never_cuts_a_document_id(tmp_path: Path) -> None:
     asked = runner.invoke(app, ["ask", "fire in the mill", "-c", str(tmp_path / "c")], env={"COLUMNS": "80"})
     assert asked.exit_code == 0, asked.output
     assert all(i in asked.stdout for i in ids), asked.stdout
+    assert "warm_start" in asked.stdout  # nor the origin's word: without a review, no empty review columns
     assert max(len(line) for line in asked.stdout.splitlines()[:-1]) <= 80, asked.stdout  # the trail line aside
     # no model: said once, with how to configure one
     assert " ".join(asked.output.split()).lower().count("language model") == 1, asked.output

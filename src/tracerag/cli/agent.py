@@ -135,19 +135,20 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
         return
     if result.message:
         out.print(data_text(result.message, "yellow", block=True))
-    table = Table("#", "document", "accepted by", "origin", "reason", show_lines=False)
+    # The review's columns only when a review ran: without a model no source is accepted or given a reason, and two
+    # empty columns would squeeze the origin into a folded word on an 80-column terminal.
+    reviewed = any(r.accepted_by or r.reasons for r in result.ranking)
+    headers = ("#", "document", "accepted by", "origin", "reason") if reviewed else ("#", "document", "origin")
+    table = Table(*headers, show_lines=False)
     # an id is copied into other commands: its column takes the longest id's width, the others wrap
     table.columns[1].min_width = max((len(r.doc_id) for r in result.ranking), default=0) or None
     for r in result.ranking:
+        origin = data_text(r.origin + (" (promoted from hold)" if r.promoted_from_hold else ""))
+        if not reviewed:
+            table.add_row(str(r.rank), data_text(r.doc_id), origin)
+            continue
         subs = ",".join(str(s + 1) for s in r.accepted_by) or "-"
-        flag = " (promoted from hold)" if r.promoted_from_hold else ""
-        table.add_row(
-            str(r.rank),
-            data_text(r.doc_id),
-            subs,
-            data_text(r.origin + flag),
-            data_text(r.reasons[0] if r.reasons else ""),
-        )
+        table.add_row(str(r.rank), data_text(r.doc_id), subs, origin, data_text(r.reasons[0] if r.reasons else ""))
     print_table(table)
     t = result.totals
     out.print(
