@@ -60,6 +60,14 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files marked `heavy` first (subprocess ingests, real-data builds: 20-45 s a test). With whole files per
+    worker (`--dist loadfile`), files are handed out in this order, and a heavy one handed out last keeps one worker
+    busy while the other idles: a run in collection order reached 95% in 10 of its 18 minutes at 133% CPU. A
+    stable sort, so the order within each group is the collection's."""
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """`-n auto` (pyproject's addopts): a worker per CPU this process may run on, at most 4, since each worker
     holds its own models and collections (~1.5 GB). PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides instead."""

@@ -29,6 +29,8 @@ from tracerag.errors import CollectionError, DiskFullError, disk_full, on_full_d
 from tracerag.trail import JsonlWriter, Trail, read_trail
 from tracerag.trail.events import RunEvent
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 SRC = str(Path(tracerag.__file__).parents[1])
 WORDS = ["incendie", "opéra", "grève", "mineurs", "budget", "ville", "lyon", "carmaux", "hafen", "brand"]
 A_DOCS, B_DOCS = 12, 60  # the first ingest, and the one that meets the full disk

@@ -25,7 +25,7 @@ from tracerag.ingest.chunk import chunk_text
 from tracerag.model import Document
 from tracerag.retrieval import Retriever, SearchRequest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.heavy]  # heavy: run first (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

@@ -35,6 +35,8 @@ if (missing := ray_missing()) is not None:
 
 import ray  # noqa: E402  (after the check above)
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 JSONL = REPO / "tests" / "fixtures" / "jsonl"
 # A HIPE-2022 subset in five languages (89 documents), as tests/test_collection.py resumes it
 HIPE_FILES = [

@@ -25,6 +25,8 @@ from tracerag.ingest.normalise import normalise
 from tracerag.model import Document, Filter
 from tracerag.retrieval import Retriever, SearchRequest
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 SUB_BATCH = 40  # chunks per sub-batch in these tests (the default, 2,000, would need a 2 MB document)
 
 

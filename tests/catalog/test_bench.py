@@ -21,6 +21,8 @@ from tracerag.config import load_settings
 from tracerag.eval import catalog_bench
 from tracerag.text import fold_key
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 
 def test_generated_requests_have_strict_gold_sets(catalog: Path):
     store = CatalogStore.open(catalog / "catalog.sqlite")

@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import require_datasets
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 SRC = Path(__file__).resolve().parents[2] / "src" / "tracerag"
 
 # City names that are also ordinary English words, which code may use as words ("a homestead exemption" is not

@@ -20,6 +20,8 @@ from tracerag.eval.trec import Run, read_run, write_run
 from tracerag.retrieval import Retriever, SearchRequest
 from tracerag.retrieval.fusion import Method, max_pool
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 runner = CliRunner()
 
 # q1: run 1 ranks d1 d2 d3, run 2 ranks d3 d4 d1; q2 only in run 1, q3 only in run 2.

@@ -12,6 +12,8 @@ from tracerag.cli import app
 from tracerag.eval.diagnostics import window_shares
 from tracerag.eval.report import window_share_table
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 runner = CliRunner()
 
 

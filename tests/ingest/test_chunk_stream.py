@@ -15,6 +15,8 @@ from tracerag.ingest.chunk import chunk_text, iter_chunks
 from tracerag.ingest.normalise import normalise
 from tracerag.model import Chunk, Document
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 # -- the reference: the list-building chunker, verbatim ----------------------------------------------------
 
 _PARAGRAPH = re.compile(r"\n\s*\n")

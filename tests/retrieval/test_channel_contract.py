@@ -29,6 +29,8 @@ from tracerag.model import Filter, Hit
 from tracerag.retrieval.channels import Bm25Channel, DateChannel, DenseChannel, PhraseChannel
 from tracerag.retrieval.entities import EntityChannel
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 POOL_DEPTH = 100  # the date channel ranks the pool another channel found, this deep
 HALF_LIFE_DAYS = 365.0
 NOTHING = Filter(corpora=("no-such-corpus",))

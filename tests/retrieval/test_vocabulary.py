@@ -13,6 +13,8 @@ from tracerag.config import load_settings
 from tracerag.ingest import read_documents
 from tracerag.retrieval import vocabulary as vocab
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 
 @pytest.fixture(scope="module")
 def french(hipe_dir: Path) -> list[str]:

@@ -25,6 +25,8 @@ from tracerag.model import Document
 from tracerag.server import ServerConfig, create_app
 from tracerag.server.api.ingest import safe_name
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 NAME = "letters"
 FIRST = "HIPE-2022-v2.1-letemps-dev-fr.tsv"  # the collection's first documents
 UPLOADED = "HIPE-2022-v2.1-topres19th-dev-en.tsv"  # 34 English documents

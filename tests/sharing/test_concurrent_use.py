@@ -17,6 +17,8 @@ from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.locks import read_note
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 DOCUMENTS = 800
 
 

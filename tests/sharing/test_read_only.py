@@ -21,6 +21,8 @@ from tracerag.config import load_settings
 from tracerag.ingest import read_documents
 from tracerag.retrieval import Retriever, SearchRequest
 
+pytestmark = pytest.mark.heavy  # run first: see tests/conftest.py, heaviest files first
+
 NOBODY = 65534
 SRC = Path(__file__).resolve().parents[2] / "src"
 FILE = "HIPE-2022-v2.1-hipe2020-dev-fr.tsv"
