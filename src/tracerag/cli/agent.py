@@ -135,8 +135,8 @@ def _print_result(result: AgentResult, json_out: bool, collection: Path, trail_d
         return
     if result.message:
         out.print(data_text(result.message, "yellow", block=True))
-    # The review's columns only when a review ran: without a model no source is accepted or given a reason, and two
-    # empty columns would squeeze the origin into a folded word on an 80-column terminal.
+    # The review's columns only when they hold something: without a model (or a review that accepted nothing and
+    # gave no reason) they are empty, and two empty columns squeeze the origin into a folded word at 80 columns.
     reviewed = any(r.accepted_by or r.reasons for r in result.ranking)
     headers = ("#", "document", "accepted by", "origin", "reason") if reviewed else ("#", "document", "origin")
     table = Table(*headers, show_lines=False)
