@@ -51,8 +51,9 @@ LAYERS: tuple[Layer, ...] = (
     Layer("wings", ("agent", "catalog", "research"), within="none"),
     # `eval` may import everything below it; only the front doors are above it, so nothing else imports it.
     Layer("measurement", ("eval",)),
-    # `cli` starts the server (`serve`, `demo --serve`); the server never imports the CLI.
-    Layer("front doors", ("server", "cli"), within="ordered"),
+    # `cli` starts the server (`serve`, `demo --serve`) and the tool server (`mcp`), which works through the server's
+    # service functions; the server never imports either.
+    Layer("front doors", ("server", "mcp", "cli"), within="ordered"),
 )
 
 

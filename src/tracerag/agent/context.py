@@ -6,6 +6,7 @@ messages, answer, tokens, latency and cost, including calls that gave nothing us
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -48,6 +49,7 @@ class RunContext:
     settings: AgentSettings
     ledger: Ledger = field(default_factory=Ledger)
     totals: Totals = field(default_factory=Totals)
+    stop: threading.Event = field(default_factory=threading.Event)  # set by whoever asked: end the run early
     _docs: dict[str, Document] = field(default_factory=dict)
 
     def call(

@@ -62,6 +62,7 @@ class LoopEnd(StrEnum):
     REPEATS = "repeats"  # a second repeated search
     ACTION_FAILURES = "action_failures"  # two unusable action answers in a row: the run is truncated
     NOTHING_FOUND = "nothing_found"  # finish asked three times with nothing accepted
+    CANCELLED = "cancelled"  # whoever asked for the run cancelled it: the run is truncated
 
 
 @dataclass
@@ -117,6 +118,10 @@ class SearchReviewLoop:
         failures = refusals = 0
         ended_by = LoopEnd.STEP_LIMIT
         while self.step < limit:
+            if self.ctx.stop.is_set():  # checked between steps: a model call under way is let finish
+                self._guard(Guard.CANCELLED, f"cancelled before step {self.step + 1}: loop ended")
+                ended_by = LoopEnd.CANCELLED
+                break
             self.step += 1
             if self.step == limit:
                 self._guard(Guard.STEP_LIMIT, f"step {self.step} of {limit}: finish forced")

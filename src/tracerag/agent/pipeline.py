@@ -9,6 +9,7 @@ budget as `truncated`; both still record a result holding what was found.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -74,7 +75,10 @@ class Agent:
         run_id: str | None = None,
         listeners: Sequence[EventListener] = (),
         replay_of: str | None = None,
+        stop: threading.Event | None = None,
     ) -> AgentResult:
+        """Run the agent on `question` for `k` sources. `stop`, when set (from another thread), ends the run at
+        its next step as `truncated`, with what was found: a cancelled request's run is recorded whole."""
         if not question.strip():
             raise TraceError("empty question")
         trail = Trail(run_id, listeners)
@@ -82,6 +86,8 @@ class Agent:
         if writer is not None:
             trail.listeners.append(writer)
         ctx = RunContext(question, self.collection, self.retriever, self.llm, trail, self.settings)
+        if stop is not None:
+            ctx.stop = stop
         started = time.perf_counter()
         bug: Exception | None = None
         try:
@@ -138,10 +144,16 @@ class Agent:
         status, message = RunStatus.COMPLETE, ""
         queue: list[SubQuestion] = list(subs)
         while queue and done < limit:
+            if ctx.stop.is_set():
+                status, message = RunStatus.TRUNCATED, f"cancelled after {done} of {done + len(queue)} sub-questions"
+                break
             sub = queue.pop(0)
             loop = SearchReviewLoop(ctx, done, sub, seed)
             outcome = loop.run()
             warm_lists.append(outcome.warm_start)
+            if outcome.ended_by is LoopEnd.CANCELLED:  # no more model calls: what was found is ranked as it stands
+                status, message = RunStatus.TRUNCATED, f"cancelled in sub-question {done}"
+                break
             reevaluate(ctx, done)
             if outcome.ended_by is LoopEnd.ACTION_FAILURES:  # the model stopped answering usably
                 status, message = RunStatus.TRUNCATED, f"sub-question {done}: {outcome.ended_by}"

@@ -38,6 +38,7 @@ register_lazily(
         "entities": "entities",  # named entities for the entity channel
         "expand": "expand",  # vocabulary neighbours
         "serve": "serve",  # the web app and HTTP API
+        "mcp": "mcp",  # a Model Context Protocol server for other assistants
         "migrate": "migrate",  # an index moved to a Qdrant server
         "trail": "agent:trail_app",
         "catalog": "catalog:catalog_app",

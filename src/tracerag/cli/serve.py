@@ -28,6 +28,24 @@ TokenOpt = Annotated[
 ]
 
 
+def checked_sources(collection: list[Path] | None, catalog: Path | None) -> None:
+    """Something to serve, each a collection or catalog (a ConfigError naming the option that is not)."""
+    from tracerag.collection import Collection
+
+    if not collection and catalog is None:
+        raise ConfigError("nothing to serve: give a collection (-c DIR, repeatable) or a catalog (--catalog DIR)")
+    for path in collection or []:
+        if not Collection.exists(path):
+            raise ConfigError(f"-c {path}: not a TRACE collection (no collection.toml); see `tracerag ingest`")
+    if catalog is not None:
+        from tracerag.catalog.store import check_catalog_dir
+
+        try:
+            check_catalog_dir(catalog)
+        except ConfigError as exc:
+            raise ConfigError(f"--catalog {exc}") from None
+
+
 @app.command()
 @friendly
 def serve(
@@ -51,22 +69,10 @@ def serve(
     config: ConfigOpt = None,
 ) -> ExitCode | None:
     """Serve the web app and the HTTP API (OpenAPI schema at /api/openapi.json) until Ctrl-C."""
-    from tracerag.collection import Collection
     from tracerag.server.run import run_server
     from tracerag.server.state import ServerConfig
 
-    if not collection and catalog is None:
-        raise ConfigError("nothing to serve: give a collection (-c DIR, repeatable) or a catalog (--catalog DIR)")
-    for path in collection or []:
-        if not Collection.exists(path):
-            raise ConfigError(f"-c {path}: not a TRACE collection (no collection.toml); see `tracerag ingest`")
-    if catalog is not None:
-        from tracerag.catalog.store import check_catalog_dir
-
-        try:
-            check_catalog_dir(catalog)
-        except ConfigError as exc:
-            raise ConfigError(f"--catalog {exc}") from None
+    checked_sources(collection, catalog)
     settings = settings_with_llm(config, llm, base_url)
     server_config = ServerConfig(
         collections=tuple(collection or ()),

@@ -83,6 +83,7 @@ class Guard(StrEnum):
     REPAIRED_ARGUMENTS = "repaired_arguments"  # malformed tool arguments, corrected when sent back
     BAD_ARGUMENTS = "bad_arguments"  # malformed tool arguments, still malformed: the search was not run
     ACTION_FAILURES = "action_failures"  # two unusable action answers in a row: the loop ends
+    CANCELLED = "cancelled"  # whoever asked for the run cancelled it (an assistant's cancelled call): the loop ends
 
 
 class RerankMethod(StrEnum):
@@ -158,6 +159,7 @@ class RunKind(StrEnum):
     JUDGE = "judge"  # candidates scored against the researcher's criteria (research/judge.py)
     ANSWER = "answer"  # a cited draft and its citation check (research/answer.py)
     REVIEW = "review"  # the researcher's decisions on a run's candidates (research/review.py)
+    CALL = "call"  # one tool call of an assistant that is no run of the kinds above: what it asked, what it got
 
 
 class SentenceKind(StrEnum):
@@ -220,6 +222,11 @@ class RunEvent(TrailEvent):
     replay_of: str | None = None
     """The run this one replays with recorded model answers, if it is a replay."""
     run: RunKind = Field(default=RunKind.ASK, description="What kind of run this trail records.")
+    client: str | None = Field(
+        default=None,
+        description="The assistant that asked for the run over the Model Context Protocol, as it names itself "
+        "(`mcp: Claude Desktop 1.2`); None for a run asked from the command line or the web app.",
+    )
 
 
 class PlanEvent(TrailEvent):
@@ -814,6 +821,25 @@ class DecisionEvent(TrailEvent):
     from_run: str | None = Field(default=None, description="The run the candidate came from.")
 
 
+class CallEvent(TrailEvent):
+    """One tool call of an assistant (a `call` run): the tool, its arguments as validated, and what it answered,
+    summed up (the documents named, and a digest of the whole answer, so that a replay can say whether it is the
+    same)."""
+
+    kind: Literal["call"] = "call"
+    """`call`: an assistant's tool call and what it got."""
+    tool: str
+    """The tool called (`document`, `selection`, `export`...)."""
+    arguments: dict[str, Any]
+    """Its arguments, as validated (defaults filled in)."""
+    doc_ids: list[str] = []
+    """The documents the answer names, in its order."""
+    digest: str
+    """SHA-256 of the answer's JSON (keys sorted), what the assistant got."""
+    chars: int
+    """The answer's length in characters of JSON."""
+
+
 AnyEvent = (
     RunEvent
     | PlanEvent
@@ -840,6 +866,7 @@ AnyEvent = (
     | DraftEvent
     | CitationCheckEvent
     | DecisionEvent
+    | CallEvent
 )
 Event = Annotated[AnyEvent, Field(discriminator="kind")]
 

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracerag.trail.events import (
+    CallEvent,
     CatalogParseEvent,
     CitationCheckEvent,
     DecisionEvent,
@@ -15,6 +16,7 @@ from tracerag.trail.events import (
     Event,
     JudgmentEvent,
     RunEvent,
+    RunKind,
 )
 from tracerag.trail.export import result_event, run_event
 from tracerag.trail.show_text import data, plural
@@ -29,6 +31,7 @@ class TrailSummary:
     question: str  # a catalog conversation's first request
     started: str  # the run event's time (UTC, ISO 8601)
     status: str  # the result's status, what a research run came to, "catalog · N turns", or "unfinished"
+    client: str | None = None  # the assistant that asked for it (`RunEvent.client`); None: the CLI or web app
 
 
 def summarise(events: Sequence[Event]) -> TrailSummary:
@@ -43,10 +46,14 @@ def summarise(events: Sequence[Event]) -> TrailSummary:
             requests[0] if requests else "",
             run.time,
             f"catalog · {plural(len(requests), 'turn')}",
+            run.client,
         )
     result = result_event(events)
-    status = str(result.status) if result else research_status(events) or "unfinished"
-    return TrailSummary(run.run_id, run.run.value, run.question, run.time, status)
+    if run.run is RunKind.CALL:  # an assistant's call: answered when its call event is there
+        status = "answered" if any(isinstance(e, CallEvent) for e in events) else "unfinished"
+    else:
+        status = str(result.status) if result else research_status(events) or "unfinished"
+    return TrailSummary(run.run_id, run.run.value, run.question, run.time, status, run.client)
 
 
 def research_status(events: Sequence[Event]) -> str:

@@ -6,19 +6,36 @@ one, tests and the CLI's live view are others.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from tracerag.errors import DiskFullError, on_full_disk, says_disk_full
-from tracerag.trail.events import STAMPS, TrailEvent
+from tracerag.trail.events import STAMPS, RunEvent, TrailEvent
 
 EventListener = Callable[[TrailEvent], None]
 E = TypeVar("E", bound=TrailEvent)
+
+
+# Who asked for the runs started in this context (a front door says it: the MCP server names its client), stamped
+# on every run event emitted here, so that no run below the front door, of whatever kind, has to be told.
+_ASKED_BY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracerag_asked_by", default=None)
+
+
+@contextlib.contextmanager
+def asked_by(client: str | None) -> Iterator[None]:
+    """Stamp `client` on the run events emitted within (in this thread, and in the threads started from a copy of
+    its context): `RunEvent.client`."""
+    token = _ASKED_BY.set(client)
+    try:
+        yield
+    finally:
+        _ASKED_BY.reset(token)
 
 
 def new_run_id() -> str:
@@ -40,7 +57,11 @@ class Trail:
         if given:
             raise ValueError(f"{type(event).__name__}: {', '.join(given)} are the trail's to stamp, not the emitter's")
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
-        stamped = event.model_copy(update={"run_id": self.run_id, "seq": self.seq, "time": now})
+        update: dict[str, object] = {"run_id": self.run_id, "seq": self.seq, "time": now}
+        client = _ASKED_BY.get()
+        if client is not None and isinstance(event, RunEvent) and event.client is None:
+            update["client"] = client
+        stamped = event.model_copy(update=update)
         self.seq += 1
         for listener in self.listeners:
             listener(stamped)

@@ -23,6 +23,7 @@ conversation's calls in every trail.
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -184,8 +185,9 @@ class Conversation:
     def __init__(self, catalog: Path, settings: Settings, llm: StructuredLLM | None):
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="catalog-chat")
         try:
+            # in a copy of the caller's context: who asked (`trail.asked_by`) is stamped on the conversation's run
             self.assistant: CatalogAssistant = self._thread.submit(
-                CatalogAssistant, catalog, settings, llm=llm
+                contextvars.copy_context().run, CatalogAssistant, catalog, settings, llm=llm
             ).result()
         except BaseException:
             self._thread.shutdown(wait=False)
