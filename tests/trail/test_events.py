@@ -63,7 +63,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "tracerag"
 # The kinds only the catalog records, and those only the researcher's runs record; every other kind is the agent's
 # (the research runs record some of those too: run, llm_call, channel, fusion, windows, result).
 CATALOG_KINDS = {k for k in KINDS if k.startswith("catalog_")}
-RESEARCH_KINDS = {"expansion", "judgment", "decision", "draft", "cite_check"}
+RESEARCH_KINDS = {"expansion", "judgment", "decision", "draft", "cite_check", "call"}
 AGENT_KINDS = set(KINDS) - CATALOG_KINDS - RESEARCH_KINDS
 CATALOG_PURPOSES = {LLMPurpose.CATALOG_PARSE, LLMPurpose.CATALOG_CHECK, LLMPurpose.CATALOG_REPLY}
 RESEARCH_PURPOSES = {
@@ -119,6 +119,7 @@ def test_the_recorded_trails_read_back_whole_and_hold_every_kind(agent, catalog,
         RunKind.JUDGE,
         RunKind.REVIEW,
         RunKind.ANSWER,
+        RunKind.CALL,
     ]
     agent_kinds = {e.kind for e in agent.events}
     catalog_kinds = {e.kind for e in catalog.events}

@@ -33,11 +33,10 @@ from pydantic import BaseModel, ValidationError
 from tracerag import __version__
 from tracerag.errors import TraceError
 from tracerag.mcp import resources
-from tracerag.mcp.tools import Called, Env, ToolArgumentError, ToolSpec, offered, record_call
+from tracerag.mcp.tools import Called, Env, ToolArgumentError, ToolSpec, offered, perform
 from tracerag.server.api.catalog import Conversations
 from tracerag.server.state import ServerState
 from tracerag.text import fence_json, safe_line
-from tracerag.trail import asked_by
 
 log = logging.getLogger("tracerag.mcp")
 
@@ -151,7 +150,7 @@ class ToolServer:
             raise invalid_arguments(spec.name, exc) from None
         lines: queue.SimpleQueue[str] = queue.SimpleQueue()
         env = Env(self.state, self.conversations, client_name(ctx), progress=lines.put)
-        future = self.workers.submit(contextvars.copy_context().run, self._work, env, spec, args)
+        future = self.workers.submit(contextvars.copy_context().run, perform, env, spec, args)
         sent = 0
         try:
             while not future.done():
@@ -165,13 +164,6 @@ class ToolServer:
             raise
         await _relay(ctx, lines, sent)
         return self._answer(spec, future)
-
-    def _work(self, env: Env, spec: ToolSpec, args: BaseModel) -> tuple[Called, dict[str, Any], str | None]:
-        with asked_by(env.client):
-            called = spec.run(env, args)
-            answer = called.output.model_dump(mode="json")
-            call_run = None if called.recorded else record_call(env, spec, args, called, answer)
-        return called, answer, call_run
 
     def _answer(
         self, spec: ToolSpec, future: Future[tuple[Called, dict[str, Any], str | None]]

@@ -32,7 +32,7 @@ from tracerag.server.api.collections import document_view
 from tracerag.server.api.selections import _DECISION, _NAME, EXPORT_TYPES, run_events, selections
 from tracerag.server.api.trails import EXPORT_TYPES as RUN_EXPORT_TYPES
 from tracerag.server.state import NotFoundError, ServerState
-from tracerag.trail import JsonlWriter, Trail, read_trail
+from tracerag.trail import JsonlWriter, Trail, asked_by, read_trail
 from tracerag.trail.events import CallEvent, DecisionEvent, RunEvent, RunKind
 from tracerag.trail.export import export_sources, named_documents, store_regions
 
@@ -472,6 +472,17 @@ def digest(data: Any) -> tuple[str, int]:
     """SHA-256 and length of `data` as JSON with its keys sorted: what the trail keeps of an answer."""
     text = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(text.encode()).hexdigest(), len(text)
+
+
+def perform(env: Env, spec: ToolSpec, args: BaseModel) -> tuple[Called, dict[str, Any], str | None]:
+    """One call, as the client's: the tool's work in a context naming the client (every run it starts is marked
+    with it), then a `call` run for a call that no run of its own recorded. The answer as JSON data, and the call
+    run's id (None: the tool's own run recorded it)."""
+    with asked_by(env.client):
+        called = spec.run(env, args)
+        answer = called.output.model_dump(mode="json")
+        call_run = None if called.recorded else record_call(env, spec, args, called, answer)
+    return called, answer, call_run
 
 
 def record_call(env: Env, spec: ToolSpec, args: BaseModel, called: Called, answer: dict[str, Any]) -> str | None:
