@@ -9,6 +9,7 @@ a catalog turn and a decision are runs of their own kind; any other call is reco
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import queue
@@ -20,6 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tracerag import __version__
+from tracerag.collection import trail_roots
 from tracerag.errors import TraceError
 from tracerag.mcp import models as m
 from tracerag.research.review import chunk_spans, run_candidates, start_review_trail, with_chunk_spans
@@ -31,8 +33,9 @@ from tracerag.server.api.catalog import Conversations, turn_out
 from tracerag.server.api.collections import document_view
 from tracerag.server.api.selections import _DECISION, _NAME, EXPORT_TYPES, run_events, selections
 from tracerag.server.api.trails import EXPORT_TYPES as RUN_EXPORT_TYPES
+from tracerag.server.api.trails import catalog_roots
 from tracerag.server.state import NotFoundError, ServerState
-from tracerag.trail import JsonlWriter, Trail, asked_by, read_trail
+from tracerag.trail import JsonlWriter, Trail, asked_by, read_trail, trails_by_run
 from tracerag.trail.events import CallEvent, DecisionEvent, RunEvent, RunKind
 from tracerag.trail.export import export_sources, named_documents, store_regions
 
@@ -478,11 +481,31 @@ def perform(env: Env, spec: ToolSpec, args: BaseModel) -> tuple[Called, dict[str
     """One call, as the client's: the tool's work in a context naming the client (every run it starts is marked
     with it), then a `call` run for a call that no run of its own recorded. The answer as JSON data, and the call
     run's id (None: the tool's own run recorded it)."""
-    with asked_by(env.client):
-        called = spec.run(env, args)
+    with asked_by(env.client) as started:
+        try:
+            called = spec.run(env, args)
+        except BaseException:
+            discard_runs(env, args, started)  # a call that fails leaves the collection as it was
+            raise
         answer = called.output.model_dump(mode="json")
         call_run = None if called.recorded else record_call(env, spec, args, called, answer)
     return called, answer, call_run
+
+
+def discard_runs(env: Env, args: BaseModel, run_ids: list[str]) -> None:
+    """Remove the trails of the runs a failed call started (a search's run event, written before its filter was
+    found to name nothing): the call is answered as failed, and leaves no run behind."""
+    if not run_ids:
+        return
+    roots = []
+    with contextlib.suppress(TraceError):
+        roots += trail_roots(env.state.path_of(env.collection(getattr(args, "collection", None))), env.state.settings)
+    if env.state.config.catalog is not None:
+        roots += catalog_roots(env.state)
+    found = trails_by_run(roots)
+    for run_id in run_ids:
+        if run_id in found:
+            found[run_id].unlink(missing_ok=True)
 
 
 def record_call(env: Env, spec: ToolSpec, args: BaseModel, called: Called, answer: dict[str, Any]) -> str | None:

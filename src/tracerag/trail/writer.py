@@ -23,17 +23,21 @@ E = TypeVar("E", bound=TrailEvent)
 
 
 # Who asked for the runs started in this context (a front door says it: the MCP server names its client), stamped
-# on every run event emitted here, so that no run below the front door, of whatever kind, has to be told.
-_ASKED_BY: contextvars.ContextVar[str | None] = contextvars.ContextVar("tracerag_asked_by", default=None)
+# on every run event emitted here, so that no run below the front door, of whatever kind, has to be told; and the
+# runs started, so that the front door can take back those of a call that failed.
+_ASKED_BY: contextvars.ContextVar[tuple[str, list[str]] | None] = contextvars.ContextVar(
+    "tracerag_asked_by", default=None
+)
 
 
 @contextlib.contextmanager
-def asked_by(client: str | None) -> Iterator[None]:
+def asked_by(client: str) -> Iterator[list[str]]:
     """Stamp `client` on the run events emitted within (in this thread, and in the threads started from a copy of
-    its context): `RunEvent.client`."""
-    token = _ASKED_BY.set(client)
+    its context): `RunEvent.client`. Yields the ids of the runs started within, in order."""
+    started: list[str] = []
+    token = _ASKED_BY.set((client, started))
     try:
-        yield
+        yield started
     finally:
         _ASKED_BY.reset(token)
 
@@ -58,9 +62,11 @@ class Trail:
             raise ValueError(f"{type(event).__name__}: {', '.join(given)} are the trail's to stamp, not the emitter's")
         now = datetime.now(UTC).isoformat(timespec="milliseconds")
         update: dict[str, object] = {"run_id": self.run_id, "seq": self.seq, "time": now}
-        client = _ASKED_BY.get()
-        if client is not None and isinstance(event, RunEvent) and event.client is None:
-            update["client"] = client
+        asked = _ASKED_BY.get()
+        if asked is not None and isinstance(event, RunEvent):
+            asked[1].append(self.run_id)
+            if event.client is None:
+                update["client"] = asked[0]
         stamped = event.model_copy(update=update)
         self.seq += 1
         for listener in self.listeners:
