@@ -79,7 +79,7 @@ async def session(collection: Path, tracerag: str) -> None:
         args=["mcp", "-c", str(collection)],
         env={"TRACERAG_SELECTION__USER": USER, **os.environ},  # the SDK passes on only HOME, PATH... unless told
     )
-    show("→", f"initialize (client {CLIENT.name} {CLIENT.version}), server: {tracerag} mcp -c {collection.name}")
+    show("→", f"initialize (client {CLIENT.name} {CLIENT.version}), server: tracerag mcp -c {collection.name}")
     async with Client(server, client_info=CLIENT) as client:
         info = client.server_info
         show(
@@ -120,8 +120,11 @@ async def session(collection: Path, tracerag: str) -> None:
 
 
 def build_demo(folder: Path, tracerag: str) -> Path:
+    """The demo collection from the packaged sample, which every install has (a datasets folder holding HIPE-2022
+    would make it from that instead: the datasets setting is pointed at an empty folder)."""
     target = folder / "demo"
-    subprocess.run([tracerag, "demo", "-c", str(target)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k != "TRACERAG_DEMO_DATA"} | {"TRACERAG_DATASETS": str(folder)}
+    subprocess.run([tracerag, "demo", "-c", str(target)], check=True, capture_output=True, env=env)
     return target
 
 

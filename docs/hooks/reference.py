@@ -1,8 +1,9 @@
 """The docs site's generated pages (an mkdocs hook, `mkdocs.yml`): the CLI reference from the Typer app, the HTTP
-API reference from the FastAPI app's OpenAPI schema, the settings from the `Settings` model, and the benchmark
-results from `benchmarks/`. Each is rendered at build time from the one definition in the code, so the site cannot
-drift from it; nothing is fetched (no CDN, no network). A written page asks for a generated part with a marker line
-such as `<!-- generated: cli -->`; tests/test_docs.py calls the same functions.
+API reference from the FastAPI app's OpenAPI schema, the settings from the `Settings` model, the MCP tools and
+resources from `tracerag.mcp` (the JSON schemas a client is shown), and the benchmark results from `benchmarks/`.
+Each is rendered at build time from the one definition in the code, so the site cannot drift from it; nothing is
+fetched (no CDN, no network). A written page asks for a generated part with a marker line such as
+`<!-- generated: cli -->`; tests/test_docs.py calls the same functions.
 """
 
 from __future__ import annotations
@@ -78,17 +79,20 @@ def _cell(text: Any) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def _type(schema: dict[str, Any]) -> str:
-    """A short name for a JSON Schema: `Model`, `string`, `array of integer`, `string or null`."""
+def _type(schema: dict[str, Any], prefix: str = "schema-") -> str:
+    """A short name for a JSON Schema: `Model`, `string`, `array of integer`, `string or null`; a model links to
+    its anchor on the page (`prefix` + its name)."""
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
-        return f"[`{name}`](#{_anchor(name)})"
+        return f"[`{name}`](#{_anchor(name, prefix)})"
     for key in ("anyOf", "oneOf", "allOf"):
         if key in schema:
-            return " or ".join(_type(s) for s in schema[key])
+            return " or ".join(_type(s, prefix) for s in schema[key])
     kind = schema.get("type", "any")
     if kind == "array":
-        return f"array of {_type(schema.get('items', {}))}"
+        return f"array of {_type(schema.get('items', {}), prefix)}"
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return f"object of {_type(schema['additionalProperties'], prefix)}"
     if "enum" in schema:
         return " \\| ".join(f"`{v}`" for v in schema["enum"])
     if "const" in schema:
@@ -96,8 +100,8 @@ def _type(schema: dict[str, Any]) -> str:
     return str(kind)
 
 
-def _anchor(name: str) -> str:
-    return "schema-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+def _anchor(name: str, prefix: str = "schema-") -> str:
+    return prefix + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
 
 
 def render_api(schema: dict[str, Any] | None = None) -> str:
@@ -234,6 +238,144 @@ def render_settings() -> str:
     return "\n".join(out)
 
 
+# ---- the MCP tool server: each tool's input and output schema as `tracerag mcp` shows them, and its resources ----
+
+MCP_ANCHOR = "mcp-"  # the models' anchors on the page that shows them (guide/assistants.md)
+
+
+def _empty_state() -> Any:
+    """A server state serving nothing: the tools' schemas and the resources' kinds do not depend on what is served."""
+    from tracerag.config import Settings
+    from tracerag.server.state import ServerConfig, ServerState
+
+    return ServerState(ServerConfig(collections=(), settings=Settings()))
+
+
+def mcp_tools() -> list[tuple[Any, Any]]:
+    """(the tool's spec, the tool as `tools/list` shows it: its input and output schemas) for every tool, made by
+    the server's own code (every tool offered, as when a collection and a catalog are served)."""
+    from tracerag.mcp.server import ToolServer
+    from tracerag.mcp.tools import TOOLS
+
+    server = ToolServer(_empty_state())
+    try:
+        server.tools = {t.name: t for t in TOOLS}
+        return list(zip(TOOLS, server.tool_list(), strict=True))
+    finally:
+        server.close()
+
+
+def _limits(spec: dict[str, Any]) -> str:
+    """A field's bounds as a reader says them: `1-4000 characters`, `1-500`, `at least 0`."""
+    for each in [spec, *spec.get("anyOf", [])]:
+        low, high = each.get("minimum", each.get("minLength")), each.get("maximum", each.get("maxLength"))
+        unit = " characters" if "minLength" in each or "maxLength" in each else ""
+        if low is not None and high is not None:
+            return f"{low}-{high}{unit}"
+        if high is not None:
+            return f"at most {high}{unit}"
+        if low is not None:
+            return f"at least {low}{unit}"
+    return ""
+
+
+def _fields_table(model: dict[str, Any], inputs: bool) -> str:
+    """A model's fields: for an input, whether it is required, its default and bounds; an output's are always
+    there (`null` where the type says so)."""
+    props = model.get("properties", {})
+    required = set(model.get("required", []))
+    if inputs:
+        rows = ["| field | type | required | default | limits | description |", "|---|---|---|---|---|---|"]
+    else:
+        rows = ["| field | type | description |", "|---|---|---|"]
+    for name, spec in props.items():
+        kind, about = _type(spec, MCP_ANCHOR), _cell(spec.get("description", ""))
+        if inputs:
+            default = f"`{json.dumps(spec['default'])}`" if "default" in spec else ""
+            needed = "yes" if name in required else "no"
+            rows.append(f"| `{name}` | {kind} | {needed} | {default} | {_limits(spec)} | {about} |")
+        else:
+            rows.append(f"| `{name}` | {kind} | {about} |")
+    return "\n".join(rows) + "\n"
+
+
+def _offered_when(tool: Any) -> str:
+    said = []
+    if tool.catalog and not tool.collections:
+        said.append("offered when a catalog is served (`--catalog DIR`)")
+    elif tool.collections:
+        said.append("offered when a collection is served (`-c DIR`)")
+    said.append("writes: left out with `--read-only`" if tool.writes else "read-only (it writes only the trail)")
+    return "; ".join(said)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def render_mcp_tools() -> str:
+    """Each tool: its name and title, its description as the client reads it, when it is offered, its input's
+    fields (the arguments) and its output's (`structuredContent`); then the models they name."""
+    out, models = [], {}
+    tools = mcp_tools()
+    out.append("| tool | title | required arguments | offered |\n|---|---|---|---|")
+    for tool, shown in tools:
+        needed = ", ".join(f"`{n}`" for n in shown.input_schema.get("required", [])) or "none"
+        out.append(f"| [`{tool.name}`](#{_anchor(tool.name, 'mcp-tool-')}) | {_cell(shown.title)} | {needed} | "
+                   f"{_offered_when(tool)} |")  # fmt: skip
+    out.append("")
+    for tool, shown in tools:
+        given, answered = shown.input_schema, shown.output_schema or {}
+        out.append(f"### `{shown.name}`: {shown.title} {{ #{_anchor(shown.name, 'mcp-tool-')} }}\n")
+        out.append(f"{shown.description}\n\n*{_capital(_offered_when(tool))}.*\n")
+        out.append(f"**Arguments** (`{given.get('title', tool.input.__name__)}`):\n")
+        out.append(_fields_table(given, inputs=True))
+        out.append(f"**Answer** (`{answered.get('title', tool.output.__name__)}`, as `structuredContent`):\n")
+        out.append(_fields_table(answered, inputs=False))
+        for schema in (given, answered):
+            for name, model in schema.get("$defs", {}).items():
+                if models.setdefault(name, model) != model:  # one anchor per name: two meanings would be one row
+                    raise ValueError(f"two tools' schemas define {name} differently")
+    out.append("### Models the tools name\n")
+    for name, model in sorted(models.items()):
+        out.append(f"#### `{name}` {{ #{_anchor(name, MCP_ANCHOR)} }}\n")
+        if model.get("description"):
+            out.append(_cell(model["description"]) + "\n")
+        if model.get("properties"):
+            out.append(_fields_table(model, inputs=False))
+        elif "enum" in model:
+            out.append(f"One of {_type(model, MCP_ANCHOR)}.\n")
+    return "\n".join(out)
+
+
+def mcp_resources() -> tuple[list[Any], list[Any]]:
+    """(the resources a server lists before any run, the resource templates): from a server serving nothing, since
+    what is served changes only which runs are listed."""
+    from tracerag.mcp import resources
+
+    state = _empty_state()
+    try:
+        return resources.listed(state), list(resources.TEMPLATES)
+    finally:
+        state.close()
+
+
+def render_mcp_resources() -> str:
+    from tracerag.mcp.resources import LISTED_RUNS
+
+    listed, templates = mcp_resources()
+    out = ["| address | name | what it holds |", "|---|---|---|"]
+    for r in listed:
+        out.append(f"| `{r.uri}` | {_cell(r.title or r.name)} | {_cell(r.description or '')} |")
+    for t in templates:
+        out.append(f"| `{t.uri_template}` | {_cell(t.title or t.name)} | {_cell(t.description or '')} |")
+    out.append(
+        f"\nEach is JSON (`{listed[0].mime_type}`). `resources/list` also lists each collection's newest "
+        f"{LISTED_RUNS} runs as `tracerag://trails/...` addresses; any other run is read by its address.\n"
+    )
+    return "\n".join(out)
+
+
 # ---- benchmarks: benchmarks/README.md (the method) and each results/*.md, as pages of their own ----
 
 
@@ -259,6 +401,8 @@ RENDERERS = {
     "cli": render_cli,
     "api": render_api,
     "settings": render_settings,
+    "mcp-tools": render_mcp_tools,
+    "mcp-resources": render_mcp_resources,
     "benchmark-results": render_benchmark_list,
 }
 
