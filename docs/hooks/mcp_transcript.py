@@ -33,7 +33,7 @@ from mcp_types import Implementation
 CLIENT = Implementation(name="docs-transcript", version="1.0")
 QUERY = "students riot at the university"
 QUESTION = "Student unrest in Cuba around 1900"
-STRING = 70  # longer strings are cut to this many characters
+STRING = 50  # longer strings are cut to this many characters
 ITEMS = 2  # longer lists show their first items and how many more
 USER = "researcher"  # who decides, in the selection (the `selection.user` setting), unless already set
 NUMBERS = re.compile(r"\[\s*(-?[\d.]+(?:,\s*-?[\d.]+)*)\s*\]")  # a list of numbers, indented over lines
@@ -67,9 +67,11 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str
     answer: dict[str, Any] = result.structured_content or {}
     show("←", f"{tool}: structuredContent", answer)
     if tool == "document":  # the same answer as text, for clients that read only text: fenced, labelled as data
-        text = getattr(result.content[0], "text", "").split("\n")
-        print(f"← {tool}: content[0].text (its first lines, and the last)")
-        print("\n".join(shorten(line) for line in text[:5]) + f"\n  … {len(text) - 6} lines\n{text[-1]}\n")
+        lines = getattr(result.content[0], "text", "").split("\n")
+        print(f"← {tool}: content[0].text (its first lines wrapped at 80, then the last)")
+        for line in lines[:4]:
+            print(textwrap.fill(line, 80, subsequent_indent="  "))
+        print(f"  … {len(lines) - 5} lines of the JSON above\n{lines[-1]}\n")
     return answer
 
 
