@@ -124,6 +124,34 @@ def _api_gaps(site: Path) -> list[str]:
     return [f"API reference lacks {item}" for item in operations + models if item not in text]
 
 
+def _mcp_gaps(site: Path) -> list[str]:
+    """The assistants guide holds every tool, in its own section each of its arguments and its answer's fields (as
+    `tools/list` shows them) in a table row, each model they name with its anchor, every resource, and what a
+    client needs to connect."""
+    page = (site / "guide" / "assistants.html").read_text(encoding="utf-8")
+    hooks = _hooks()
+    tools = hooks.mcp_tools()
+    heads = [f'id="{hooks._anchor(tool.name, "mcp-tool-")}"' for tool, _ in tools] + ['id="models-the-tools-name"']
+    missing = [h for h in heads if h not in page]
+    if missing:
+        return [f"guide/assistants.md lacks the section {h}" for h in missing]
+    for (tool, shown), head, following in zip(tools, heads, heads[1:], strict=False):
+        section = page[page.index(head) : page.index(following)]
+        for schema in (shown.input_schema, shown.output_schema or {}):
+            missing += [
+                f"{tool.name}'s {f}" for f in schema.get("properties", {}) if f"<td><code>{f}</code>" not in section
+            ]
+            missing += [
+                f"the model {n}" for n in schema.get("$defs", {}) if f'id="{hooks._anchor(n, "mcp-")}"' not in page
+            ]
+    text = _text(site / "guide" / "assistants.html")
+    listed, templates = hooks.mcp_resources()
+    missing += [a for a in [str(r.uri) for r in listed] + [t.uri_template for t in templates] if a not in text]
+    client = ['"mcpServers"', '"args": ["mcp", "-c"', "--read-only", "--http", "/mcp", "Authorization: Bearer"]
+    missing += [c for c in client if c not in text]
+    return [f"guide/assistants.md lacks {m}" for m in sorted(set(missing))]
+
+
 def _benchmark_gaps(site: Path) -> list[str]:
     results = sorted((REPO / "benchmarks" / "results").glob("*.md"))
     assert results
@@ -176,10 +204,48 @@ def _remote_loads(site: Path) -> list[str]:
 
 def test_the_site_builds_strict_and_documents_everything(tmp_path: Path):
     """One build (the slow part, ~10 s) for every check of what it holds: every command and option, setting with
-    its meaning, API operation and schema, benchmark result; and nothing loaded from the network."""
+    its meaning, API operation and schema, MCP tool and resource, benchmark result; and nothing loaded from the
+    network."""
     site = _build(tmp_path / "site")
-    gaps = _cli_gaps(site) + _settings_gaps(site) + _api_gaps(site) + _benchmark_gaps(site) + _remote_loads(site)
+    gaps = _cli_gaps(site) + _settings_gaps(site) + _api_gaps(site) + _mcp_gaps(site) + _benchmark_gaps(site)
+    gaps += _remote_loads(site)
     assert not gaps, "\n".join(gaps)
+
+
+RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{6}")
+
+
+def _requests(transcript: str) -> list[str]:
+    """The requests (`→` lines) of a session transcript, run ids masked."""
+    return [RUN_ID.sub("RUN", line) for line in transcript.split("\n") if line.startswith("→")]
+
+
+def test_the_assistants_session_is_what_its_script_prints(tmp_path: Path):
+    """The session on the assistants guide is docs/hooks/mcp_transcript.py's, pasted whole: run again (over stdio,
+    on the packaged sample without vectors), it makes the same requests in the same order as the same client, and
+    the trail keeps the client's name on the search's run and on the decision."""
+    from tracerag.collection import Collection
+    from tracerag.config import load_settings
+    from tracerag.demo_data import sample_source
+
+    collection = tmp_path / "demo"  # the name the page's session shows
+    with Collection.open(collection, load_settings(), mode="write", create=True) as col:
+        col.ingest(sample_source().documents(), dense=False)
+    script = DOCS / "hooks" / "mcp_transcript.py"
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # this venv's `tracerag`
+    done = subprocess.run(
+        [sys.executable, str(script), "--collection", str(collection)],
+        capture_output=True,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "TRACERAG_SELECTION__USER"}, "PATH": path},
+    )
+    assert done.returncode == 0, done.stderr
+    page = (DOCS / "guide" / "assistants.md").read_text(encoding="utf-8")
+    pasted = page.split("\n## A session\n", 1)[1].split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert _requests(done.stdout) == _requests(pasted), "re-run the script and paste its output into the page"
+    assert len(_requests(pasted)) == 7 and "resources/read tracerag://trails/demo/RUN" in _requests(pasted)[-1]
+    for said in ('"client": "mcp: docs-transcript 1.0"', '"who": "researcher via mcp: docs-transcript 1.0"'):
+        assert said in done.stdout and said in pasted, said
 
 
 def test_every_api_operation_parameter_and_field_is_described():

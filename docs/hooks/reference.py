@@ -316,7 +316,8 @@ def _capital(text: str) -> str:
 def render_mcp_tools() -> str:
     """Each tool: its name and title, its description as the client reads it, when it is offered, its input's
     fields (the arguments) and its output's (`structuredContent`); then the models they name."""
-    out, models = [], {}
+    out: list[str] = []
+    models: dict[str, dict[str, Any]] = {}
     tools = mcp_tools()
     out.append("| tool | title | required arguments | offered |\n|---|---|---|---|")
     for tool, shown in tools:
