@@ -319,11 +319,13 @@ def render_mcp_tools() -> str:
     out: list[str] = []
     models: dict[str, dict[str, Any]] = {}
     tools = mcp_tools()
-    out.append("| tool | title | required arguments | offered |\n|---|---|---|---|")
+    out.append("| tool | title | required arguments | offered with | writes |\n|---|---|---|---|---|")
     for tool, shown in tools:
         needed = ", ".join(f"`{n}`" for n in shown.input_schema.get("required", [])) or "none"
+        served = "`--catalog DIR`" if tool.catalog and not tool.collections else "`-c DIR`"
+        writes = "yes: left out with `--read-only`" if tool.writes else "no (only the trail)"
         out.append(f"| [`{tool.name}`](#{_anchor(tool.name, 'mcp-tool-')}) | {_cell(shown.title)} | {needed} | "
-                   f"{_offered_when(tool)} |")  # fmt: skip
+                   f"{served} | {writes} |")  # fmt: skip
     out.append("")
     for tool, shown in tools:
         given, answered = shown.input_schema, shown.output_schema or {}
