@@ -136,8 +136,9 @@ def search(env: Env, args: m.SearchIn) -> Called:
         failures=answer.failures,
         repeated=answer.repeated,
     )
+    # a repeat answers the earlier run (perhaps another client's) and records none: a call run says who asked
     return Called(out, f"{len(hits)} documents for {answer.query!r} in {name} (run {answer.run_id})",
-                  [h.doc_id for h in hits])  # fmt: skip
+                  [h.doc_id for h in hits], recorded=not answer.repeated)  # fmt: skip
 
 
 def document(env: Env, args: m.DocumentIn) -> Called:
