@@ -79,3 +79,9 @@ def test_a_search_repeated_by_another_client_is_trailed_with_that_client(tool_se
     assert events[0].client == "mcp: client-B 1"  # type: ignore[union-attr]
     assert events[1].tool == "search" and events[1].arguments["query"] == "London"  # type: ignore[union-attr]
     assert events[1].doc_ids == [h["doc_id"] for h in again.structured_content["results"]]  # type: ignore[union-attr]
+
+
+def test_an_unknown_conversation_names_conversation_id(tool_server: ToolServer):
+    result = call(tool_server, "c", "catalog_chat", {"text": "show me more", "conversation_id": "../../etc/passwd"})
+    assert result.is_error
+    assert result.content[0].text.startswith("catalog_chat: conversation_id: ")  # type: ignore[union-attr]

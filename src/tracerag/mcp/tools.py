@@ -397,7 +397,10 @@ def catalog_chat(env: Env, args: m.CatalogIn) -> Called:
     if args.conversation_id is None:
         conversation = env.conversations.start()
     else:
-        conversation = env.conversations.get(args.conversation_id)
+        try:
+            conversation = env.conversations.get(args.conversation_id)
+        except NotFoundError as exc:
+            raise NotFoundError(f"conversation_id: {exc}") from None  # as the other tools' errors name their field
 
     def turn(assistant: Any) -> m.CatalogOut:
         done = assistant.ask(args.text)
