@@ -1,4 +1,5 @@
-"""What the trial of `tracerag mcp` (benchmarks/mcp_trial/) found wrong, each kept fixed."""
+"""What the trial of `tracerag mcp` (benchmarks/mcp_trial/) found wrong, each kept fixed: a search repeated by
+another client left no trace of that client, and two errors did not name the argument they were about."""
 
 from __future__ import annotations
 
@@ -85,3 +86,17 @@ def test_an_unknown_conversation_names_conversation_id(tool_server: ToolServer):
     result = call(tool_server, "c", "catalog_chat", {"text": "show me more", "conversation_id": "../../etc/passwd"})
     assert result.is_error
     assert result.content[0].text.startswith("catalog_chat: conversation_id: ")  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("selection", {"question": "Shipwrecks?"}),
+        ("selection", {"question": ""}),
+        ("export", {"question": "Shipwrecks?", "format": "csv"}),
+    ],
+)
+def test_a_selection_not_found_names_question(tool_server: ToolServer, tool: str, arguments: dict[str, Any]):
+    result = call(tool_server, "c", tool, arguments)
+    assert result.is_error
+    assert result.content[0].text.startswith(f"{tool}: question: ")  # type: ignore[union-attr]

@@ -22,10 +22,10 @@ from pydantic import BaseModel
 
 from tracerag import __version__
 from tracerag.collection import trail_roots
-from tracerag.errors import TraceError
+from tracerag.errors import SelectionError, TraceError
 from tracerag.mcp import models as m
 from tracerag.research.review import chunk_spans, run_candidates, start_review_trail, with_chunk_spans
-from tracerag.research.selection import Decision, SelectionEntry, default_user
+from tracerag.research.selection import Decision, SelectionEntry, SelectionStore, default_user
 from tracerag.research.selection_export import export_accepted
 from tracerag.server.api import ask as ask_api
 from tracerag.server.api import search as search_api
@@ -345,6 +345,14 @@ def _record_decision(col: Any, args: m.AddIn, entry: SelectionEntry, previous: S
     return trail.run_id
 
 
+def _resolve(store: SelectionStore, question: str) -> str:
+    """The selection's question as stored; its error names the argument, as the other tools' errors do."""
+    try:
+        return store.resolve(question)
+    except SelectionError as exc:
+        raise SelectionError(f"question: {exc}") from None
+
+
 def selection(env: Env, args: m.SelectionIn) -> Called:
     name = env.collection(args.collection)
     with selections(env.state, name) as store:
@@ -357,7 +365,7 @@ def selection(env: Env, args: m.SelectionIn) -> Called:
             ]
             out = m.SelectionOut(selections=rows, question=None, entries=[])
             return Called(out, f"{len(rows)} selections in {name}", recorded=False)
-        question = store.resolve(args.question)
+        question = _resolve(store, args.question)
         entries = store.entries(question)
     out = m.SelectionOut(selections=[], question=question, entries=[_entry(e) for e in entries])
     return Called(out, f"selection {question!r}: {len(entries)} decisions", [e.doc_id for e in entries],
@@ -371,7 +379,7 @@ def export(env: Env, args: m.ExportIn) -> Called:
     with env.state.reading(name) as col:
         if args.question is not None:
             with selections(env.state, name) as store:
-                question = store.resolve(args.question)
+                question = _resolve(store, args.question)
                 accepted = store.accepted(question)
             text = export_accepted(accepted, col, args.format)
             doc_ids, media = [e.doc_id for e in accepted], EXPORT_TYPES[args.format]
