@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 HERE = Path(__file__).parent
 RESULTS = HERE.parent / "results"
+FINDINGS = HERE / "findings.md"  # what the verdicts add up to, written by hand after judging
 CLIENT = types.Implementation(name="mcp-trial", version="1.0")
 CLIENT_STAMP = f"mcp: {CLIENT.name} {CLIENT.version}"
 QUOTE = 40  # characters of a document's text that make a string a quote
@@ -180,7 +181,16 @@ def cell(value: Any, chars: int = 160) -> str:
 
 
 def answered(record: dict[str, Any]) -> str:
+    """What came back, in a line: the documents or services named first, else the answer's own summary."""
     if record["outcome"] == "ok":
+        answer = record["answer"]
+        listed = answer.get("results", answer.get("sources"))
+        found = [h for h in listed if isinstance(h, dict)] if isinstance(listed, list) else []
+        if found:
+            return f"{len(found)} hits: " + ", ".join(f"{h['doc_id']} ({h['date'] or 'undated'})" for h in found)
+        if "outcome" in answer and "cards" in answer:
+            cards = [c["name"] for c in answer["cards"] if isinstance(c, dict)]
+            return f"{answer['outcome']}: " + ("; ".join(cards) if cards else answer["reply"])
         return record["summary"]
     if record["outcome"] == "protocol_error":
         return f"protocol error {record['code']}: {record['message']}"
@@ -212,6 +222,8 @@ def report(calls: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
         lines.append(f"| {cat} | {sum(t.values())} | {t['pass']} | {t['partial']} | {t['fail']} |")
     total = sum((tally[c] for c in CATEGORIES), Counter())
     lines += [f"| all | {sum(total.values())} | {total['pass']} | {total['partial']} | {total['fail']} |", ""]
+    if FINDINGS.exists():
+        lines += [FINDINGS.read_text(encoding="utf-8").strip(), ""]
     for cat in CATEGORIES:
         lines += [f"## {cat}", "", "| id | for | request | answer | outside / trail | verdict | judged |",
                   "|---|---|---|---|---|---|---|"]  # fmt: skip
@@ -220,7 +232,7 @@ def report(calls: list[dict[str, Any]], records: list[dict[str, Any]]) -> str:
             checks = "; ".join(filter(None, ["; ".join(rec.get("outside", [])) or "", rec.get("trail", "")]))
             request = f"{call['tool']} {cell(rec.get('arguments', call['arguments']), 120)}"
             lines.append(
-                f"| {call['id']} | {cell(call['for'], 60)} | {cell(request, 160)} | {cell(answered(rec), 200)} | "
+                f"| {call['id']} | {cell(call['for'], 60)} | {cell(request, 160)} | {cell(answered(rec), 260)} | "
                 f"{cell(checks, 120)} | {call.get('verdict', '?')} | {cell(call.get('judged', ''), 400)} |"
             )
         lines.append("")
