@@ -135,7 +135,10 @@ class SearchOut(BaseModel):
     query: str = Field(description="The query as sent.")
     results: list[Hit] = Field(description="The documents, best first.")
     failures: list[str] = Field(description="What could not be done (an expansion); the search went on without it.")
-    repeated: bool = Field(description="True: the same search as the collection's last run, not recorded twice.")
+    repeated: bool = Field(
+        description="True: the same search as the collection's last run (`run_id` is that run's); not run twice, "
+        "this call is recorded as a call run."
+    )
 
 
 class DocumentOut(BaseModel):
