@@ -100,3 +100,24 @@ def test_a_selection_not_found_names_question(tool_server: ToolServer, tool: str
     result = call(tool_server, "c", tool, arguments)
     assert result.is_error
     assert result.content[0].text.startswith(f"{tool}: question: ")  # type: ignore[union-attr]
+
+
+def test_a_question_retyped_goes_to_the_same_selection(tool_server: ToolServer):
+    """A model retypes the question (case, punctuation): the trial's second decision started a selection beside
+    the first. The same question folded is the same selection; a new one says it is new."""
+    found = call(tool_server, "c", "search", {"query": "London", "k": 2}).structured_content
+    assert found is not None
+    first, second = (h["doc_id"] for h in found["results"][:2])
+    made = call(tool_server, "c", "add_to_selection", {"question": "ships lost near london", "doc_id": first})
+    again = call(tool_server, "c", "add_to_selection", {"question": "Ships lost near London?", "doc_id": second})
+    assert made.structured_content is not None and again.structured_content is not None
+    assert made.structured_content["new_selection"] is True
+    assert again.structured_content["new_selection"] is False
+    assert again.structured_content["question"] == "ships lost near london"
+    assert again.structured_content["counts"]["accept"] == 2
+
+
+def test_a_catalog_turn_names_its_trail_as_a_resource(tool_server: ToolServer):
+    turn = call(tool_server, "c", "catalog_chat", {"text": "food pantry in Miami"}).structured_content
+    assert turn is not None
+    assert turn["trail"] == f"tracerag://catalog/trails/{turn['run_id']}"

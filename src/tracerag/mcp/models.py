@@ -202,6 +202,9 @@ class AddOut(BaseModel):
     previous: DecisionName | None = Field(description="The source's decision before (None: it had none).")
     review_run: str = Field(description="The review run recording the decision (`tracerag trail show RUN`).")
     counts: CountsOut = Field(description="The selection's counts after it.")
+    new_selection: bool = Field(
+        description="True when no selection had this question (in any case or punctuation): one was started."
+    )
 
 
 class SelectionSummaryOut(BaseModel):
@@ -224,3 +227,4 @@ class ExportOut(BaseModel):
 
 class CatalogOut(TurnOut):
     conversation_id: str = Field(description="The conversation's id: send it back to go on with it.")
+    trail: str = Field(description="The conversation's trail, as the resource that reads it.")

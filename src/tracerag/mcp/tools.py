@@ -24,6 +24,7 @@ from tracerag import __version__
 from tracerag.collection import trail_roots
 from tracerag.errors import SelectionError, TraceError
 from tracerag.mcp import models as m
+from tracerag.mcp.resources import CATALOG_TRAIL
 from tracerag.research.review import chunk_spans, run_candidates, start_review_trail, with_chunk_spans
 from tracerag.research.selection import Decision, SelectionEntry, SelectionStore, default_user
 from tracerag.research.selection_export import export_accepted
@@ -35,6 +36,7 @@ from tracerag.server.api.selections import _DECISION, _NAME, EXPORT_TYPES, run_e
 from tracerag.server.api.trails import EXPORT_TYPES as RUN_EXPORT_TYPES
 from tracerag.server.api.trails import catalog_roots
 from tracerag.server.state import NotFoundError, ServerState
+from tracerag.text import fold_key
 from tracerag.trail import JsonlWriter, Trail, asked_by, read_trail, trails_by_run
 from tracerag.trail.events import CallEvent, DecisionEvent, RunEvent, RunKind
 from tracerag.trail.export import export_sources, named_documents, store_regions
@@ -299,23 +301,28 @@ def add_to_selection(env: Env, args: m.AddIn) -> Called:
             candidate = with_chunk_spans([candidate], chunk_spans(col, [candidate]))[0]
             chunk_id, span = candidate.chunk_id, candidate.span
         with selections(env.state, name, write=True) as store:
-            previous = store.get(args.question, args.doc_id)
+            # the question retyped by a model ("Shipwrecks in the 1860s?" for "shipwrecks in the 1860s") is the
+            # same selection, not a second one beside it
+            known = {fold_key(s.question): s.question for s in store.questions()}
+            question = known.get(fold_key(args.question), args.question)
+            previous = store.get(question, args.doc_id)
             entry = store.decide(
-                args.question, args.doc_id, _DECISION[args.decision], who=who, chunk_id=chunk_id, span=span,
+                question, args.doc_id, _DECISION[args.decision], who=who, chunk_id=chunk_id, span=span,
                 note=args.note, run_id=args.run_id,
             )  # fmt: skip
             try:
                 review_run = _record_decision(col, args, entry, previous, who)
             except BaseException:
-                store.restore(args.question, args.doc_id, previous, who=who)  # a call that fails changes nothing
+                store.restore(question, args.doc_id, previous, who=who)  # a call that fails changes nothing
                 raise
-            counts = _counts(store.entries(args.question))
+            counts = _counts(store.entries(question))
     out = m.AddOut(
         question=entry.question,
         entry=_entry(entry),
         previous=_NAME[previous.decision] if previous is not None else None,
         review_run=review_run,
         counts=counts,
+        new_selection=fold_key(args.question) not in known,
     )
     return Called(out, f"{args.doc_id}: {args.decision} for {entry.question!r} (review run {review_run})",
                   [args.doc_id])  # fmt: skip
@@ -323,7 +330,7 @@ def add_to_selection(env: Env, args: m.AddIn) -> Called:
 
 def _record_decision(col: Any, args: m.AddIn, entry: SelectionEntry, previous: SelectionEntry | None, who: str) -> str:
     """A `review` run of one decision: what the web app's and `tracerag review`'s sessions record."""
-    trail, path = start_review_trail(col, args.question, args.run_id or "", who=who, candidates=1)
+    trail, path = start_review_trail(col, entry.question, args.run_id or "", who=who, candidates=1)
     writer = JsonlWriter(path)
     trail.listeners.append(writer)
     try:
@@ -413,7 +420,9 @@ def catalog_chat(env: Env, args: m.CatalogIn) -> Called:
     def turn(assistant: Any) -> m.CatalogOut:
         done = assistant.ask(args.text)
         shown = turn_out(done, len(assistant.turns) - 1, assistant)
-        return m.CatalogOut(**shown.model_dump(), conversation_id=conversation.id)
+        # the trail as the resource that reads it: a path on the server is nothing to a client
+        trail = CATALOG_TRAIL.format(run_id=shown.run_id)
+        return m.CatalogOut(**shown.model_dump(exclude={"trail"}), trail=trail, conversation_id=conversation.id)
 
     out = conversation.call(turn)
     return Called(out, f"catalog turn {out.index} of conversation {out.conversation_id}: {out.outcome}, "
