@@ -168,6 +168,9 @@ class SourceOut(BaseModel):
     origin: str = Field(description="agent (accepted by the agent) or warm_start (filled in from the searches).")
     reasons: list[str] = Field(description="The agent's reasons, one per accepting sub-question.")
     evidence: RetrievedText | None = Field(description="The quoted evidence, when the agent cited a span.")
+    passage: RetrievedText | None = Field(
+        description="Without evidence: the passage that ranked it (at most 700 characters), to judge it by."
+    )
 
 
 class AskOut(BaseModel):

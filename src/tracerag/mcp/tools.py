@@ -25,6 +25,7 @@ from tracerag.collection import trail_roots
 from tracerag.errors import SelectionError, TraceError
 from tracerag.mcp import models as m
 from tracerag.mcp.resources import CATALOG_TRAIL
+from tracerag.model import Document
 from tracerag.research.review import chunk_spans, run_candidates, start_review_trail, with_chunk_spans
 from tracerag.research.selection import Decision, SelectionEntry, SelectionStore, default_user
 from tracerag.research.selection_export import export_accepted
@@ -36,12 +37,14 @@ from tracerag.server.api.selections import _DECISION, _NAME, EXPORT_TYPES, run_e
 from tracerag.server.api.trails import EXPORT_TYPES as RUN_EXPORT_TYPES
 from tracerag.server.api.trails import catalog_roots
 from tracerag.server.state import NotFoundError, ServerState
+from tracerag.store.chunks import StoredChunk
 from tracerag.text import fold_key
 from tracerag.trail import JsonlWriter, Trail, asked_by, read_trail, trails_by_run
 from tracerag.trail.events import CallEvent, DecisionEvent, RunEvent, RunKind
 from tracerag.trail.export import export_sources, named_documents, store_regions
 
 Progress = Callable[[str], None]  # one line of progress, sent to the client as it comes
+PASSAGE_CHARS = 700  # of the passage that ranked an uncited source: what the agent's reviewer is shown of it
 NO_MODEL_NOTE = (
     "no language model configured: the agent does not run, the result is the hybrid search's (the model is the "
     "tool server's: start `tracerag mcp` with --llm)"
@@ -211,6 +214,13 @@ def _progress_line(kind: str, data: dict[str, Any]) -> str:
     return ""
 
 
+def _passage(doc: Document | None, chunk: StoredChunk | None) -> m.RetrievedText | None:
+    """The document's text where `chunk` lies (its first PASSAGE_CHARS), or None."""
+    if doc is None or chunk is None:
+        return None
+    return _retrieved(doc.id, chunk.start, doc.text[chunk.start : min(chunk.end, chunk.start + PASSAGE_CHARS)])
+
+
 def ask(env: Env, args: m.AskIn) -> Called:
     from tracerag.agent import Agent
     from tracerag.collection import Collection
@@ -234,7 +244,10 @@ def ask(env: Env, args: m.AskIn) -> Called:
             raise NotFoundError(f"run {run.run_id}: wrote no trail")
         events = read_trail(run.trail_path)
         documents = col.store.get_documents(named_documents(events))
-    result = ask_api.ask_result(name, events, documents)
+        result = ask_api.ask_result(name, events, documents)
+        # a source with no cited evidence (filled in from the searches, or no model) comes with the passage that
+        # ranked it, so that the assistant can judge it without reading the whole document
+        chunks = col.store.get_chunks([s.chunk_id for s in result.sources if s.chunk_id and s.span is None])
     sources = [
         m.SourceOut(
             rank=s.rank,
@@ -245,6 +258,7 @@ def ask(env: Env, args: m.AskIn) -> Called:
             origin=s.origin,
             reasons=s.reasons,
             evidence=_retrieved(s.doc_id, s.span[0], s.quote) if s.span is not None and s.quote else None,
+            passage=_passage(documents.get(s.doc_id), chunks.get(s.chunk_id or "")),
         )
         for s in result.sources
     ]
