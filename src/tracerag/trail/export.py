@@ -21,6 +21,7 @@ from tracerag.model import Document, SubQuestion
 from tracerag.text import csv_cell, document_title, json_dumps
 from tracerag.text import derived_title as derived_title  # its home moved to text.py; imported from here too
 from tracerag.trail.events import (
+    CallEvent,
     DecisionEvent,
     Event,
     JudgmentEvent,
@@ -83,10 +84,11 @@ def sub_questions(events: Sequence[Event]) -> list[SubQuestion]:
 
 
 def named_documents(events: Sequence[Event]) -> list[str]:
-    """The ids of the documents a trail speaks of (its ranking, verdicts, decisions, judgments), sorted: what to
-    fetch from the collection to show their titles and quoted evidence."""
+    """The ids of the documents a trail speaks of (its ranking, verdicts, decisions, judgments, a call's answer),
+    sorted: what to fetch from the collection to show their titles and quoted evidence."""
     ids = {r.doc_id for e in events if isinstance(e, ResultEvent) for r in e.ranking}
     ids |= {e.doc_id for e in events if isinstance(e, VerdictEvent | ReevalEvent | DecisionEvent | JudgmentEvent)}
+    ids |= {doc_id for e in events if isinstance(e, CallEvent) for doc_id in e.doc_ids}  # what a call answered
     return sorted(ids)
 
 

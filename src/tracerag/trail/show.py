@@ -20,6 +20,7 @@ from rich.tree import Tree
 from tracerag.model import Document, SubQuestion
 from tracerag.trail.events import (
     BriefingEvent,
+    CallEvent,
     CatalogReplyEvent,
     CitationCheckEvent,
     DecisionEvent,
@@ -38,7 +39,7 @@ from tracerag.trail.events import (
     RunKind,
 )
 from tracerag.trail.export import replanned, result_event, run_event
-from tracerag.trail.show_runs import CatalogEvent, catalog_line, decision_line, draft, research_line
+from tracerag.trail.show_runs import CatalogEvent, call_block, catalog_line, decision_line, draft, research_line
 from tracerag.trail.show_steps import (
     briefing,
     event_line,
@@ -51,7 +52,7 @@ from tracerag.trail.show_steps import (
     reranks,
 )
 from tracerag.trail.show_text import Part, compact_json, data, plural, text
-from tracerag.trail.summary import research_status
+from tracerag.trail.summary import call_line, research_status
 
 STATUS_STYLE = {"complete": "bold green", "no_llm": "bold cyan", "truncated": "bold yellow", "failed": "bold red"}
 
@@ -60,6 +61,7 @@ _WITHOUT_MODEL = {
     RunKind.SEARCH: "none: no variants asked of a model",
     RunKind.REVIEW: "none: the researcher decides",
     RunKind.ANSWER: "none: an extractive draft and a lexical check",
+    RunKind.CALL: "none: a tool call asks no model",
 }
 _CATALOG_WITHOUT_MODEL = "none: rule-based parsing, templated replies"
 
@@ -196,6 +198,8 @@ def _standalone(event: Event, documents: Mapping[str, Document] | None) -> Rende
         return draft(event)
     if isinstance(event, ExpansionEvent):
         return expansion(event)
+    if isinstance(event, CallEvent):
+        return call_block(event, documents)
     return None
 
 
@@ -206,8 +210,9 @@ def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
     catalog = any(e.kind.startswith("catalog_") for e in events)
     calls = [e for e in events if isinstance(e, LLMCallEvent)]
     rows: list[Row] = [
-        ("Question", text(data(run.question))),
+        ("Question", text(data(_asked(events, run)))),
         ("Run", _run_line(run)),
+        *([("Asked by", text(data(run.client)))] if run.client else []),
         ("Collection", text(data(run.collection), (f"  k={run.k}", "dim"))),
         *_model_rows(run, catalog),
         ("Status", _status(events, result, catalog)),
@@ -225,6 +230,12 @@ def _header(events: Sequence[Event], verbose: bool) -> RenderableType:
     for label, value in rows:
         grid.add_row(label, value)
     return Panel(grid, title=text(("TRACE trail", "bold")), title_align="left", border_style="blue")
+
+
+def _asked(events: Sequence[Event], run: RunEvent) -> str:
+    """What the run was asked: its question, or a call's tool and the arguments that hold something."""
+    call = next((e for e in events if isinstance(e, CallEvent)), None)
+    return call_line(call) if call is not None else run.question
 
 
 def _run_line(run: RunEvent) -> Text:
@@ -253,6 +264,10 @@ def _status(events: Sequence[Event], result: ResultEvent | None, catalog: bool) 
         replies = [e for e in events if isinstance(e, CatalogReplyEvent)]
         outcomes = ", ".join(f"{n} {o}" for o, n in Counter(e.outcome for e in replies).items())
         return text(f"catalog conversation: {len(replies)} turn(s)" + (f" ({outcomes})" if outcomes else ""))
+    if result is None and run_event(events).run is RunKind.CALL:
+        if any(isinstance(e, CallEvent) for e in events):
+            return text(("answered", "bold green"))
+        return text(("unfinished: the trail has no call event", "bold red"))
     if result is None:
         came_to = research_status(events)
         return text(came_to) if came_to else text(("unfinished: the trail has no result", "bold red"))

@@ -1,5 +1,6 @@
 """The lines of the runs that are not an agent's: a catalog conversation's turns, a judge's judgments, an answer's
-draft and citation checks, a review's decisions. Text from the run comes through `show_text` only."""
+draft and citation checks, a review's decisions, an assistant's tool call. Text from the run comes through
+`show_text` only."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich.text import Text
 
 from tracerag.model import Document
 from tracerag.trail.events import (
+    CallEvent,
     CatalogCheckEvent,
     CatalogFilterEvent,
     CatalogOutcome,
@@ -20,7 +22,7 @@ from tracerag.trail.events import (
     DraftEvent,
     JudgmentEvent,
 )
-from tracerag.trail.show_text import Part, chunk_label, clip, data, plural, quote, text
+from tracerag.trail.show_text import Part, chunk_label, clip, compact_json, data, plural, quote, text
 
 CatalogEvent = CatalogParseEvent | CatalogFilterEvent | CatalogCheckEvent | CatalogReplyEvent
 
@@ -68,6 +70,25 @@ def draft(event: DraftEvent) -> Text:
             for c in sentence.citations
         )
         lines.append_text(text(f"\n  {i}. [{sentence.kind}] ", data(sentence.text), (f"  [{data(cites)}]", "dim")))
+    return lines
+
+
+DIGEST_SHOWN = 12  # hex digits of an answer's digest: enough to tell two answers apart by eye
+
+
+def call_block(event: CallEvent, documents: Mapping[str, Document] | None) -> Text:
+    """An assistant's tool call: the tool, each argument on its line (as JSON), the documents the answer named
+    (with their titles when the collection holds them) and the answer's digest, short."""
+    lines = text(("call ", "bold"), (data(event.tool), "bold"))
+    for name, value in sorted(event.arguments.items()):
+        lines.append_text(text("\n  ", (data(name), "cyan"), " = ", data(compact_json(value, 160))))
+    named = plural(len(event.doc_ids), "document")
+    lines.append_text(text("\n", ("answered ", "bold"), f"{event.chars:,} characters of JSON naming {named}"))
+    for doc_id in event.doc_ids:
+        doc = (documents or {}).get(doc_id)
+        title = " ".join(doc.title.split()) if doc is not None and doc.title else ""
+        lines.append_text(text("\n  ", data(doc_id), (f"  {data(clip(title, 80))}" if title else "", "dim")))
+    lines.append_text(text("\n", ("digest ", "bold"), (event.digest[:DIGEST_SHOWN], "dim"), ("…", "dim")))
     return lines
 
 

@@ -3,6 +3,7 @@ list`, the web app's trail list and the header of `trail show`)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,10 +51,25 @@ def summarise(events: Sequence[Event]) -> TrailSummary:
         )
     result = result_event(events)
     if run.run is RunKind.CALL:  # an assistant's call: answered when its call event is there
-        status = "answered" if any(isinstance(e, CallEvent) for e in events) else "unfinished"
-    else:
-        status = str(result.status) if result else research_status(events) or "unfinished"
+        call = next((e for e in events if isinstance(e, CallEvent)), None)
+        question = call_line(call) if call is not None else run.question
+        return TrailSummary(
+            run.run_id, run.run.value, question, run.time, "answered" if call else "unfinished", run.client
+        )
+    status = str(result.status) if result else research_status(events) or "unfinished"
     return TrailSummary(run.run_id, run.run.value, run.question, run.time, status, run.client)
+
+
+def call_line(call: CallEvent) -> str:
+    """A call as a list of runs shows it: the tool and the arguments that hold something (`document
+    doc_id="x" max_chars=20000`), each value as JSON, so that a reader sees what was asked without the
+    arguments left empty."""
+    given = [
+        f"{name}={json.dumps(value, ensure_ascii=False)}"
+        for name, value in sorted(call.arguments.items())
+        if value not in (None, "", [], {})
+    ]
+    return " ".join([call.tool, *given])
 
 
 def research_status(events: Sequence[Event]) -> str:

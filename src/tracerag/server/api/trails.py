@@ -50,10 +50,23 @@ class TrailItem(BaseModel):
     """One run recorded in a collection, as `tracerag trail list` shows it."""
 
     run_id: str = Field(description="The run's id (its trail file's name).")
-    kind: str = Field(description="ask, search, judge, answer, review, or catalog (a catalog conversation).")
-    question: str = Field(description="The question or query (a catalog conversation's first request).")
+    kind: str = Field(
+        description="ask, search, judge, answer, review, call (an assistant's tool call that started no run of its "
+        "own), or catalog (a catalog conversation)."
+    )
+    question: str = Field(
+        description="The question or query (a catalog conversation's first request; a call's tool and the "
+        "arguments that hold something)."
+    )
     started: str = Field(description="When the run started (UTC, ISO 8601); empty for a damaged trail.")
-    status: str = Field(description="complete, no_llm, truncated, failed, what a research run came to, or damaged.")
+    status: str = Field(
+        description="complete, no_llm, truncated, failed, what a research run came to, answered (a call), or damaged."
+    )
+    client: str | None = Field(
+        None,
+        description="Who asked for the run over the Model Context Protocol: the assistant as it names itself "
+        "(`mcp: Claude Desktop 1.2`); None for a run asked from the command line or the web app.",
+    )
     results: int | None = Field(
         None,
         description="Its sources or candidates: the final ranking's length, else the documents judged (a judge "
@@ -74,6 +87,7 @@ class TrailItem(BaseModel):
             question=summary.question,
             started=summary.started,
             status=summary.status,
+            client=summary.client,
             damaged=None if torn is None else torn_note(torn),
         )
 

@@ -11,6 +11,7 @@ through Jinja's autoescaping only."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +75,7 @@ EVENT_STEPS = {
     "draft": "answer",
     "cite_check": "answer",
     "decision": "review",
+    "call": "call",
 }
 SEARCH_KINDS = {"search", "channel", "fusion", "windows", "review", "verdict", "memory", "guard"}
 EXPORT_LABELS = {"csv": "CSV", "ris": "RIS", "csl-json": "CSL-JSON"}
@@ -129,6 +131,7 @@ def _title(kind: str, sq: int | None, questions: Sequence[SubQuestion]) -> str:
         "judge": "Judging against the criteria",
         "answer": "Cited draft and its check",
         "review": "The researcher's decisions",
+        "call": "The assistant's call and what it got",
         "turn": f"Turn{n}",
         "guard": "Guard",
     }.get(kind, "Other events")
@@ -174,6 +177,7 @@ class RunFacts:
     latency_s: float
     totals: dict[str, float]
     verdicts: dict[str, int] | None
+    question: str  # what was asked: the run's question, a call's tool and the arguments that hold something
 
 
 def run_facts(events: Sequence[Event]) -> RunFacts:
@@ -183,7 +187,7 @@ def run_facts(events: Sequence[Event]) -> RunFacts:
     status = summary.status
     if result is not None and result.message:
         status += f": {result.message}"
-    elif result is None and not research_status(events) and summary.kind != "catalog":
+    elif result is None and not research_status(events) and summary.kind not in ("catalog", "call"):
         status = "unfinished: the trail has no result"
     verdicts = None
     if result is not None and run.run is RunKind.ASK and summary.kind == "ask":
@@ -200,6 +204,7 @@ def run_facts(events: Sequence[Event]) -> RunFacts:
         latency_s=sum(c.latency_s for c in calls),
         totals=dict(result.totals) if result is not None else {},
         verdicts=verdicts,
+        question=summary.question if summary.kind == "call" else run.question,
     )
 
 
@@ -243,8 +248,13 @@ def per_document(ranking: Sequence[Sequence[Any]]) -> list[tuple[str, int, int]]
     return [(doc_id, best, n) for doc_id, (best, n) in found.items()]
 
 
+def as_json(value: Any) -> str:
+    """An argument of a call as JSON, its letters as typed (Jinja's `tojson` writes é as \\u00e9)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
 def _render(request: Request, template: str, context: dict[str, Any]) -> Response:
-    context = {"page": "trails", "per_document": per_document, **context}
+    context = {"page": "trails", "per_document": per_document, "as_json": as_json, **context}
     return request.app.state.templates.TemplateResponse(request, template, context)
 
 
