@@ -18,9 +18,11 @@ import pytest
 
 from tests.server.browser import axe, chromium  # noqa: F401
 from tests.server.conftest import HERE, LiveServer, _documents
+from tests.trail.assistant import call
 from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.ingest import read_documents
+from tracerag.mcp.models import DocumentIn
 from tracerag.model import Document
 from tracerag.retrieval.search import SearchRequest
 from tracerag.search.run import run_search
@@ -37,6 +39,7 @@ BIDI = HERE / "fixtures" / "bidi.jsonl"
 class Site:
     url: str
     run_id: str
+    call_id: str  # an assistant's call: a document read, its page the call's arguments and the document named
 
 
 @pytest.fixture(scope="module")
@@ -44,16 +47,18 @@ def site(
     hipe_dir: Path, tmp_path_factory: pytest.TempPathFactory, server_settings: Settings, server_catalog: Path
 ) -> Iterator[Site]:
     """The conftest's newspapers, the hostile letter and a title with a bidi override, with one search run (for
-    the review board and the trail); served with the Miami catalog. Its own collection: the tests' searches write
-    trails, which the shared one must not get."""
+    the review board and the trail) and an assistant's call (a document read); served with the Miami catalog. Its
+    own collection: the tests' searches write trails, which the shared one must not get."""
     path = tmp_path_factory.mktemp("responsive") / NAME
     bidi = [d for d in read_documents(BIDI, "jsonl") if isinstance(d, Document)]
     with Collection.open(path, server_settings, mode="write", create=True, embed_model="none") as col:
         col.ingest([*_documents(hipe_dir), *bidi], dense=False)
         run = run_search(col, SearchRequest("harbour fire", k=8, channels=("bm25",), windows=""))
+    _, call_id = call(path, "document", DocumentIn(doc_id=run.ranking.doc_ids()[0], max_chars=2000))
+    assert call_id is not None
     config = ServerConfig(collections=(path,), settings=server_settings, catalog=server_catalog)
     with LiveServer(config) as live:
-        yield Site(live.url, run.run_id)
+        yield Site(live.url, run.run_id, call_id)
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +83,9 @@ def tab(chromium: Any, site: Site) -> Iterator[Any]:  # noqa: F811
 
 @dataclass(frozen=True)
 class Case:
-    path: str  # {run}: the search run; "@" + a search: its first result's page; "!" + a search: that search recorded
+    # {run}: the search run; {call}: the call run; "@" + a search: its first result's page; "!" + a search: that
+    # search recorded
+    path: str
     ready: str  # what shows that the page is there
     column: str  # the main text column, measured
     prose: str | None = None  # an element of running text, whose lines are measured
@@ -98,6 +105,7 @@ CASES = {
     "review-board": Case(f"/review/{NAME}/{{run}}", ".card", ".card", ".card .quote"),
     "trails": Case("/trails", ".trail-list", ".trail-list"),
     "trail": Case(f"/trails/{NAME}/{{run}}", ".timeline", ".timeline"),
+    "trail-call": Case(f"/trails/{NAME}/{{call}}", ".call-args", ".timeline"),
     "catalog": Case("/catalog", ".card", ".chat-log"),
     "error": Case("/collections/nowhere/documents/x", "h1", "main"),
 }
@@ -131,7 +139,7 @@ MEASURE = """([column, prose]) => {
 
 
 def _goto(tab: Any, site: Site, case: Case) -> None:
-    path = case.path.replace("{run}", site.run_id)
+    path = case.path.replace("{run}", site.run_id).replace("{call}", site.call_id)
     if path.startswith("@"):
         tab.goto(site.url + path[1:])
         path = tab.locator("li.result h3 a").first.get_attribute("href")

@@ -197,8 +197,8 @@ FIXTURE_TRAILS = Path(__file__).parents[1] / "fixtures" / "trails"
 
 
 def test_every_kind_of_run_shows_as_a_timeline(ask_setup: AskSetup, ask_config: ServerConfig, tmp_path: Path):
-    """The recorded trails of tests/fixtures (an agent run, a catalog conversation, and a search, judge, review
-    and answer run), each listed by its kind and shown by its own steps."""
+    """The recorded trails of tests/fixtures (an agent run, a catalog conversation, a search, judge, review and
+    answer run, and an assistant's call), each listed by its kind and shown by its own steps."""
     copy = tmp_path / NAME
     shutil.copytree(ask_setup.collection, copy, ignore=shutil.ignore_patterns("trails"))
     (copy / "trails").mkdir()
@@ -215,6 +215,7 @@ def test_every_kind_of_run_shows_as_a_timeline(ask_setup: AskSetup, ask_config: 
         "judge": (["judge"], "/10"),
         "review": (["review"], "decision"),
         "answer": (["answer"], "Cited draft and its check"),
+        "call": (["call"], "asks the call again"),
     }
     with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
         items = client.get(f"/api/collections/{NAME}/trails").json()

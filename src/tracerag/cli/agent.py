@@ -176,10 +176,12 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     from tracerag.trail import list_trails, read_trail
     from tracerag.trail.summary import summarise
 
-    rows: list[tuple[Text, Text, Text | None, Text]] = []
     damaged: list[TrailError] = []
     # With the runs made while it was read-only here (they went to a private folder).
     paths = [path for root in trail_roots(collection, load_settings()) for path in list_trails(root)]
+    table = Table("run", "status", "question")
+    # a run id is copied into other commands: its column keeps the longest id whole, the others wrap
+    table.columns[0].min_width = max((len(path.stem) for path in paths), default=0) or None
     for path in sorted(paths, key=lambda p: p.name):
         try:
             events = read_trail(path)
@@ -187,20 +189,15 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
             damaged.append(exc)
             # The run column names the file; a path in a narrow cell would be cut before its line number.
             where = f"line {exc.line}: " if exc.line is not None else ""
-            rows.append((data_text(path.stem), Text("damaged", style="red"), None, data_text(where + exc.reason)))
+            table.add_row(data_text(path.stem), Text("damaged", style="red"), data_text(where + exc.reason))
             continue
         summary = summarise(events)
         # a call is no run of its own kind: its status says what it is ("call · answered")
         status = f"call · {summary.status}" if summary.kind == "call" else summary.status
-        client = data_text(summary.client) if summary.client else None
-        rows.append((data_text(path.stem), data_text(status), client, data_text(summary.question)))
-    # who asked: a column only when an assistant asked for some run (most collections never see one)
-    asked = any(client is not None for _, _, client, _ in rows)
-    table = Table("run", "status", "asked by", "question") if asked else Table("run", "status", "question")
-    # a run id is copied into other commands: its column keeps the longest id whole, the others wrap
-    table.columns[0].min_width = max((len(row[0].plain) for row in rows), default=0) or None
-    for row in rows:
-        table.add_row(row[0], row[1], *([row[2] or Text("")] if asked else []), row[3])
+        question = data_text(summary.question)
+        if summary.client:  # who asked, under what was asked: a column of its own would squeeze the question
+            question.append("\n").append_text(data_text("asked by " + summary.client, "dim"))
+        table.add_row(data_text(path.stem), data_text(status), question)
     print_table(table)
     for bad in damaged:  # each in full, `file:line: reason` on one line, never cut
         err.print(Text.assemble(("damaged trail", "red"), " ", data_text(bad)), soft_wrap=True)
