@@ -30,7 +30,10 @@ runner = CliRunner()
 def path(tmp_path, tmp_path_factory, datasets_dir) -> Path:
     """A copy of the small collection of its own (a test may change it)."""
     copy = tmp_path / "collection"
-    shutil.copytree(small_collection(tmp_path_factory, datasets_dir).path, copy)
+    # without its trails: other tests place recorded runs in the shared collection's
+    shutil.copytree(
+        small_collection(tmp_path_factory, datasets_dir).path, copy, ignore=shutil.ignore_patterns("trails")
+    )
     return copy
 
 

@@ -21,7 +21,10 @@ runner = CliRunner()
 def used(tmp_path_factory, datasets_dir):
     """A copy of the small collection with the agent's recorded run (no client) and an assistant's three runs."""
     path = tmp_path_factory.mktemp("used") / "collection"
-    shutil.copytree(small_collection(tmp_path_factory, datasets_dir).path, path)
+    # without its trails: other tests place recorded runs in the shared collection's
+    shutil.copytree(
+        small_collection(tmp_path_factory, datasets_dir).path, path, ignore=shutil.ignore_patterns("trails")
+    )
     agent = recorded(AGENT_TRAIL, path)
     return path, agent.run_id, assistant_runs(path)
 

@@ -27,7 +27,10 @@ HOSTILE_CLIENT = "mcp: <b>Evil</b>\u202egnp.exe 1.0"  # markup and a bidi overri
 @pytest.fixture(scope="module")
 def used(tmp_path_factory, datasets_dir):
     path = tmp_path_factory.mktemp("web-calls") / NAME
-    shutil.copytree(small_collection(tmp_path_factory, datasets_dir).path, path)
+    # without its trails: other tests place recorded runs in the shared collection's
+    shutil.copytree(
+        small_collection(tmp_path_factory, datasets_dir).path, path, ignore=shutil.ignore_patterns("trails")
+    )
     agent = recorded(AGENT_TRAIL, path)
     runs = assistant_runs(path)
     _, hostile = call(path, "document", m.DocumentIn(doc_id="hostile-1"), client=HOSTILE_CLIENT)

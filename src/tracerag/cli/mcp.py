@@ -111,12 +111,13 @@ def mcp(
 
 def _replay(run: str, collection: Path, config: Path | None, llm: str | None, base_url: str | None) -> ExitCode:
     """`--replay RUN`: the call asked again over `collection`, what differs said line by line."""
-    from tracerag.cli.serve import checked_sources
+    from tracerag.collection import Collection
     from tracerag.mcp.replay import replay_run
     from tracerag.server.state import ServerConfig, ServerState
     from tracerag.trail.show_text import plural
 
-    checked_sources([collection], None)
+    if not Collection.exists(collection):
+        raise ConfigError(f"-c {collection}: not a TRACE collection (no collection.toml); see `tracerag ingest`")
     state = ServerState(ServerConfig(collections=(collection,), settings=settings_with_llm(config, llm, base_url)))
     try:
         (name,) = state.collections
