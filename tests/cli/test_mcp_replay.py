@@ -80,6 +80,21 @@ def test_a_search_with_the_options_its_address_does_not_hold_is_asked_again_whol
     assert "does not hold the whole request" not in said
 
 
+def test_a_repeated_search_recorded_as_a_call_is_asked_again(path):
+    """The same search twice in a row is answered with the first run, and the repeat recorded as a call run: its
+    answer names that run, which a replay does not record, so its documents are what is compared."""
+    first, _ = call(path, "search", m.SearchIn(query="Incendie", k=3))
+    again, call_run = call(path, "search", m.SearchIn(query="Incendie", k=3))
+    assert isinstance(first, m.SearchOut) and isinstance(again, m.SearchOut) and call_run is not None
+    assert again.repeated and again.run_id == first.run_id
+    code, said = _replay(path, call_run)
+    assert code == 0, said
+    # the arguments that hold something: explain=false and the empty lists left out
+    assert said.startswith(f'call run {call_run} asked by {CLIENT}: search k=3 query="Incendie" ')
+    assert f"the same answer as recorded: {len(again.results)} documents named" in said
+    assert len(trails_by_run([path])) == 2  # the search and the repeat's call run; the replay recorded nothing
+
+
 def test_an_edited_digest_differs(path):
     runs = assistant_runs(path)
     trail = trails_by_run([path])[runs.document]

@@ -1,6 +1,7 @@
 """What an assistant asked and got, asked again (`tracerag mcp --replay RUN`): a recorded `call` run's tool is run
 again with its recorded arguments, in this process through `tools.py` (no client, no server), and its answer's
-digest compared with the recorded one; a search run the web app or an assistant asked for is run again from its
+digest compared with the recorded one (a repeated search's call run names the run it repeated: its documents are
+compared); a search run the web app or an assistant asked for is run again from its
 recorded request (the search page's address in its config, `asked`) and its documents compared. An ask run is
 replayed from its model's recorded answers by `tracerag ask --replay`; other runs are not replayed here.
 
@@ -10,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from tracerag.collection import trail_roots
 from tracerag.errors import TraceError, TrailError
@@ -25,8 +26,10 @@ from tracerag.trail.events import CallEvent, RunEvent
 from tracerag.trail.export import result_event, run_event
 from tracerag.trail.summary import call_line, summarise
 
+CALLS = {"document", "selection", "export"}  # the tools that record no run of their own: made again as they were
 REPLAYER = "tracerag mcp --replay"  # who asks, for a tool that would name its client (none of the replayed ones)
 DIGEST_SHOWN = 12
+M = TypeVar("M", bound=BaseModel)
 
 
 class NotReplayable(TraceError):
@@ -128,11 +131,11 @@ def replay_call(state: ServerState, name: str, run: RunEvent, events: Sequence[E
     if spec.writes:
         raise NotReplayable(f"run {run.run_id}: {call.tool} changes the researcher's data; it is not made again")
     arguments, notes = _served(dict(call.arguments), name)
-    try:
-        args = spec.input.model_validate(arguments)
-    except ValidationError as exc:
-        said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise NotReplayable(f"run {run.run_id}: the recorded arguments no longer hold: {said}") from None
+    if spec.name == "search":  # a repeated search, answered with the earlier run: asked again unrecorded
+        return _replay_search_call(state, name, run, call, arguments, notes)
+    if spec.name not in CALLS:
+        raise NotReplayable(f"run {run.run_id}: a {call.tool} call records a run of its own; it is not made again")
+    args = _validated(spec.input, arguments, run.run_id)
     replayed = Replayed(
         run_id=run.run_id,
         kind="call",
@@ -152,6 +155,35 @@ def replay_call(state: ServerState, name: str, run: RunEvent, events: Sequence[E
     replayed.digest_now, replayed.chars_now = digest(called.output.model_dump(mode="json"))
     replayed.now = list(called.doc_ids)
     return replayed
+
+
+def _replay_search_call(
+    state: ServerState, name: str, run: RunEvent, call: CallEvent, arguments: dict[str, Any], notes: list[str]
+) -> Replayed:
+    """A search call recorded as a call run (a repeat of the collection's last search, answered with that run):
+    its answer names a run, which a replay does not record, so its documents are compared, not its digest."""
+    body = _validated(search_api.SearchBody, {k: v for k, v in arguments.items() if k != "collection"}, run.run_id)
+    answer = search_api.run(state, name, body, record=False)
+    notes.append("a repeated search's answer names the run it repeated: its documents are compared")
+    return Replayed(
+        run_id=run.run_id,
+        kind="call",
+        asked=call_line(call),
+        client=run.client,
+        then=list(call.doc_ids),
+        now=[r.doc_id for r in answer.results],
+        notes=notes,
+    )
+
+
+def _validated(model: type[M], arguments: dict[str, Any], run_id: str) -> M:
+    """The recorded arguments as this version's tool takes them; a NotReplayable naming each field that no
+    longer holds."""
+    try:
+        return model.model_validate(arguments)
+    except ValidationError as exc:
+        said = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise NotReplayable(f"run {run_id}: the recorded arguments no longer hold: {said}") from None
 
 
 def _served(arguments: dict[str, Any], name: str) -> tuple[dict[str, Any], list[str]]:

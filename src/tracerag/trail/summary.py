@@ -63,11 +63,11 @@ def summarise(events: Sequence[Event]) -> TrailSummary:
 def call_line(call: CallEvent) -> str:
     """A call as a list of runs shows it: the tool and the arguments that hold something (`document
     doc_id="x" max_chars=20000`), each value as JSON, so that a reader sees what was asked without the
-    arguments left empty."""
+    arguments left empty or off."""
     given = [
         f"{name}={json.dumps(value, ensure_ascii=False)}"
         for name, value in sorted(call.arguments.items())
-        if value not in (None, "", [], {})
+        if value is not False and value not in (None, "", [], {})  # `is`: 0 is a value, not off
     ]
     return " ".join([call.tool, *given])
 
