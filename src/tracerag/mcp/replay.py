@@ -1,9 +1,9 @@
 """What an assistant asked and got, asked again (`tracerag mcp --replay RUN`): a recorded `call` run's tool is run
 again with its recorded arguments, in this process through `tools.py` (no client, no server), and its answer's
 digest compared with the recorded one (a repeated search's call run names the run it repeated: its documents are
-compared); a search run the web app or an assistant asked for is run again from its
-recorded request (the search page's address in its config, `asked`) and its documents compared. An ask run is
-replayed from its model's recorded answers by `tracerag ask --replay`; other runs are not replayed here.
+compared); a search run the web app or an assistant asked for is run again from its recorded request (the search
+page's address in its config, `asked`) and its documents compared. An ask run is replayed from its model's
+recorded answers by `tracerag ask --replay`; other runs are not replayed here.
 
 A replay records nothing: it reads the collection as it is now and says whether the answer is the same."""
 
