@@ -52,7 +52,9 @@ def test_the_list_says_who_asked_each_run_within_80_columns(used):
     assert listed.exit_code == 0, listed.output
     assert max(len(line) for line in listed.output.splitlines()) <= 80
     rows = _rows(listed.output)
-    assert set(rows) == {agent_run, runs.search, runs.document, runs.selection}  # each id whole on its line
+    # each id whole on its line; in the order the runs were made, also within one second (the ids' random part
+    # would order those by chance)
+    assert list(rows) == [agent_run, runs.search, runs.document, runs.selection]
     asked = f"asked by {CLIENT}"
     # a cell wraps within its column: its parts join back with a space
     assert rows[runs.document] == ["call · answered", f'document doc_id="{DOC_ID}" max_chars=400 {asked}']

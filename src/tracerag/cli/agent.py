@@ -179,17 +179,15 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     damaged: list[TrailError] = []
     # With the runs made while it was read-only here (they went to a private folder).
     paths = [path for root in trail_roots(collection, load_settings()) for path in list_trails(root)]
-    table = Table("run", "status", "question")
-    # a run id is copied into other commands: its column keeps the longest id whole, the others wrap
-    table.columns[0].min_width = max((len(path.stem) for path in paths), default=0) or None
-    for path in sorted(paths, key=lambda p: p.name):
+    rows: list[tuple[tuple[str, str, str], Text, Text]] = []
+    for path in paths:
         try:
             events = read_trail(path)
         except TrailError as exc:  # one damaged trail does not hide the others
             damaged.append(exc)
             # The run column names the file; a path in a narrow cell would be cut before its line number.
             where = f"line {exc.line}: " if exc.line is not None else ""
-            table.add_row(data_text(path.stem), Text("damaged", style="red"), data_text(where + exc.reason))
+            rows.append(((path.stem[:15], "", path.name), Text("damaged", style="red"), data_text(where + exc.reason)))
             continue
         summary = summarise(events)
         # a call is no run of its own kind: its status says what it is ("call · answered")
@@ -197,7 +195,13 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
         question = data_text(summary.question)
         if summary.client:  # who asked, under what was asked: a column of its own would squeeze the question
             question.append("\n").append_text(data_text("asked by " + summary.client, "dim"))
-        table.add_row(data_text(path.stem), data_text(status), question)
+        # by the id's second, then the run's own start: an assistant's calls of one second in the order made
+        rows.append(((path.stem[:15], summary.started, path.name), data_text(status), question))
+    table = Table("run", "status", "question")
+    # a run id is copied into other commands: its column keeps the longest id whole, the others wrap
+    table.columns[0].min_width = max((len(path.stem) for path in paths), default=0) or None
+    for (_, _, name), status_cell, question_cell in sorted(rows, key=lambda row: row[0]):
+        table.add_row(data_text(Path(name).stem), status_cell, question_cell)
     print_table(table)
     for bad in damaged:  # each in full, `file:line: reason` on one line, never cut
         err.print(Text.assemble(("damaged trail", "red"), " ", data_text(bad)), soft_wrap=True)
