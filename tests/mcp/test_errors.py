@@ -5,6 +5,7 @@ the reason, and leaves the selections and the trails as they were, even when it 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +19,7 @@ from tracerag.errors import TraceError
 from tracerag.mcp import tools
 from tracerag.mcp.server import ToolServer
 from tracerag.server.state import ServerConfig, ServerState
+from tracerag.trail import trails_by_run
 
 INVALID_PARAMS = -32602
 DOC = "injection-1"
@@ -133,3 +135,25 @@ def test_a_decision_whose_review_run_cannot_be_recorded_is_taken_back(tool_serve
     assert failed.is_error and "no space left on device" in failed.content[0].text
     assert selections(setup) == before and trails(setup) == before_trails
     assert [d[:3] for d in before["fires"] if d[0] == DOC] == [(DOC, "accepted", "the letter names the fire")]
+
+
+def test_with_several_collections_served_a_call_names_one(setup: Setup, tmp_path):
+    other = tmp_path / "gazettes"
+    shutil.copytree(setup.collection, other, ignore=shutil.ignore_patterns("trails", "selections.sqlite*"))
+    server = ToolServer(ServerState(ServerConfig(collections=(setup.collection, other), settings=setup.settings())))
+
+    async def body(client: Client):
+        with pytest.raises(MCPError) as unnamed:
+            await client.call_tool("search", {"query": "harbour"})
+        named = await client.call_tool("search", {"query": "harbour", "collection": "gazettes"})
+        return unnamed.value, named
+
+    try:
+        unnamed, named = connected(server, body)
+    finally:
+        server.close()
+    assert unnamed.error.code == INVALID_PARAMS
+    assert unnamed.error.message == "search: collection: several are served, name one: gazettes, newspapers"
+    run_id = named.structured_content["run_id"]
+    assert named.structured_content["collection"] == "gazettes"
+    assert run_id in trails_by_run([other]) and run_id not in trails_by_run([setup.collection])
