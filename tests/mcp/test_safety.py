@@ -9,6 +9,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -120,3 +122,20 @@ def test_a_read_only_server_still_records_its_runs(read_only, setup: Setup):
 
     found = connected(read_only, body)
     assert opening(run_trail(setup.collection, found.structured_content["run_id"])).run is RunKind.SEARCH
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_clients_name_is_stamped_as_one_plain_line(tool_server, setup: Setup, mode):
+    """A client names itself as it likes: what the trail keeps (and `tracerag trail show` prints) is one line
+    without terminal controls, and not longer than a name needs to be."""
+    hostile = types.Implementation(name="Desk\ntop\x1b[2J\u202eAssistant" + "x" * 500, version="9\r\n9")
+
+    async def main():
+        async with Client(tool_server.server, mode=mode, client_info=hostile) as client:
+            return await client.call_tool("search", {"query": "harbour", "k": 1})
+
+    found = anyio.run(main)
+    stamp = opening(run_trail(setup.collection, found.structured_content["run_id"])).client
+    assert stamp is not None and stamp.startswith("mcp: Desk top")
+    assert stamp.isprintable() and "\x1b" not in stamp and "\u202e" not in stamp
+    assert stamp.endswith(" 9 9") and len(stamp) < 200
