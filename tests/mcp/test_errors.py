@@ -99,10 +99,12 @@ def test_an_unknown_tool_is_a_protocol_error_naming_those_offered(tool_server):
         ("add_to_selection", {"question": "fires", "doc_id": "no-such-document"}, "'no-such-document'"),
         ("add_to_selection", {"question": "fires", "doc_id": DOC, "run_id": "20260101T000000-000000"}, "no such run"),
         ("document", {"doc_id": "no-such-document"}, "'no-such-document'"),
-        ("selection", {"question": "never asked"}, "'never asked'"),
+        ("selection", {"question": "never asked"}, "question: no selection for the question 'never asked'"),
+        ("export", {"question": "never asked"}, "question: no selection for the question 'never asked'"),
         ("export", {"run_id": "20260101T000000-000000"}, "no such run"),
+        ("catalog_chat", {"text": "food", "conversation_id": "20260101T000000-000000"}, "conversation_id: "),
     ],
-    ids=["add-unknown-document", "add-unknown-run", "document", "selection", "export"],
+    ids=["add-unknown-document", "add-unknown-run", "document", "selection", "export", "export-run", "catalog"],
 )
 def test_a_call_that_fails_in_its_work_answers_an_error_and_changes_nothing(tool_server, tool, arguments, said):
     async def body(client: Client):

@@ -44,7 +44,8 @@ def read_only(setup: Setup) -> Iterator[ToolServer]:
 
 @pytest.fixture(scope="module")
 def answers(tool_server: ToolServer) -> dict[str, Any]:
-    """A search that finds the hostile letter, the letter read, and an ask without a model (the search's ranking)."""
+    """A search that finds the hostile letter, the letter read, and an ask without a model (the search's ranking,
+    each source with the passage that ranked it)."""
 
     async def body(client: Client) -> dict[str, Any]:
         return {
@@ -71,7 +72,7 @@ def at(data: Any, path: tuple[Any, ...]) -> Any:
     return data
 
 
-@pytest.mark.parametrize("tool", ["search", "document"])
+@pytest.mark.parametrize("tool", ["search", "document", "ask"])
 def test_a_documents_text_comes_only_inside_retrieved_text_fields(answers, tool):
     answer = answers[tool].structured_content
     found = places(answer, ONLY_IN_TEXT)
@@ -139,3 +140,13 @@ def test_a_clients_name_is_stamped_as_one_plain_line(tool_server, setup: Setup, 
     assert stamp is not None and stamp.startswith("mcp: Desk top")
     assert stamp.isprintable() and "\x1b" not in stamp and "\u202e" not in stamp
     assert stamp.endswith(" 9 9") and len(stamp) < 200
+
+
+def test_an_ask_without_a_model_gives_each_source_the_passage_that_ranked_it(answers):
+    asked = answers["ask"].structured_content
+    assert asked["status"] == "no_llm" and asked["sources"]
+    for source in asked["sources"]:
+        assert source["evidence"] is None and source["origin"] == "warm_start"
+        passage = source["passage"]
+        assert passage["kind"] == "retrieved_text" and passage["doc_id"] == source["doc_id"]
+        assert 0 < len(passage["text"]) == passage["end"] - passage["start"] <= 700

@@ -13,11 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp.conftest import NAME, STAMP, K, Setup, connected, opening, run_trail
+from tests.mcp.conftest import CLIENT, NAME, STAMP, K, Setup, connected, opening, run_trail
 from tests.server.ask_setup import QUESTION
 from tracerag.collection import Collection
 from tracerag.mcp import models as m
@@ -113,6 +115,28 @@ def test_a_search_and_a_document_read_are_runs_marked_with_the_client(tool_serve
     assert call.arguments == {"collection": None, "doc_id": top, "start": 10, "end": None, "max_chars": 80}
 
 
+def test_a_search_repeated_by_another_client_is_recorded_as_its_call(tool_server: ToolServer, setup: Setup):
+    """The same search twice in a row answers the first run and runs nothing: the repeat is a call run naming
+    the client that repeated it, so that the trail says who asked each time."""
+    other = types.Implementation(name="other-assistant", version="2")
+
+    async def ask(client_info: types.Implementation):
+        async with Client(tool_server.server, client_info=client_info) as client:
+            return await client.call_tool("search", {"query": "incendie du port", "k": 3})
+
+    first = anyio.run(ask, CLIENT)
+    again = anyio.run(ask, other)
+    assert first.structured_content["repeated"] is False and again.structured_content["repeated"] is True
+    assert again.structured_content["run_id"] == first.structured_content["run_id"]
+    assert first.meta is None or "tracerag/call_run" not in first.meta  # the search's own run records it
+    assert again.meta is not None
+    events = run_trail(setup.collection, again.meta["tracerag/call_run"])
+    call = events[1]
+    assert opening(events).client == "mcp: other-assistant 2"
+    assert isinstance(call, CallEvent) and call.tool == "search" and call.arguments["query"] == "incendie du port"
+    assert call.doc_ids == [h["doc_id"] for h in again.structured_content["results"]]
+
+
 def test_an_ask_reports_its_progress_and_answers_the_recorded_run(tool_server: ToolServer, setup: Setup):
     said: list[tuple[float, str | None]] = []
 
@@ -127,6 +151,11 @@ def test_an_ask_reports_its_progress_and_answers_the_recorded_run(tool_server: T
     answer = m.AskOut.model_validate(asked.structured_content)
     assert (answer.status, answer.question, answer.sub_questions) == ("complete", QUESTION, ["harbour fire", "guerre"])
     assert [s.doc_id for s in answer.sources] == setup.recorded_sources  # replayed as recorded
+    for source in answer.sources:  # each with its cited evidence, or else the passage that ranked it
+        quoted = source.evidence or source.passage
+        assert quoted is not None and (source.evidence is None) is (source.passage is not None), source.doc_id
+        assert quoted.text == text_of(setup, source.doc_id)[quoted.start : quoted.end] and quoted.text
+    assert all(len(s.passage.text) <= 700 for s in answer.sources if s.passage)
     events = run_trail(setup.collection, answer.run_id)
     run = opening(events)
     assert (run.run, run.client) == (RunKind.ASK, STAMP)
@@ -147,7 +176,8 @@ def test_decisions_the_selection_and_its_exports(tool_server: ToolServer, setup:
         decide = {"question": SELECTION, "run_id": run_id}
         added = await client.call_tool("add_to_selection", {**decide, "doc_id": first, "note": "the fire itself"})
         await client.call_tool("add_to_selection", {**decide, "doc_id": second})
-        changed = await client.call_tool("add_to_selection", {**decide, "doc_id": second, "decision": "reject"})
+        retyped = {**decide, "question": SELECTION.capitalize() + "?"}  # as a model retypes it: the same selection
+        changed = await client.call_tool("add_to_selection", {**retyped, "doc_id": second, "decision": "reject"})
         listed = await client.call_tool("selection", {})
         chosen = await client.call_tool("selection", {"question": SELECTION[:14]})  # its unique beginning
         exports = {}
@@ -162,6 +192,7 @@ def test_decisions_the_selection_and_its_exports(tool_server: ToolServer, setup:
     assert (out.entry.note, out.entry.run_id) == ("the fire itself", run_id)
     assert out.entry.who.endswith(f" via {STAMP}")  # who decided: the researcher, through the assistant
     assert out.entry.span is not None  # the cited passage of the search run is kept with the decision
+    assert out.new_selection is True
     events = run_trail(setup.collection, out.review_run)
     run = opening(events)
     assert (run.run, run.client) == (RunKind.REVIEW, STAMP)
@@ -170,7 +201,8 @@ def test_decisions_the_selection_and_its_exports(tool_server: ToolServer, setup:
     assert (decision.doc_id, decision.decision, decision.from_run) == (first, Decision.ACCEPTED, run_id)
 
     again = m.AddOut.model_validate(changed.structured_content)
-    assert (again.previous, again.entry.decision) == ("accept", "reject")
+    assert (again.question, again.new_selection, again.previous, again.entry.decision) == (
+        SELECTION, False, "accept", "reject")  # fmt: skip
     assert again.counts.model_dump() == {"accept": 1, "reject": 1, "undecided": 0}
 
     summary = m.SelectionOut.model_validate(listed.structured_content)
@@ -245,7 +277,7 @@ def test_a_catalog_conversation_goes_on_by_its_id_and_its_trail_names_the_client
         first = await client.call_tool("catalog_chat", {"text": "I need food"})
         conversation = first.structured_content["conversation_id"]
         second = await client.call_tool("catalog_chat", {"text": "in Miami, 33125", "conversation_id": conversation})
-        trail = await client.read_resource(f"tracerag://catalog/trails/{second.structured_content['run_id']}")
+        trail = await client.read_resource(second.structured_content["trail"])  # named as the resource
         return tools, first, second, trail
 
     tools, first, second, trail = connected(catalog_server, body)
@@ -255,6 +287,7 @@ def test_a_catalog_conversation_goes_on_by_its_id_and_its_trail_names_the_client
     assert "city or postal code" in asked.reply
     answered = m.CatalogOut.model_validate(second.structured_content)
     assert (answered.index, answered.outcome, answered.conversation_id) == (1, "answer", asked.conversation_id)
+    assert answered.trail == asked.trail == f"tracerag://catalog/trails/{answered.run_id}"  # no path on the server
     assert answered.cards and all("33125" in card.address for card in answered.cards)
     read = json.loads(trail.contents[0].text)
     assert read["run"]["kind"] == "catalog" and read["events"][0]["client"] == STAMP
