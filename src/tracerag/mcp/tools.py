@@ -64,7 +64,10 @@ class Env:
     def collection(self, name: str | None) -> str:
         """The collection a call names, or the one served when it names none."""
         if name is not None:
-            self.state.path_of(name)  # NotFoundError naming the served ones
+            try:
+                self.state.path_of(name)
+            except NotFoundError as exc:  # a wrong argument, not a failed call: said naming the field
+                raise ToolArgumentError("collection", str(exc)) from None
             return name
         served = sorted(self.state.collections)
         if len(served) == 1:
