@@ -29,7 +29,7 @@ from typer.models import CommandInfo, TyperInfo
 
 from tracerag import __version__
 from tracerag.cli.help import Command, Group
-from tracerag.errors import CollectionBusyError, TraceError, disk_full
+from tracerag.errors import CollectionBusyError, ConfigError, TraceError, disk_full
 from tracerag.text import json_dumps, safe_block, safe_line
 
 # The settings model (pydantic-settings) and the progress bars load when a command uses them: `tracerag --help`
@@ -206,6 +206,10 @@ HostOpt = Annotated[
     ),
 ]
 PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
+TokenOpt = Annotated[
+    str | None,
+    typer.Option("--token", envvar="TRACERAG_TOKEN", help="Token asked of every client (generated beyond loopback)."),
+]
 
 
 class ExitCode(IntEnum):
@@ -417,3 +421,21 @@ def main(version: Annotated[bool, typer.Option("--version", help="Print the vers
     if version:
         out.print(f"tracerag {__version__}")
         raise typer.Exit()
+
+
+def checked_sources(collection: list[Path] | None, catalog: Path | None) -> None:
+    """Something to serve, each a collection or catalog (a ConfigError naming the option that is not)."""
+    from tracerag.collection import Collection
+
+    if not collection and catalog is None:
+        raise ConfigError("nothing to serve: give a collection (-c DIR, repeatable) or a catalog (--catalog DIR)")
+    for path in collection or []:
+        if not Collection.exists(path):
+            raise ConfigError(f"-c {path}: not a TRACE collection (no collection.toml); see `tracerag ingest`")
+    if catalog is not None:
+        from tracerag.catalog.store import check_catalog_dir
+
+        try:
+            check_catalog_dir(catalog)
+        except ConfigError as exc:
+            raise ConfigError(f"--catalog {exc}") from None

@@ -19,14 +19,15 @@ from tracerag.cli.app import (
     ExitCode,
     HostOpt,
     PortOpt,
+    TokenOpt,
     app,
+    checked_sources,
     data_text,
     err,
     friendly,
     out,
     settings_with_llm,
 )
-from tracerag.cli.serve import TokenOpt
 from tracerag.errors import ConfigError
 
 
@@ -70,7 +71,6 @@ def mcp(
     it differs."""
     import anyio
 
-    from tracerag.cli.serve import checked_sources
     from tracerag.mcp.server import ToolServer, serve_stdio
     from tracerag.server.state import ServerConfig, ServerState
 

@@ -13,37 +13,15 @@ from tracerag.cli.app import (
     ExitCode,
     HostOpt,
     PortOpt,
+    TokenOpt,
     app,
+    checked_sources,
     data_text,
     err,
     friendly,
     out,
     settings_with_llm,
 )
-from tracerag.errors import ConfigError
-
-TokenOpt = Annotated[
-    str | None,
-    typer.Option("--token", envvar="TRACERAG_TOKEN", help="Token asked of every client (generated beyond loopback)."),
-]
-
-
-def checked_sources(collection: list[Path] | None, catalog: Path | None) -> None:
-    """Something to serve, each a collection or catalog (a ConfigError naming the option that is not)."""
-    from tracerag.collection import Collection
-
-    if not collection and catalog is None:
-        raise ConfigError("nothing to serve: give a collection (-c DIR, repeatable) or a catalog (--catalog DIR)")
-    for path in collection or []:
-        if not Collection.exists(path):
-            raise ConfigError(f"-c {path}: not a TRACE collection (no collection.toml); see `tracerag ingest`")
-    if catalog is not None:
-        from tracerag.catalog.store import check_catalog_dir
-
-        try:
-            check_catalog_dir(catalog)
-        except ConfigError as exc:
-            raise ConfigError(f"--catalog {exc}") from None
 
 
 @app.command()
