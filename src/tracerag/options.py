@@ -87,7 +87,7 @@ class SearchOptions(BaseModel):
     channels: Annotated[
         list["Channel"] | None,
         Cli(type=str | None, metavar="CHANNELS", help=f"Comma-separated channels ({','.join(ChannelName)})."),
-    ] = Field(None, description="The channels to run (None: the settings' channels).")
+    ] = Field(None, description="The channels to run (absent: the settings' channels).")
     # the command line's help names --explain, which shows the windows
     windows: Annotated[
         str | None,

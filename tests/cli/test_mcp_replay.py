@@ -106,7 +106,7 @@ def test_an_edited_digest_differs(path):
     code, said = _replay(path, runs.document)
     assert code == 1, said
     assert f"the answer differs: digest then 000000000000, now {real[:12]}" in said
-    assert f"the same documents, in the same order: {DOC_ID}" in said
+    assert f"documents named: {DOC_ID}, then and now, in the same order; the rest of the answer changed" in said
 
 
 def test_a_selection_changed_since_differs(path):
@@ -116,7 +116,7 @@ def test_a_selection_changed_since_differs(path):
     assert code == 1, said
     assert "the answer differs: digest then" in said
     # listing the selections names no document, then as now: the digest alone tells the answers apart
-    assert "the same documents, in the same order: none" in said
+    assert "documents named: none, then and now, in the same order; the rest of the answer changed" in said
 
 
 def test_a_document_gone_since_fails_the_call_now(path):

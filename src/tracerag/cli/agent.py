@@ -176,6 +176,9 @@ def trail_list(collection: CollectionOpt = Path(".")) -> ExitCode:
     from tracerag.trail import list_trails, read_trail
     from tracerag.trail.summary import summarise
 
+    if not any((collection / name).exists() for name in ("collection.toml", "catalog.sqlite", "trails")):
+        # a folder named wrong would list nothing and exit 0: said, as the commands that open one say it
+        raise ConfigError(f"-c {collection}: not a TRACE collection or catalog (no collection.toml, no trails/)")
     damaged: list[TrailError] = []
     # With the runs made while it was read-only here (they went to a private folder).
     paths = [path for root in trail_roots(collection, load_settings()) for path in list_trails(root)]

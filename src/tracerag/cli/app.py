@@ -208,7 +208,11 @@ HostOpt = Annotated[
 PortOpt = Annotated[int | None, typer.Option("--port", min=0, max=65535, help="Port (default 8765; 0: any free).")]
 TokenOpt = Annotated[
     str | None,
-    typer.Option("--token", envvar="TRACERAG_TOKEN", help="Token asked of every client (generated beyond loopback)."),
+    typer.Option(
+        "--token",
+        envvar="TRACERAG_TOKEN",
+        help="Token asked of every client (or TRACERAG_TOKEN; generated beyond loopback).",
+    ),
 ]
 
 

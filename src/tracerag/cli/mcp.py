@@ -68,7 +68,7 @@ def mcp(
     """Serve the collections and catalog as MCP tools (search, document, ask, selections, export, catalog_chat)
     over stdio, or streamable HTTP with --http; every call is recorded in the trail with the client's name.
     With --replay RUN, ask a recorded call again over -c DIR instead: exit 0 when the answer is the same, 1 when
-    it differs."""
+    it differs, 2 when the run is none it can replay."""
     import anyio
 
     from tracerag.mcp.server import ToolServer, serve_stdio

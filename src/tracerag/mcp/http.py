@@ -26,8 +26,9 @@ class TokenGuard:
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self.token is not None and not self._carries_token(scope):
-            body = json.dumps({"error": "a token is required: send the header 'Authorization: Bearer TOKEN'"})
+        said = self._refusal(scope) if scope["type"] == "http" and self.token is not None else None
+        if said is not None:
+            body = json.dumps({"error": said})
             await send(
                 {
                     "type": "http.response.start",
@@ -39,11 +40,17 @@ class TokenGuard:
             return
         await self.app(scope, receive, send)
 
-    def _carries_token(self, scope: Scope) -> bool:
+    def _refusal(self, scope: Scope) -> str | None:
+        """Why the request is refused (no token, or not this server's: compared in constant time), or None."""
         assert self.token is not None
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         scheme, _, offered = headers.get("authorization", "").partition(" ")
-        return scheme.lower() == "bearer" and hmac.compare_digest(offered.strip().encode(), self.token.encode())
+        offered = offered.strip() if scheme.lower() == "bearer" else ""
+        if not offered:
+            return "a token is required: send the header 'Authorization: Bearer TOKEN'"
+        if hmac.compare_digest(offered.encode(), self.token.encode()):
+            return None
+        return "the token sent is not this server's (the one given with --token or TRACERAG_TOKEN, or printed at start)"
 
 
 def http_app(tool_server: ToolServer, token: str | None, host: str) -> ASGIApp:

@@ -76,7 +76,7 @@ class AddIn(Strict):
     )
     doc_id: str = Field(min_length=1, max_length=500, description="The document to decide on.")
     decision: DecisionName = Field("accept", description="accept (the default), reject, or undecided.")
-    note: str | None = Field(None, max_length=5000, description="Why; None keeps the note the source had.")
+    note: str | None = Field(None, max_length=5000, description="Why; null keeps the note the source had.")
     run_id: str | None = Field(
         None,
         max_length=200,
@@ -89,7 +89,7 @@ class SelectionIn(Strict):
     question: str | None = Field(
         None,
         max_length=1000,
-        description="A selection's question (or its unique beginning); None lists the selections.",
+        description="A selection's question (or its unique beginning); null lists the selections.",
     )
 
 
@@ -108,7 +108,7 @@ class CatalogIn(TurnRequest):
     model_config = ConfigDict(extra="forbid")
 
     conversation_id: str | None = Field(
-        None, max_length=200, description="The conversation to go on with (from an earlier answer); None starts one."
+        None, max_length=200, description="The conversation to go on with (from an earlier answer); null starts one."
     )
 
 
@@ -119,8 +119,8 @@ class Hit(BaseModel):
     rank: int = Field(description="Its place in the results, from 1.")
     doc_id: str = Field(description="The document's id: `document` reads it, `add_to_selection` keeps it.")
     title: str = Field(description="The document's title, else its first words, else its id.")
-    date: str | None = Field(description="Its date (ISO 8601, may be partial: 1848, 1848-03); None when undated.")
-    language: str | None = Field(description="Its language (ISO 639-1); None when unknown.")
+    date: str | None = Field(description="Its date (ISO 8601, may be partial: 1848, 1848-03); null when undated.")
+    language: str | None = Field(description="Its language (ISO 639-1); null when unknown.")
     corpus: str = Field(description="The sub-corpus it belongs to.")
     score: float = Field(description="The fused score.")
     span: list[int] = Field(description="The passage that ranked it, as [start, end] in the document's text.")
@@ -145,9 +145,9 @@ class DocumentOut(BaseModel):
     collection: str = Field(description="The collection's name.")
     doc_id: str = Field(description="The document's id.")
     title: str = Field(description="Its title, else its first words, else its id.")
-    date: str | None = Field(description="Its date (ISO 8601, may be partial); None when undated.")
+    date: str | None = Field(description="Its date (ISO 8601, may be partial); null when undated.")
     corpus: str = Field(description="Its sub-corpus.")
-    language: str | None = Field(description="Its language (ISO 639-1); None when unknown.")
+    language: str | None = Field(description="Its language (ISO 639-1); null when unknown.")
     length: int = Field(description="The whole text's length in characters.")
     text: RetrievedText = Field(description="The text asked for (at most `max_chars`).")
     truncated: bool = Field(description="True when the document's text goes on after `text.end`.")
@@ -161,9 +161,9 @@ class SourceOut(BaseModel):
     rank: int = Field(description="Its place in the ranking, from 1.")
     doc_id: str = Field(description="The document's id.")
     title: str = Field(description="Its title, else its first words, else its id.")
-    date: str | None = Field(description="Its date; None when undated.")
+    date: str | None = Field(description="Its date; null when undated.")
     verdict: Literal["accept", "hold", "reject"] | None = Field(
-        description="The agent's verdict at the end of the run; None for a source filled in unjudged."
+        description="The agent's verdict at the end of the run; null for a source filled in unjudged."
     )
     origin: str = Field(description="agent (accepted by the agent) or warm_start (filled in from the searches).")
     reasons: list[str] = Field(description="The agent's reasons, one per accepting sub-question.")
@@ -202,7 +202,7 @@ class CountsOut(BaseModel):
 class AddOut(BaseModel):
     question: str = Field(description="The selection's question.")
     entry: EntryOut = Field(description="The decision as recorded.")
-    previous: DecisionName | None = Field(description="The source's decision before (None: it had none).")
+    previous: DecisionName | None = Field(description="The source's decision before (null: it had none).")
     review_run: str = Field(description="The review run recording the decision (`tracerag trail show RUN`).")
     counts: CountsOut = Field(description="The selection's counts after it.")
     new_selection: bool = Field(

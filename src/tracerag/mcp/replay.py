@@ -74,7 +74,10 @@ class Replayed:
                 f"({self.chars_then:,} characters then, {self.chars_now:,} now)"
             )
         if self.then == self.now:
-            lines.append(f"the same documents, in the same order: {_ids(self.now)}")
+            lines.append(
+                f"documents named: {_ids(self.now)}, then and now, in the same order; the rest of the answer changed "
+                "(a decision, a note, a document's text since)"
+            )
             return lines
         lines += [f"documents then: {_ids(self.then)}", f"documents now: {_ids(self.now)}"]
         gone = [d for d in self.then if d not in self.now]

@@ -78,7 +78,7 @@ def trail_path(collection_dir: Path, run: str) -> Path:
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        raise TrailError(f"no trail {run!r} in {folder}")
+        raise TrailError(f"no trail {run!r} in {folder} (is the run in another collection? pass -c DIR)")
     raise TrailError(f"{run!r} names {len(matches)} trails in {folder}: give more of the id")
 
 
