@@ -1,0 +1,74 @@
+"""One evaluation of graded answers, as `tracerag eval --answers` runs it: the models loaded with every answer
+recorded, the questions graded over a collection (eval/answers.py), the report written (eval/answer_report.py).
+
+Every model call is recorded under the report folder, the drafting model's in `recorded/llm`, a separate
+judge's in `recorded/judge`, so that `--llm replay:OUT/recorded/llm` (and `--judge replay:OUT/recorded/judge`)
+reproduces the run exactly, offline: that is how the eval runs in CI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tracerag.collection import Collection
+from tracerag.config import Settings
+from tracerag.eval import answer_report
+from tracerag.eval.answers import DEFAULT_K, AnswerRow, grade_all, read_questions
+from tracerag.eval.report import trails_dir
+from tracerag.llm import StructuredLLM, load_llm
+
+RECORDED = "recorded"
+
+
+@dataclass(frozen=True)
+class AnswerEval:
+    rows: list[AnswerRow]
+    result: dict[str, Any]
+
+
+def _name(model: StructuredLLM | None) -> str | None:
+    return f"{model.name}:{model.model}" if model else None
+
+
+def load_models(settings: Settings, judge: str | None, out: Path) -> tuple[StructuredLLM | None, StructuredLLM | None]:
+    """The drafting model (settings' llm.model) and the judge (`judge`, a model spec; default: the same model),
+    each recording its answers under `out`/recorded."""
+    llm = load_llm(settings, record_to=out / RECORDED / "llm" if settings.llm.model else None)
+    if judge is None or judge == settings.llm.model:
+        return llm, llm
+    judged = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": judge})})
+    return llm, load_llm(judged, record_to=out / RECORDED / "judge")
+
+
+def run_answer_eval(
+    collection: Path,
+    settings: Settings,
+    questions: Path,
+    out: Path,
+    *,
+    judge: str | None = None,
+    k: int = DEFAULT_K,
+    limit: int | None = None,
+    against: Path | None = None,
+    seed: int = 0,
+    progress: Callable[[str, int], Callable[[], None]] | None = None,
+) -> AnswerEval:
+    asked = read_questions(questions)[:limit]
+    earlier = answer_report.read_rows(against) if against is not None else None
+    llm, judge_llm = load_models(settings, judge, out)
+    with Collection.open(collection, settings, mode="read") as col:
+        rows = grade_all(col, asked, llm, judge_llm, trails_dir(out), k=k, progress=progress)
+    meta = {
+        "set": str(questions),
+        "collection": str(collection),
+        "llm": _name(llm),
+        "judge": _name(judge_llm),
+        "k": k,
+        "against": str(against) if against else None,
+    }
+    result = answer_report.summary(rows, meta, earlier, seed=seed)
+    answer_report.write(out, result)
+    return AnswerEval(rows, result)
