@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from tracerag.cli import app
 from tracerag.collection import Collection
 from tracerag.config import load_settings
+from tracerag.errors import ConfigError, RecordError
 from tracerag.eval.answer_metrics import (
     abstention,
     compare_runs,
@@ -30,7 +31,9 @@ from tracerag.eval.answer_metrics import (
     token_f1,
 )
 from tracerag.eval.answer_report import aggregate
-from tracerag.eval.answers import grade_all, question_of, read_questions
+from tracerag.eval.answer_run import load_questions
+from tracerag.eval.answers import benchmark_questions, grade_all, question_of, read_questions
+from tracerag.eval.datasets import Benchmark, Query
 from tracerag.llm import RawAnswer, StructuredLLM, Usage
 from tracerag.llm.replay import RecordingProvider
 from tracerag.model import Document
@@ -317,3 +320,39 @@ def test_abstention_counts_and_question_records():
     assert not question_of({"id": "y", "question": "Q", "language": "en", "kind": "absurd"}).answerable
     assert question_of({"id": "z", "question": "Q", "language": "en", "answerable": False, "gold_doc": "d"}).gold_doc
     assert math.isclose(mean_ci([0.25]).mean or 0, 0.25)
+
+
+def test_a_benchmark_s_queries_become_questions_with_its_gold(tmp_path):
+    """PIAF's shape: one relevant paragraph and SQuAD answers per question (repeated answers kept once); a query
+    with two relevant documents has no single gold document but is still answerable."""
+    docs = [Document(id=i, text=t, corpus="demo", language="fr") for i, t in DOCS.items()]
+    queries = {
+        "q1": Query("q1", "Où est né Victor Hugo ?", "question", "fr", {"answers": ["Besançon", "Besançon"]}),
+        "q2": Query("q2", "Quoi en 1881 ?", "question", "fr"),
+    }
+    bench = Benchmark("mini", "", docs, queries, {"q1": {"d-hugo": 1, "d-port": 0}, "q2": {"d-port": 1, "d-salon": 1}})
+    q1, q2 = benchmark_questions(bench, ["q1", "q2"])
+    assert (q1.gold_doc, q1.gold_answers, q1.kind, q1.type, q1.answerable) == (
+        "d-hugo",
+        ["Besançon"],
+        "mini",
+        "question",
+        True,
+    )
+    assert q2.gold_doc is None and q2.gold_answers == [] and q2.answerable
+
+
+def test_sets_are_read_in_turn_each_limited_or_sampled_and_ids_stay_unique(questions, tmp_path):
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "x1", "question": "Q ?", "language": "fr", "kind": "absurd"}) + "\n")
+    both = load_questions([str(questions), str(other)], tmp_path, limit=2)
+    assert [q.id for q in both] == ["hugo", "port", "x1"]
+    sampled = load_questions([str(questions)], tmp_path, sample=3, seed=1)
+    assert len(sampled) == 3 and sampled == load_questions([str(questions)], tmp_path, sample=3, seed=1)
+    assert [q.id for q in sampled] == [q.id for q in read_questions(questions) if q in sampled]  # the file's order
+    with pytest.raises(ConfigError, match="'hugo' is in two of the sets"):
+        load_questions([str(questions), str(questions)], tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "question": "Q", "language": "fr"}\n{"id": "b", "language": "fr"}\n')
+    with pytest.raises(RecordError, match=r"bad.jsonl:2: lacks question"):
+        read_questions(bad)

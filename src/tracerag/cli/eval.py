@@ -72,11 +72,12 @@ def eval_(
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="Describe every benchmark and exit.")] = False,
     answers: Annotated[
-        Path | None,
+        list[str] | None,
         typer.Option(
             "--answers",
-            metavar="FILE",
-            help="Grade drafted answers instead of rankings: a JSONL question set, over the collection -c DIR.",
+            metavar="SET",
+            help="Grade drafted answers over the collection -c DIR instead of rankings: a JSONL question set or a "
+            "benchmark with gold answers (piaf-fr); repeatable. --limit and --sample apply to each set.",
         ),
     ] = None,
     judge: Annotated[
@@ -113,7 +114,10 @@ def eval_(
 
         if collection is None:
             raise ConfigError("--answers grades drafts over a collection: give it with -c DIR")
-        return eval_answers(settings, answers, collection, out_dir, judge=judge, against=against, k=k, limit=limit)
+        return eval_answers(
+            settings, answers, collection, out_dir, judge=judge, against=against, k=k, limit=limit, sample=sample,
+            seed=seed,
+        )  # fmt: skip
     if benchmark is None:
         raise ConfigError("--benchmark NAME or folder is required (see --list)")
     run_files: dict[str, Path] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from tracerag.cli.app import ExitCode, err, progress_bar, step_tracker, write_stdout
@@ -12,7 +13,7 @@ from tracerag.eval.report import read_markdown
 
 def eval_answers(
     settings: Settings,
-    questions: Path,
+    questions: Sequence[str],
     collection: Path,
     out: Path,
     *,
@@ -20,6 +21,8 @@ def eval_answers(
     against: Path | None,
     k: int,
     limit: int | None,
+    sample: int | None,
+    seed: int,
 ) -> ExitCode:
     """Grade, write the report and print it; say how to replay the run. Exit 1 when a draft failed (the model
     gave no usable draft) or a verdict could not be had: those figures are partial."""
@@ -27,7 +30,8 @@ def eval_answers(
         err.print("[yellow]no language model: extractive drafts, judged lexically (no relevancy)[/yellow]")
     with progress_bar() as progress:
         done = run_answer_eval(
-            collection, settings, questions, out, judge=judge, k=k, limit=limit, against=against,
+            collection, settings, questions, out, judge=judge, k=k, limit=limit, sample=sample,
+            seed=seed, against=against,
             progress=step_tracker(progress),
         )  # fmt: skip
     write_stdout(read_markdown(out) + f"\nreports in {out}\n")

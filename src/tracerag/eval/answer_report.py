@@ -78,7 +78,9 @@ def _means_table(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
 def markdown(result: Mapping[str, Any]) -> str:
     agg = result["aggregates"]
     lines = [f"# Graded answers: {result.get('set', '')}", ""]
-    lines += [f"{result['questions']} questions · llm {result.get('llm')} · judge {result.get('judge')}", ""]
+    llm = result.get("llm") or "none (extractive drafts)"
+    judge = result.get("judge") or "none (the citation check's lexical verdicts; no relevancy)"
+    lines += [f"{result['questions']} questions · drafts: {llm} · judge: {judge}", ""]
     lines += _means_table(agg["all"])
     a = agg["abstention"]
     lines += [
@@ -87,6 +89,8 @@ def markdown(result: Mapping[str, Any]) -> str:
         f"({a['abstained']} abstained; {a['expected']} of {a['questions']} should).",
     ]
     for group, values in agg["by"].items():
+        if len(values) < 2:  # one value: the overall table again
+            continue
         for value, table in values.items():
             lines += ["", f"## {group} = {value}", "", *_means_table(table)]
     if result.get("comparison") is not None:

@@ -8,16 +8,20 @@ reproduces the run exactly, offline: that is how the eval runs in CI.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tracerag.collection import Collection
 from tracerag.config import Settings
+from tracerag.errors import ConfigError
 from tracerag.eval import answer_report
-from tracerag.eval.answers import DEFAULT_K, AnswerRow, grade_all, read_questions
+from tracerag.eval.answers import DEFAULT_K, AnswerQuestion, AnswerRow, benchmark_questions, grade_all, read_questions
+from tracerag.eval.datasets import BENCHMARKS, load_benchmark
 from tracerag.eval.report import trails_dir
+from tracerag.eval.runner import select_queries
 from tracerag.llm import StructuredLLM, load_llm
 
 RECORDED = "recorded"
@@ -43,26 +47,53 @@ def load_models(settings: Settings, judge: str | None, out: Path) -> tuple[Struc
     return llm, load_llm(judged, record_to=out / RECORDED / "judge")
 
 
+def load_questions(
+    sources: Sequence[str], root: Path, *, limit: int | None = None, sample: int | None = None, seed: int = 0
+) -> list[AnswerQuestion]:
+    """The questions of each source in turn: a JSONL question set (`answers.read_questions`) or a benchmark's
+    name (`piaf-fr`: its questions and gold answers, read from the datasets folder `root`); of each, the first
+    `limit` or a seeded sample of `sample`. Ids must be unique across the sources."""
+    out: list[AnswerQuestion] = []
+    for source in sources:
+        if source in BENCHMARKS and not Path(source).exists():
+            bench = load_benchmark(source, root)
+            ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
+            out += benchmark_questions(bench, ids)
+            continue
+        asked = read_questions(Path(source))
+        if sample is not None and sample < len(asked):
+            picked = set(random.Random(seed).sample(range(len(asked)), sample))
+            asked = [q for n, q in enumerate(asked) if n in picked]
+        out += asked[:limit]
+    seen: set[str] = set()
+    for q in out:
+        if q.id in seen:
+            raise ConfigError(f"the question id {q.id!r} is in two of the sets: ids must be unique")
+        seen.add(q.id)
+    return out
+
+
 def run_answer_eval(
     collection: Path,
     settings: Settings,
-    questions: Path,
+    questions: Sequence[str],
     out: Path,
     *,
     judge: str | None = None,
     k: int = DEFAULT_K,
     limit: int | None = None,
+    sample: int | None = None,
     against: Path | None = None,
     seed: int = 0,
     progress: Callable[[str, int], Callable[[], None]] | None = None,
 ) -> AnswerEval:
-    asked = read_questions(questions)[:limit]
+    asked = load_questions(questions, settings.datasets, limit=limit, sample=sample, seed=seed)
     earlier = answer_report.read_rows(against) if against is not None else None
     llm, judge_llm = load_models(settings, judge, out)
     with Collection.open(collection, settings, mode="read") as col:
         rows = grade_all(col, asked, llm, judge_llm, trails_dir(out), k=k, progress=progress)
     meta = {
-        "set": str(questions),
+        "set": ", ".join(questions),
         "collection": str(collection),
         "llm": _name(llm),
         "judge": _name(judge_llm),

@@ -36,6 +36,7 @@ from tracerag.collection import Collection
 from tracerag.errors import ConfigError, RecordError
 from tracerag.eval.answer_judge import Verdict, judge_relevancy, judge_support
 from tracerag.eval.answer_metrics import contains_answer, exact_match, token_f1
+from tracerag.eval.datasets import Benchmark
 from tracerag.llm import StructuredLLM
 from tracerag.research.answer import Draft, draft
 from tracerag.research.citecheck import CitationCheck, check
@@ -118,6 +119,29 @@ def read_questions(path: Path) -> list[AnswerQuestion]:
             out.append(q)
     if not out:
         raise ConfigError(f"{path}: no questions")
+    return out
+
+
+def benchmark_questions(bench: Benchmark, query_ids: Sequence[str]) -> list[AnswerQuestion]:
+    """A benchmark's queries as questions to answer: its one relevant document as the gold document (None when it
+    judges several relevant), its gold answers where its loader keeps them (`metadata["answers"]`, PIAF's),
+    its query type; the kind is the benchmark's name. All are answerable."""
+    out = []
+    for qid in query_ids:
+        query = bench.queries[qid]
+        relevant = [doc for doc, grade in bench.qrels.get(qid, {}).items() if grade >= 1]
+        answers = query.metadata.get("answers") or []
+        out.append(
+            AnswerQuestion(
+                id=qid,
+                question=query.text,
+                language=query.language or "en",
+                kind=bench.name,
+                gold_doc=relevant[0] if len(relevant) == 1 else None,
+                gold_answers=[a for a in dict.fromkeys(answers) if isinstance(a, str) and a.strip()],
+                type=query.type,
+            )
+        )
     return out
 
 
