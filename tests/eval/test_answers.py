@@ -356,3 +356,17 @@ def test_sets_are_read_in_turn_each_limited_or_sampled_and_ids_stay_unique(quest
     bad.write_text('{"id": "a", "question": "Q", "language": "fr"}\n{"id": "b", "language": "fr"}\n')
     with pytest.raises(RecordError, match=r"bad.jsonl:2: lacks question"):
         read_questions(bad)
+
+
+def test_a_report_folder_run_again_records_only_the_new_run(bad, good, collection, questions, tmp_path):
+    """Answers of two models in one folder would replay neither: a second run into the same --out replaces the
+    first's recording, and replaying from that folder into itself keeps it."""
+    (folder, _), (good_folder, fine) = bad, good
+    out = tmp_path / "same"
+    args = ["eval", "--answers", str(questions), "-c", str(collection), "--k", "2", "--out", str(out)]
+    for source in (folder, good_folder, out / "recorded" / "llm"):
+        result = runner.invoke(app, [*args, "--llm", f"replay:{source}"])
+        assert result.exit_code == 0, result.output
+    report = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {r["id"]: r["scores"] for r in report["rows"]} == {q: r.scores for q, r in fine.items()}
+    assert report["llm"] == "replay:scripted-good"

@@ -79,14 +79,14 @@ def markdown(result: Mapping[str, Any]) -> str:
     agg = result["aggregates"]
     lines = [f"# Graded answers: {result.get('set', '')}", ""]
     llm = result.get("llm") or "none (extractive drafts)"
-    judge = result.get("judge") or "none (the citation check's lexical verdicts; no relevancy)"
-    lines += [f"{result['questions']} questions · drafts: {llm} · judge: {judge}", ""]
+    judge = result.get("judge") or "none (lexical verdicts of the citation check)"
+    lines += [f"{result['questions']} questions", f"- drafts: {llm}", f"- judge: {judge}", ""]
     lines += _means_table(agg["all"])
     a = agg["abstention"]
     lines += [
         "",
-        f"Abstention: rate {_fmt(a['rate'])}, precision {_fmt(a['precision'])}, recall {_fmt(a['recall'])} "
-        f"({a['abstained']} abstained; {a['expected']} of {a['questions']} should).",
+        f"Abstention: rate {_fmt(a['rate'])}, precision {_fmt(a['precision'])}, recall {_fmt(a['recall'])}",
+        f"({a['abstained']} abstained; {a['expected']} of {a['questions']} called for one).",
     ]
     for group, values in agg["by"].items():
         if len(values) < 2:  # one value: the overall table again

@@ -40,6 +40,8 @@ def _name(model: StructuredLLM | None) -> str | None:
 def load_models(settings: Settings, judge: str | None, out: Path) -> tuple[StructuredLLM | None, StructuredLLM | None]:
     """The drafting model (settings' llm.model) and the judge (`judge`, a model spec; default: the same model),
     each recording its answers under `out`/recorded."""
+    for name, spec in (("llm", settings.llm.model), ("judge", judge)):
+        _fresh(out / RECORDED / name, spec)
     llm = load_llm(settings, record_to=out / RECORDED / "llm" if settings.llm.model else None)
     if judge is None or judge == settings.llm.model:
         return llm, llm
@@ -71,6 +73,15 @@ def load_questions(
             raise ConfigError(f"the question id {q.id!r} is in two of the sets: ids must be unique")
         seen.add(q.id)
     return out
+
+
+def _fresh(folder: Path, spec: str | None) -> None:
+    """An earlier run's recording in the report folder is replaced, not added to (a folder of two models'
+    answers replays neither); kept when this run replays from it."""
+    source = Path(spec.removeprefix("replay:")).resolve() if spec and spec.startswith("replay:") else None
+    if folder.is_dir() and source != folder.resolve():
+        for old in folder.glob("*.json"):
+            old.unlink()
 
 
 def run_answer_eval(
