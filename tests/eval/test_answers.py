@@ -208,6 +208,9 @@ def test_abstention_precision_and_recall_over_a_mixed_set(bad):
     a = aggregate(list(rows.values()))["abstention"]
     assert (a["abstained"], a["expected"], a["questions"]) == (2, 2, 6)
     assert a["precision"] == 0.5 and a["recall"] == 0.5 and a["rate"] == pytest.approx(2 / 6)
+    by_kind = aggregate(list(rows.values()))["abstention_by"]["kind"]
+    assert (by_kind["absurd"]["precision"], by_kind["absurd"]["recall"]) == (1.0, 0.5)
+    assert (by_kind["factual"]["precision"], by_kind["factual"]["recall"]) == (0.0, None)  # salon's, not due
     assert rows["phone"].scores["relevancy"] == 0.0 and rows["hugo"].scores["relevancy"] == 1.0
 
 
@@ -370,3 +373,17 @@ def test_a_report_folder_run_again_records_only_the_new_run(bad, good, collectio
     report = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert {r["id"]: r["scores"] for r in report["rows"]} == {q: r.scores for q, r in fine.items()}
     assert report["llm"] == "replay:scripted-good"
+
+
+def test_the_shipped_sets_are_read_per_collection_with_abstention_where_due(tmp_path):
+    absurd = load_questions(["absurd:piaf"], tmp_path)
+    answerable = load_questions(["answerable:piaf"], tmp_path)
+    assert absurd and not any(q.answerable for q in absurd) and not any(q.gold_answers for q in absurd)
+    assert {q.kind for q in absurd} == {"absent", "anachronism", "false_premise"}
+    assert {q.language for q in absurd} == {"fr", "en", "de"}
+    assert answerable and all(q.answerable and q.gold_doc and len(q.gold_answers) == 1 for q in answerable)
+    both = load_questions(["absurd", "answerable"], tmp_path)
+    assert len(both) > len(absurd) + len(answerable)  # the hipe questions too
+    assert len(load_questions(["absurd:piaf"], tmp_path, sample=10, seed=3)) == 10
+    with pytest.raises(ConfigError, match="asked over 'nowhere'"):
+        load_questions(["absurd:nowhere"], tmp_path)

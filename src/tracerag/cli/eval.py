@@ -76,8 +76,9 @@ def eval_(
         typer.Option(
             "--answers",
             metavar="SET",
-            help="Grade drafted answers over the collection -c DIR instead of rankings: a JSONL question set or a "
-            "benchmark with gold answers (piaf-fr); repeatable. --limit and --sample apply to each set.",
+            help="Grade drafted answers over the collection -c DIR instead of rankings: a shipped set (absurd, "
+            "answerable; absurd:piaf keeps one collection's), a JSONL question set or a benchmark with gold answers "
+            "(piaf-fr); repeatable. --limit and --sample apply to each set.",
         ),
     ] = None,
     judge: Annotated[

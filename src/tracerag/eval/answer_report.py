@@ -29,15 +29,18 @@ def means(rows: Sequence[AnswerRow], *, seed: int = 0) -> dict[str, dict[str, An
 def aggregate(rows: Sequence[AnswerRow], *, seed: int = 0) -> dict[str, Any]:
     """Overall means, per group value means (kind, language, type where questions give them) and abstention."""
     by: dict[str, dict[str, Any]] = {}
+    abstention_by: dict[str, dict[str, Any]] = {}
     for group in GROUPS:
         values = sorted({v for r in rows if isinstance(v := getattr(r, group), str) and v})
         if values:
-            by[group] = {v: means([r for r in rows if getattr(r, group) == v], seed=seed) for v in values}
-    return {
-        "all": means(rows, seed=seed),
-        "by": by,
-        "abstention": abstention([(r.abstained, not r.answerable) for r in rows]).as_dict(),
-    }
+            parts = {v: [r for r in rows if getattr(r, group) == v] for v in values}
+            by[group] = {v: means(part, seed=seed) for v, part in parts.items()}
+            abstention_by[group] = {v: _abstention(part) for v, part in parts.items()}
+    return {"all": means(rows, seed=seed), "by": by, "abstention": _abstention(rows), "abstention_by": abstention_by}
+
+
+def _abstention(rows: Sequence[AnswerRow]) -> dict[str, Any]:
+    return abstention([(r.abstained, not r.answerable) for r in rows]).as_dict()
 
 
 def read_rows(path: Path) -> dict[str, dict[str, float | None]]:
@@ -88,6 +91,14 @@ def markdown(result: Mapping[str, Any]) -> str:
         f"Abstention: rate {_fmt(a['rate'])}, precision {_fmt(a['precision'])}, recall {_fmt(a['recall'])}",
         f"({a['abstained']} abstained; {a['expected']} of {a['questions']} called for one).",
     ]
+    for group, values in agg["abstention_by"].items():
+        if len(values) < 2:  # one value: the overall figures again
+            continue
+        lines += ["", f"Abstention by {group}:", "", f"| {group} | rate | precision | recall | abstained | due | n |"]
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
+        for value, b in values.items():
+            cells = [_fmt(b["rate"]), _fmt(b["precision"]), _fmt(b["recall"]), b["abstained"], b["expected"]]
+            lines.append(f"| {value} | " + " | ".join(map(str, cells)) + f" | {b['questions']} |")
     for group, values in agg["by"].items():
         if len(values) < 2:  # one value: the overall table again
             continue

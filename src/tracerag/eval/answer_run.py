@@ -18,7 +18,16 @@ from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError
 from tracerag.eval import answer_report
-from tracerag.eval.answers import DEFAULT_K, AnswerQuestion, AnswerRow, benchmark_questions, grade_all, read_questions
+from tracerag.eval.answer_sets import ANSWER_SETS, load_answer_questions
+from tracerag.eval.answers import (
+    DEFAULT_K,
+    AnswerRow,
+    GradedQuestion,
+    benchmark_questions,
+    grade_all,
+    read_questions,
+    shipped_question,
+)
 from tracerag.eval.datasets import BENCHMARKS, load_benchmark
 from tracerag.eval.report import trails_dir
 from tracerag.eval.runner import select_queries
@@ -51,28 +60,40 @@ def load_models(settings: Settings, judge: str | None, out: Path) -> tuple[Struc
 
 def load_questions(
     sources: Sequence[str], root: Path, *, limit: int | None = None, sample: int | None = None, seed: int = 0
-) -> list[AnswerQuestion]:
-    """The questions of each source in turn: a JSONL question set (`answers.read_questions`) or a benchmark's
-    name (`piaf-fr`: its questions and gold answers, read from the datasets folder `root`); of each, the first
-    `limit` or a seeded sample of `sample`. Ids must be unique across the sources."""
-    out: list[AnswerQuestion] = []
+) -> list[GradedQuestion]:
+    """The questions of each source in turn: a shipped set (`absurd`, `answerable`: eval/answer_sets.py; `absurd:piaf`
+    keeps those asked over the collection it names), a JSONL question set (`answers.read_questions`) or a
+    benchmark's name (`piaf-fr`: its questions and gold answers, read from the datasets folder `root`); of each,
+    the first `limit` or a seeded sample of `sample`. Ids must be unique across the sources."""
+    out: list[GradedQuestion] = []
     for source in sources:
+        name, _, only = source.partition(":")
+        if name in ANSWER_SETS and not Path(source).exists():
+            shipped = [shipped_question(q) for q in load_answer_questions(name) if not only or q.collection == only]
+            if not shipped:
+                raise ConfigError(f"{source}: no question of the {name} set is asked over {only!r}")
+            out += _some(shipped, limit, sample, seed)
+            continue
         if source in BENCHMARKS and not Path(source).exists():
             bench = load_benchmark(source, root)
             ids = select_queries(bench, limit=limit, sample=sample, seed=seed)
             out += benchmark_questions(bench, ids)
             continue
-        asked = read_questions(Path(source))
-        if sample is not None and sample < len(asked):
-            picked = set(random.Random(seed).sample(range(len(asked)), sample))
-            asked = [q for n, q in enumerate(asked) if n in picked]
-        out += asked[:limit]
+        out += _some(read_questions(Path(source)), limit, sample, seed)
     seen: set[str] = set()
     for q in out:
         if q.id in seen:
             raise ConfigError(f"the question id {q.id!r} is in two of the sets: ids must be unique")
         seen.add(q.id)
     return out
+
+
+def _some(asked: list[GradedQuestion], limit: int | None, sample: int | None, seed: int) -> list[GradedQuestion]:
+    """The first `limit`, or a seeded sample of `sample` in the set's order."""
+    if sample is not None and sample < len(asked):
+        picked = set(random.Random(seed).sample(range(len(asked)), sample))
+        asked = [q for n, q in enumerate(asked) if n in picked]
+    return asked[:limit]
 
 
 def _fresh(folder: Path, spec: str | None) -> None:

@@ -36,6 +36,7 @@ from tracerag.collection import Collection
 from tracerag.errors import ConfigError, RecordError
 from tracerag.eval.answer_judge import Verdict, judge_relevancy, judge_support
 from tracerag.eval.answer_metrics import contains_answer, exact_match, token_f1
+from tracerag.eval.answer_sets import AnswerQuestion
 from tracerag.eval.datasets import Benchmark
 from tracerag.llm import StructuredLLM
 from tracerag.research.answer import Draft, draft
@@ -63,7 +64,7 @@ DEFAULT_K = 3
 
 
 @dataclass(frozen=True)
-class AnswerQuestion:
+class GradedQuestion:
     """One question of a set. `answerable` False: the right answer is an abstention (an absurd question, a false
     premise, an answer in no document)."""
 
@@ -78,7 +79,7 @@ class AnswerQuestion:
     sources: list[str] | None = None  # doc ids to draft from instead of a search
 
 
-def question_of(record: dict[str, Any]) -> AnswerQuestion:
+def question_of(record: dict[str, Any]) -> GradedQuestion:
     """A question from a JSONL record: id, question, language, kind, gold_doc and gold_answer (a string or a
     list) optional; `answerable` when given, else answerable when it has a gold document or answer."""
     for key in ("id", "question", "language"):
@@ -89,7 +90,7 @@ def question_of(record: dict[str, Any]) -> AnswerQuestion:
     gold_doc = record.get("gold_doc") or None
     answerable = record.get("answerable")
     sources = record.get("sources")
-    return AnswerQuestion(
+    return GradedQuestion(
         id=record["id"],
         question=record["question"].strip(),
         language=record["language"],
@@ -102,7 +103,7 @@ def question_of(record: dict[str, Any]) -> AnswerQuestion:
     )
 
 
-def read_questions(path: Path) -> list[AnswerQuestion]:
+def read_questions(path: Path) -> list[GradedQuestion]:
     """A question set: one JSON object per line (see `question_of`); a bad line is an error naming file:line."""
     out, seen = [], set()
     with Path(path).open(encoding="utf-8") as fh:
@@ -122,7 +123,14 @@ def read_questions(path: Path) -> list[AnswerQuestion]:
     return out
 
 
-def benchmark_questions(bench: Benchmark, query_ids: Sequence[str]) -> list[AnswerQuestion]:
+def shipped_question(q: AnswerQuestion) -> GradedQuestion:
+    """A question of a shipped set (eval/answer_sets.py): its kind (absent, anachronism, false_premise,
+    answerable) kept as the kind the report breaks figures down by; answerable exactly when that kind says so."""
+    golds = [q.gold_answer] if q.gold_answer else []
+    return GradedQuestion(q.id, q.question, q.language, q.kind, q.gold_doc, golds, answerable=not q.should_abstain)
+
+
+def benchmark_questions(bench: Benchmark, query_ids: Sequence[str]) -> list[GradedQuestion]:
     """A benchmark's queries as questions to answer: its one relevant document as the gold document (None when it
     judges several relevant), its gold answers where its loader keeps them (`metadata["answers"]`, PIAF's),
     its query type; the kind is the benchmark's name. All are answerable."""
@@ -132,7 +140,7 @@ def benchmark_questions(bench: Benchmark, query_ids: Sequence[str]) -> list[Answ
         relevant = [doc for doc, grade in bench.qrels.get(qid, {}).items() if grade >= 1]
         answers = query.metadata.get("answers") or []
         out.append(
-            AnswerQuestion(
+            GradedQuestion(
                 id=qid,
                 question=query.text,
                 language=query.language or "en",
@@ -182,7 +190,7 @@ class AnswerRow:
 
 def grade_question(
     col: Collection,
-    q: AnswerQuestion,
+    q: GradedQuestion,
     llm: StructuredLLM | None,
     judge: StructuredLLM | None,
     trail_dir: Path,
@@ -232,7 +240,7 @@ def _draft_failure(result: Draft) -> str | None:
     return None if honest or not result.abstained else result.failure
 
 
-def _sources(col: Collection, q: AnswerQuestion, k: int) -> list[SourceChunk]:
+def _sources(col: Collection, q: GradedQuestion, k: int) -> list[SourceChunk]:
     if q.sources is not None:
         refs = [SourceRef(doc_id, rank=n) for n, doc_id in enumerate(q.sources, start=1)]
     else:
@@ -265,7 +273,7 @@ def _span_text(source: SourceChunk, span: tuple[int, int]) -> str:
     return source.text[span[0] - source.start : span[1] - source.start]
 
 
-def _scores(q: AnswerQuestion, result: Draft, claims: Sequence[ClaimVerdict], relevancy: Verdict | None) -> dict:
+def _scores(q: GradedQuestion, result: Draft, claims: Sequence[ClaimVerdict], relevancy: Verdict | None) -> dict:
     scores: dict[str, float | None] = dict.fromkeys(METRICS)
     scores["abstained"] = float(result.abstained)
     cited = [c.doc_id for s in result.sentences for c in s.citations]
@@ -292,7 +300,7 @@ def _scores(q: AnswerQuestion, result: Draft, claims: Sequence[ClaimVerdict], re
 
 def grade_all(
     col: Collection,
-    questions: Sequence[AnswerQuestion],
+    questions: Sequence[GradedQuestion],
     llm: StructuredLLM | None,
     judge: StructuredLLM | None,
     trail_dir: Path,
