@@ -387,3 +387,11 @@ def test_the_shipped_sets_are_read_per_collection_with_abstention_where_due(tmp_
     assert len(load_questions(["absurd:piaf"], tmp_path, sample=10, seed=3)) == 10
     with pytest.raises(ConfigError, match="asked over 'nowhere'"):
         load_questions(["absurd:nowhere"], tmp_path)
+
+
+def test_the_command_says_what_answers_need(questions, collection, tmp_path):
+    no_collection = runner.invoke(app, ["eval", "--answers", str(questions), "--out", str(tmp_path)])
+    assert no_collection.exit_code != 0 and "-c DIR" in no_collection.output
+    mixed = runner.invoke(app, ["eval", "--answers", str(questions), "-c", str(collection), "--runs", "bm25"])
+    assert mixed.exit_code != 0 and "not rankings" in mixed.output
+    assert not (tmp_path / "results.json").exists()

@@ -113,6 +113,8 @@ def eval_(
     if answers is not None:
         from tracerag.cli.eval_answers import eval_answers
 
+        if benchmark or runs or run_file:
+            raise ConfigError("--answers grades drafts, not rankings: leave out --benchmark, --runs and --run-file")
         if collection is None:
             raise ConfigError("--answers grades drafts over a collection: give it with -c DIR")
         return eval_answers(
