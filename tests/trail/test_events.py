@@ -73,6 +73,7 @@ RESEARCH_PURPOSES = {
     LLMPurpose.DRAFT,
     LLMPurpose.CITE_CHECK,
 }
+EVAL_PURPOSES = {LLMPurpose.GRADE_SUPPORT, LLMPurpose.GRADE_RELEVANCY}  # graded answers (eval/answer_judge.py)
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +152,7 @@ def test_read_trail_gives_typed_events(agent, catalog, research):
     assert all(e.normalisation == scales and "too small to calibrate" in (e.why or "") for e in fusions)
     assert {e.method for e in events if isinstance(e, RerankEvent)} == {RerankMethod.SINGLE, RerankMethod.LLM}
     assert {e.purpose for e in events if isinstance(e, LLMCallEvent)} == set(LLMPurpose) - (
-        CATALOG_PURPOSES | RESEARCH_PURPOSES
+        CATALOG_PURPOSES | RESEARCH_PURPOSES | EVAL_PURPOSES
     )
     studied = [e for r in research.values() for e in r.events]
     assert {e.purpose for e in studied if isinstance(e, LLMCallEvent)} == RESEARCH_PURPOSES
@@ -343,12 +344,13 @@ def _code(*wings: str) -> str:
 def test_every_guard_and_purpose_is_one_the_code_emits():
     """The closed sets hold what the code emits, no more: each member is named at an emitting call (the guards,
     tools and skips in the agent; a model call's purpose in the agent, the research wing or the plain search
-    (`search/`: query variants, translations), the catalog's aside)."""
+    (`search/`: query variants, translations) or the graded answers (`eval/`), the catalog's aside)."""
     agent_code, research_code = _code("agent"), _code("research") + _code("search")
     for guard in Guard:
         assert f"Guard.{guard.name}" in agent_code, guard
+    eval_code = _code("eval")
     for purpose in set(LLMPurpose) - CATALOG_PURPOSES:
-        code = research_code if purpose in RESEARCH_PURPOSES else agent_code
+        code = research_code if purpose in RESEARCH_PURPOSES else eval_code if purpose in EVAL_PURPOSES else agent_code
         assert f"LLMPurpose.{purpose.name}" in code, purpose
     for tool in SearchTool:
         assert f"SearchTool.{tool.name}" in agent_code, tool

@@ -71,6 +71,25 @@ def eval_(
         Path | None, typer.Option("--data", metavar="DIR", help="Datasets folder (TRACERAG_DATASETS).")
     ] = None,
     list_: Annotated[bool, typer.Option("--list", help="Describe every benchmark and exit.")] = False,
+    answers: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--answers",
+            metavar="SET",
+            help="Grade drafted answers over the collection -c DIR instead of rankings: a shipped set (absurd, "
+            "answerable; absurd:piaf keeps one collection's), a JSONL question set or a benchmark with gold answers "
+            "(piaf-fr); repeatable. --limit and --sample apply to each set.",
+        ),
+    ] = None,
+    judge: Annotated[
+        str | None,
+        typer.Option(metavar="MODEL", help="With --answers: the judging model (default: the --llm model)."),
+    ] = None,
+    against: Annotated[
+        Path | None,
+        typer.Option(metavar="DIR", help="With --answers: an earlier report to compare with, question by question."),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", min=1, help="With --answers: sources searched per question.")] = 3,
     llm: Annotated[
         str | None,
         typer.Option("--llm", metavar="MODEL", help="Model of the agent run: openai:MODEL, local, replay:DIR."),
@@ -79,7 +98,8 @@ def eval_(
     config: ConfigOpt = None,
 ) -> ExitCode:
     """Evaluate runs on a benchmark: recall, MRR, nDCG, MAP per run with paired significance against the first.
-    Exit 1 when some agent runs ended failed or truncated."""
+    With --answers, grade drafted answers: faithfulness, relevancy, citations, abstention. Exit 1 when some agent
+    runs ended failed or truncated."""
     from tracerag.eval.datasets import BENCHMARKS
     from tracerag.eval.harness import run_evaluation
     from tracerag.eval.report import read_markdown, trails_dir
@@ -90,6 +110,17 @@ def eval_(
             doc = (loader.__doc__ or "").strip().splitlines()
             out.print(Text.assemble((name, "bold"), ": ", safe_line(doc[0] if doc else "")))
         return ExitCode.OK
+    if answers is not None:
+        from tracerag.cli.eval_answers import eval_answers
+
+        if benchmark or runs or run_file:
+            raise ConfigError("--answers grades drafts, not rankings: leave out --benchmark, --runs and --run-file")
+        if collection is None:
+            raise ConfigError("--answers grades drafts over a collection: give it with -c DIR")
+        return eval_answers(
+            settings, answers, collection, out_dir, judge=judge, against=against, k=k, limit=limit, sample=sample,
+            seed=seed,
+        )  # fmt: skip
     if benchmark is None:
         raise ConfigError("--benchmark NAME or folder is required (see --list)")
     run_files: dict[str, Path] = {}

@@ -30,7 +30,7 @@ import numpy as np
 
 from tracerag.eval.trec import rank_run
 
-__all__ = ["DEFAULT_METRICS", "compare", "evaluate", "library_measure", "per_query"]
+__all__ = ["DEFAULT_METRICS", "compare", "evaluate", "library_measure", "paired_pvalue", "per_query"]
 
 DEFAULT_METRICS: tuple[str, ...] = ("R@1", "R@5", "R@10", "R@100", "MRR@10", "nDCG@10", "MAP")
 
@@ -118,6 +118,19 @@ def compare(
         raise ValueError("the qrels judge no query: nothing to compare")
     a = np.array([table_a[qid][metric] for qid in table_a])
     b = np.array([table_b[qid][metric] for qid in table_a])
+    return paired_pvalue(a, b, test, seed=seed, n_resamples=n_resamples)
+
+
+def paired_pvalue(
+    a: np.ndarray,
+    b: np.ndarray,
+    test: Literal["paired-t", "bootstrap"] = "paired-t",
+    *,
+    seed: int = 0,
+    n_resamples: int = 10_000,
+) -> float:
+    """Two-sided p-value that paired scores `a` and `b` (one per query, same order) differ: `compare`'s tests on
+    scores another harness computed (the graded answers, eval/answers.py)."""
     diff = b - a
     if test == "paired-t":
         if np.allclose(diff, diff[0], rtol=0.0, atol=1e-12):

@@ -112,6 +112,8 @@ class LLMPurpose(StrEnum):
     JUDGE = "judge"  # one candidate scored against the researcher's criteria
     DRAFT = "draft"  # a cited draft written from accepted sources
     CITE_CHECK = "cite_check"  # whether a cited span supports its sentence
+    GRADE_SUPPORT = "grade_support"  # graded answers (eval/answers.py): a claim against its cited spans only
+    GRADE_RELEVANCY = "grade_relevancy"  # graded answers: whether a draft addresses its question
 
 
 class CatalogParseMethod(StrEnum):
