@@ -19,6 +19,7 @@ from mcp import Client
 from tests.agent.policy import PolicyProvider
 from tests.built_once import private_copy
 from tests.catalog import built
+from tests.mcp import run_async
 from tests.server.ask_setup import PRICES, QUESTION, policy
 from tests.server.conftest import _documents
 from tracerag.agent import Agent
@@ -123,7 +124,7 @@ def connected(
             async with Client(tool_server.server, mode=mode, client_info=CLIENT) as client:
                 return await body(client)
 
-    return anyio.run(main)
+    return run_async(main)
 
 
 def run_trail(collection: Path, run_id: str) -> list[Event]:

@@ -15,6 +15,7 @@ import anyio
 import pytest
 from mcp import Client
 
+from tests.mcp import run_async
 from tests.mcp.conftest import CLIENT, NAME, STAMP, K, Setup, opening, run_trail
 from tests.server.ask_setup import PRICES, QUESTION
 from tracerag.llm import Message, RawAnswer, StructuredLLM
@@ -98,7 +99,7 @@ def test_a_cancelled_ask_ends_truncated_and_whole_in_the_trail(held, setup: Setu
                 trail = await client.read_resource(f"tracerag://trails/{NAME}/{run_id}")
         return answered, json.loads(trail.contents[0].text)
 
-    answered, trail = anyio.run(main)
+    answered, trail = run_async(main)
     assert not answered  # the client got no answer: it cancelled
     assert model.calls == 2  # the held call was let finish; no model call after the cancel
     assert progress[0].startswith("run ") and progress[0].endswith(" started")

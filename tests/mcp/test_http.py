@@ -23,6 +23,7 @@ import uvicorn
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.mcp import run_async
 from tests.mcp.conftest import CLIENT, NAME, STAMP, Setup, opening, run_trail
 from tracerag.mcp.http import http_app
 from tracerag.mcp.server import ToolServer
@@ -57,7 +58,7 @@ def searched(url: str, headers: dict[str, str] | None = None) -> tuple[list[str]
                     assert not found.is_error, found.content
                     return tools, found.structured_content
 
-    return anyio.run(main)
+    return run_async(main)
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from tests.mcp import run_async
 from tests.mcp.conftest import INJECTION, INJECTION_ID, Setup, connected, opening, run_trail
 from tracerag.mcp.server import DATA_NOTE, ToolServer
 from tracerag.server.state import ServerConfig, ServerState
@@ -135,7 +135,7 @@ def test_a_clients_name_is_stamped_as_one_plain_line(tool_server, setup: Setup, 
         async with Client(tool_server.server, mode=mode, client_info=hostile) as client:
             return await client.call_tool("search", {"query": "harbour", "k": 1})
 
-    found = anyio.run(main)
+    found = run_async(main)
     stamp = opening(run_trail(setup.collection, found.structured_content["run_id"])).client
     assert stamp is not None and stamp.startswith("mcp: Desk top")
     assert stamp.isprintable() and "\x1b" not in stamp and "\u202e" not in stamp

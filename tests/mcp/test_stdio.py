@@ -25,6 +25,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
+from tests.mcp import run_async
 from tests.mcp.conftest import CLIENT, INJECTION_ID, NAME, STAMP, K, Setup, opening, run_trail
 from tests.server.ask_setup import QUESTION
 from tracerag.server.api.trails import read_served_trail
@@ -60,7 +61,7 @@ def over_stdio(command: list[str], env: dict[str, str], errlog: Path, body):  # 
             async with Client(stdio_client(params, errlog=err), client_info=CLIENT) as client:
                 return await body(client)
 
-    return anyio.run(main)
+    return run_async(main)
 
 
 def test_over_stdio_every_tool_answers_and_a_bad_argument_is_refused(command, env, setup: Setup, tmp_path):

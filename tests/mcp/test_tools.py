@@ -13,12 +13,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from tests.mcp import run_async
 from tests.mcp.conftest import CLIENT, NAME, STAMP, K, Setup, connected, opening, run_trail
 from tests.server.ask_setup import QUESTION
 from tracerag.collection import Collection
@@ -124,8 +124,8 @@ def test_a_search_repeated_by_another_client_is_recorded_as_its_call(tool_server
         async with Client(tool_server.server, client_info=client_info) as client:
             return await client.call_tool("search", {"query": "incendie du port", "k": 3})
 
-    first = anyio.run(ask, CLIENT)
-    again = anyio.run(ask, other)
+    first = run_async(ask, CLIENT)
+    again = run_async(ask, other)
     assert first.structured_content["repeated"] is False and again.structured_content["repeated"] is True
     assert again.structured_content["run_id"] == first.structured_content["run_id"]
     assert first.meta is None or "tracerag/call_run" not in first.meta  # the search's own run records it

@@ -8,12 +8,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
 
 from tests.built_once import private_copy
+from tests.mcp import run_async
 from tracerag.catalog.ingest import build_catalog
 from tracerag.collection import Collection
 from tracerag.config import Settings, load_settings
@@ -64,7 +64,7 @@ def call(server: ToolServer, client: str, tool: str, arguments: dict[str, Any]) 
         async with Client(server.server, client_info=types.Implementation(name=client, version="1")) as c:
             return await c.call_tool(tool, arguments)
 
-    return anyio.run(go)
+    return run_async(go)
 
 
 def test_a_search_repeated_by_another_client_is_trailed_with_that_client(tool_server: ToolServer, collection: Path):

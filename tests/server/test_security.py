@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
@@ -105,7 +104,8 @@ def test_the_printed_address_sets_a_cookie_and_drops_the_token_from_it(token_cli
 @pytest.mark.parametrize("path", ["/nothing-here", "/trails", "//evil.example/x"])
 def test_only_the_printed_address_may_carry_the_token(token_client: TestClient, path: str) -> None:
     # any other page with ?token= is refused, not redirected: the token stays out of every other address
-    url = httpx.URL("http://192.0.2.7:8765/").copy_with(raw_path=f"{path}?token={TOKEN}".encode())
+    # the URL type of the test client's own HTTP library (httpx, or httpx2 where the MCP SDK brought it)
+    url = type(token_client.base_url)("http://192.0.2.7:8765/").copy_with(raw_path=f"{path}?token={TOKEN}".encode())
     answer = token_client.get(url, follow_redirects=False)
     assert answer.status_code == 401 and "location" not in answer.headers
     assert "accepted only on the address `tracerag serve` printed (/?token=" in unescape(answer.text)
