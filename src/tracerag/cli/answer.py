@@ -3,7 +3,9 @@
 The sources are the researcher's accepted ones (`--selection QUESTION`) or the agent's (`--from RUN
 --agent-accepted`). Each sentence is printed with its kind (quotation, paraphrase, inference) and its citations
 as document id, character offsets and the quoted words; a citation the check could not confirm is flagged in red
-beside its sentence, never left out. Exit 1 when a citation is flagged or the draft abstained.
+beside its sentence, never left out. `--explain` prints instead each sentence's support verdict (research/support.py,
+the one the web app's draft shows): its citations, what each check found and why, the verdict, then the totals.
+Exit 1 when a citation is flagged or the draft abstained.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+from rich.console import Console
+from rich.padding import Padding
 from rich.text import Text
 
 from tracerag.cli.app import (
@@ -33,8 +37,11 @@ from tracerag.errors import ConfigError
 if TYPE_CHECKING:
     from tracerag.research.answer import Draft
     from tracerag.research.citecheck import CitationCheck
+    from tracerag.research.support import SentenceSupport
 
 KIND_STYLE = {"quotation": "cyan", "paraphrase": "", "inference": "magenta"}
+VERDICT_STYLE = {"supported": "green", "partly supported": "yellow", "unsupported": "bold red", "not checked": "yellow"}
+OUTCOME_STYLE = {"supports": "green", "does not support": "red", "not checked": "yellow"}
 
 
 @app.command()
@@ -67,6 +74,14 @@ def answer(
         str | None, typer.Option("--language", help="The draft's language (default: the question's, detected).")
     ] = None,
     trail_dir: Annotated[Path | None, typer.Option(help="Write the run's trail here.")] = None,
+    explain: Annotated[
+        bool,
+        typer.Option(
+            "--explain",
+            help="Per sentence: its citations, each check's finding and the support verdict (supported, partly "
+            "supported, unsupported, not checked), then the totals.",
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the draft and its checks as JSON.")] = False,
     config: ConfigOpt = None,
 ) -> ExitCode:
@@ -74,6 +89,7 @@ def answer(
     from tracerag.collection import Collection, trail_roots
     from tracerag.llm import load_llm
     from tracerag.research.answer_run import answer_run, answer_sources
+    from tracerag.research.support import sentence_support, totals
     from tracerag.trail import find_trail, read_trail
 
     if not question.strip():
@@ -98,6 +114,7 @@ def answer(
             done = answer_run(col, question, sources, model, language=language, trail_dir=trail_dir)
     result, checks, run_id, trail_path, missing = done.draft, done.checks, done.run_id, done.trail_path, done.missing
     flagged = [c for c in checks if c.flagged]
+    supports = sentence_support(result.sentences, checks)
     if json_out:
         write_json(
             {
@@ -112,20 +129,64 @@ def answer(
                 "sources": [{"label": k, "doc_id": s.doc_id, "chunk_id": s.chunk_id} for k, s in result.labels.items()],
                 "sentences": [s.model_dump(mode="json") for s in result.sentences],
                 "checks": [{**vars(c), "flagged": c.flagged} for c in checks],
+                "support": [
+                    {
+                        "sentence": s.index,
+                        "verdict": str(s.verdict),
+                        "reason": s.reason,
+                        "citations": [
+                            {"label": c.label, "outcome": str(c.outcome), "reason": c.reason} for c in s.citations
+                        ],
+                    }
+                    for s in supports
+                ],  # fmt: skip
+                "verdicts": {str(v): n for v, n in totals(supports).items()},
                 "missing": missing,
             }
         )
+    elif explain:
+        _head(result)
+        print_support(supports, out)
+        out.print(data_text(f"{result.method} draft · trail {trail_path}", "dim"))
     else:
         _print(result, checks, trail_path)
     return ExitCode.PARTIAL if flagged or result.abstained or missing else ExitCode.OK
 
 
-def _print(result: Draft, checks: list[CitationCheck], trail_path: Path) -> None:
+def _head(result: Draft) -> None:
     out.print(Text(result.label, style="bold yellow"))
     if result.abstained:
         out.print(Text.assemble(("abstained: ", "yellow"), data_text(result.abstention)))
         if result.failure:
             out.print(data_text(result.failure, "red"))
+
+
+def print_support(supports: list[SentenceSupport], console: Console) -> None:
+    """Each sentence with its kind, its citations (label, document and span, quote), what each check found and
+    why, and its verdict with the reason; then one line of totals. The verdict is spelt out, not only coloured."""
+    from tracerag.research.support import totals
+
+    for s in supports:
+        console.print(
+            Text.assemble(
+                f"{s.index + 1}. ", (f"[{s.kind}] ", KIND_STYLE[s.kind] or "bold"), data_text(s.text, block=True)
+            )
+        )
+        for c in s.citations:
+            where = f"{c.doc_id}:{c.span[0]}-{c.span[1]}" if c.span else f"{c.doc_id or ''} not located".lstrip()
+            console.print(Padding(data_text(f"{c.label} {where} “{c.quote}”", "dim"), (0, 0, 0, 3), expand=False))
+            how = f" ({c.method}): " if c.method else ": "
+            found = Text.assemble((str(c.outcome), OUTCOME_STYLE[c.outcome]), how, data_text(c.reason))
+            console.print(Padding(found, (0, 0, 0, 5), expand=False))
+        verdict = Text.assemble("→ ", (str(s.verdict), VERDICT_STYLE[s.verdict]), ": ", data_text(s.reason))
+        console.print(Padding(verdict, (0, 0, 0, 3), expand=False))
+    counts = totals(supports)
+    line = " · ".join(f"{n} {v}" for v, n in counts.items())
+    console.print(Text(f"{counted(len(supports), 'sentence')}: {line}", style="bold"))
+
+
+def _print(result: Draft, checks: list[CitationCheck], trail_path: Path) -> None:
+    _head(result)
     by_sentence: dict[int, list[CitationCheck]] = {}
     for c in checks:
         by_sentence.setdefault(c.sentence, []).append(c)

@@ -27,6 +27,7 @@ from tracerag.research.criteria import from_text, parse_toml
 from tracerag.research.diagnostics import retrieval_vs_judge
 from tracerag.research.judge import JudgeCache, Judgment, judge_run, judge_sources
 from tracerag.research.sources import run_question
+from tracerag.research.support import sentence_support, totals
 from tracerag.server.api.selections import board_of, document_url, run_events, selections
 from tracerag.server.deps import CollectionName, State
 from tracerag.server.jobs import Job
@@ -160,6 +161,10 @@ class CheckOut(BaseModel):
     method: str = Field(description="model or lexical.")
     reason: str = Field(description="Why the citation is (not) supported, in the checker's words.")
     flagged: bool = Field(description="The check could not confirm the citation: read it against its source.")
+    outcome: str = Field(
+        description="supports, does not support (not a source of the draft, not found at the cited place, or "
+        "judged not to) or not checked (located, but no verdict): research/support.py, as `tracerag answer --explain`."
+    )
 
 
 class CitationOut(BaseModel):
@@ -176,6 +181,12 @@ class SentenceOut(BaseModel):
     kind: str = Field(description="quotation, paraphrase or inference.")
     citations: list[CitationOut] = Field(description="The sources it cites.")
     flags: list[str] = Field(description="Sentence-level check failures (a sentence without a citation).")
+    verdict: str = Field(
+        description="Its support: supported (every citation supports it), partly supported (some do, not all), "
+        "unsupported (none does, or no citation) or not checked (no citation could be judged); the verdict "
+        "`tracerag answer --explain` prints, from the same function (research/support.py)."
+    )
+    verdict_reason: str = Field(description="Why the verdict: how many of its citations support it.")
 
 
 class SourceOut(BaseModel):
@@ -201,6 +212,9 @@ class AnswerOut(BaseModel):
     sources: list[SourceOut] = Field(description="The accepted sources the draft could cite, labelled S1, S2...")
     sentences: list[SentenceOut] = Field(description="The draft, sentence by sentence, with its citations.")
     flagged: int = Field(description="Citations the check flagged.")
+    verdicts: dict[str, int] = Field(
+        description="Sentences per verdict (supported, partly supported, unsupported, not checked), every one named."
+    )
     missing: list[str] = Field(description="Accepted sources the collection no longer holds (left out).")
 
 
@@ -222,8 +236,9 @@ def answer(name: CollectionName, body: AnswerIn, state: State) -> AnswerOut:
         done = answer_run(col, question, sources, model, language=body.language)
     result = done.draft
     checks = {(c.sentence, c.citation): c for c in done.checks}
+    supports = sentence_support(result.sentences, done.checks)
     sentences = []
-    for i, sentence in enumerate(result.sentences):
+    for i, (sentence, support) in enumerate(zip(result.sentences, supports, strict=True)):
         citations = []
         for n, c in enumerate(sentence.citations):
             ck = checks.get((i, n))
@@ -240,13 +255,23 @@ def answer(name: CollectionName, body: AnswerIn, state: State) -> AnswerOut:
                         method=ck.method,
                         reason=ck.reason,
                         flagged=ck.flagged,
+                        outcome=support.citations[n].outcome,
                     )
                     if ck
                     else None,
                 )  # fmt: skip
             )
         flags = [c.reason for c in done.checks if c.sentence == i and c.citation == -1]
-        sentences.append(SentenceOut(text=sentence.text, kind=str(sentence.kind), citations=citations, flags=flags))
+        sentences.append(
+            SentenceOut(
+                text=sentence.text,
+                kind=str(sentence.kind),
+                citations=citations,
+                flags=flags,
+                verdict=support.verdict,
+                verdict_reason=support.reason,
+            )  # fmt: skip
+        )
     return AnswerOut(
         run_id=done.run_id, label=result.label, question=question, language=result.language, method=result.method,
         abstained=result.abstained, abstention=result.abstention, failure=result.failure,
@@ -257,4 +282,5 @@ def answer(name: CollectionName, body: AnswerIn, state: State) -> AnswerOut:
             for label, s in result.labels.items()
         ],
         sentences=sentences, flagged=len(done.flagged), missing=done.missing,
+        verdicts={str(v): n for v, n in totals(supports).items()},
     )  # fmt: skip
