@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.fixtures.record_trails import QUESTION
-from tests.trail import AGENT_TRAIL, recorded, small_collection
+from tests.trail import AGENT_TRAIL, RESEARCH_TRAILS, recorded, small_collection
 from tracerag.cli import app
+from tracerag.cli.answer import print_support
 from tracerag.collection import Collection
 from tracerag.config import load_settings
 from tracerag.llm import RawAnswer, StructuredLLM, Usage
@@ -23,6 +24,7 @@ from tracerag.research.answer import DRAFT_LABEL, draft
 from tracerag.research.citecheck import check
 from tracerag.research.selection import Decision, open_selections
 from tracerag.research.sources import load_chunks, refs_from_selection
+from tracerag.research.support import from_events
 from tracerag.trail import Trail, read_trail
 from tracerag.trail.events import CitationCheckEvent, DraftEvent, RunEvent, RunKind
 
@@ -142,3 +144,53 @@ def test_runs_without_accepted_sources_say_what_to_do(case, tmp_path):
     reviewed = runner.invoke(app, ["review", answer_run, "-c", str(path)], input="q")
     said = " ".join(reviewed.output.split())
     assert reviewed.exit_code == 2 and "is an answer run" in said and "did not finish" not in said
+
+
+def test_explain_prints_each_sentence_its_citations_and_verdict(case):
+    path, _, folder = case
+    args = ["answer", QUESTION, "--selection", QUESTION[:20], "-c", str(path), "--llm", f"replay:{folder}"]
+    result = runner.invoke(app, [*args, "--language", "en", "--explain"])
+    assert result.exit_code == 1, result.output  # the flagged citation still sets the exit code
+    lines = result.output.splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines)
+    text = " ".join(result.output.split())
+    assert DRAFT_LABEL in text
+    assert "1. [paraphrase]" in text and "supports (model): the passage states it" in text
+    assert "verdict: supported (its citation supports it)" in text
+    assert "2. [inference] Something else. S7 not located “x y z”" in text
+    assert "does not support (model): S7 is not one of the draft's sources" in text
+    assert "verdict: unsupported (its citation does not support it)" in text
+    assert "2 sentences: 1 supported · 0 partly supported · 1 unsupported · 0 not checked" in text
+    report = json.loads(runner.invoke(app, [*args, "--language", "en", "--json"]).stdout)
+    assert [s["verdict"] for s in report["support"]] == ["supported", "unsupported"]
+    assert report["verdicts"] == {"supported": 1, "partly supported": 0, "unsupported": 1, "not checked": 0}
+
+
+def test_explain_on_the_recorded_answer_run():
+    """The printer `--explain` uses, on tests/fixtures/trails/research/answer.jsonl, at 80 columns."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    buffer = StringIO()
+    print_support(from_events(read_trail(RESEARCH_TRAILS / "answer.jsonl")), Console(file=buffer, width=80))
+    lines = [line.rstrip() for line in buffer.getvalue().splitlines()]
+    assert all(len(line) <= 80 for line in lines)
+    assert lines == [
+        "1. [quotation] « Un incendie a ravagé le quartier »",
+        "   S1 gone-42:0-32 “Un incendie a ravagé le quartier”",
+        "     supports (model): the passage states it",
+        "   verdict: supported (its citation supports it)",
+        "2. [paraphrase] Le théâtre fut sauvé des flammes.",
+        "   S2 gaz-1881-05-27:22-61 “détruit les entrepôts du port. Gazette”",
+        "     does not support (model): the passage says no such thing",
+        "   verdict: unsupported (its citation does not support it)",
+        "3. [inference] Les incendies de 1881 furent nombreux.",
+        "   S1 gone-42 not located “détruit les entrepôts du port. Gazette”",
+        "     does not support (model): the quote is not in gone-42's text at the cited",
+        "     place",
+        "   S9 not located “trois maisons”",
+        "     does not support (model): S9 is not one of the draft's sources",
+        "   verdict: unsupported (0 of 2 citations support it)",
+        "3 sentences: 1 supported · 0 partly supported · 2 unsupported · 0 not checked",
+    ]

@@ -178,7 +178,7 @@ def print_support(supports: list[SentenceSupport], console: Console) -> None:
             how = f" ({c.method}): " if c.method else ": "
             found = Text.assemble((str(c.outcome), OUTCOME_STYLE[c.outcome]), how, data_text(c.reason))
             console.print(Padding(found, (0, 0, 0, 5), expand=False))
-        verdict = Text.assemble("→ ", (str(s.verdict), VERDICT_STYLE[s.verdict]), ": ", data_text(s.reason))
+        verdict = Text.assemble("verdict: ", (str(s.verdict), VERDICT_STYLE[s.verdict]), f" ({s.reason})")
         console.print(Padding(verdict, (0, 0, 0, 3), expand=False))
     counts = totals(supports)
     line = " · ".join(f"{n} {v}" for v, n in counts.items())

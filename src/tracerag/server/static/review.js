@@ -179,9 +179,19 @@
     // a quotation's quote is its sentence: said once
     const text = squeeze(c.quote) === squeeze(sentence) ? `[${c.label} ${where}]` : `[${c.label} ${where}] “${c.quote}”`;
     const item = el("li", { class: "citation" }, c.document_url ? el("a", { href: c.document_url, text }) : text);
-    if (c.check && c.check.flagged) item.append(" ", el("strong", { class: "flag", text: "FLAGGED:" }), ` ${c.check.reason}`);
+    if (c.check) { // what the check found and why, in the words `tracerag answer --explain` prints
+      const how = c.check.method ? ` (${c.check.method})` : "";
+      const finding = el("span", { class: `outcome outcome-${c.check.outcome.replace(/ /g, "-")}` },
+        c.check.flagged ? el("strong", { class: "flag", text: "FLAGGED: " }) : "",
+        el("strong", { text: c.check.outcome }), `${how}: ${c.check.reason}`);
+      item.append(" ", finding);
+    }
     return item;
   }
+
+  // the sentence's support verdict: spelt out (never colour alone), with why
+  const verdict = (s) => el("p", { class: `support support-${s.verdict.replace(/ /g, "-")}` },
+    "verdict: ", el("strong", { text: s.verdict }), ` (${s.verdict_reason})`);
 
   function showDraft(draft) {
     draftBody.replaceChildren();
@@ -196,7 +206,7 @@
       const list = el("ul", { class: "citations" });
       s.citations.forEach((c) => list.append(citation(c, s.text)));
       s.flags.forEach((f) => list.append(el("li", {}, el("strong", { class: "flag", text: "FLAGGED:" }), ` ${f}`)));
-      block.append(list);
+      block.append(list, verdict(s));
       draftBody.append(block);
     }
     if (draft.sources.length) { // what S1, S2... stand for: the accepted sources as the drafter saw them
@@ -206,6 +216,12 @@
           el("a", { href: src.document_url, dir: "auto", text: src.title }), src.date ? ` (${src.date})` : ""));
       }
       draftBody.append(el("h3", { text: "Sources" }), sources);
+    }
+    if (draft.sentences.length) { // the totals, as the CLI's last --explain line
+      const n = draft.sentences.length;
+      const counts = Object.entries(draft.verdicts).map(([v, k]) => `${k} ${v}`).join(" · ");
+      draftBody.append(el("p", { class: "support-totals" },
+        el("strong", { text: `${n} sentence${n === 1 ? "" : "s"}: ${counts}` })));
     }
     const flagged = draft.flagged ? `, ${draft.flagged} flagged` : "";
     const trail = `/trails/${encodeURIComponent(board.dataset.collection)}/${encodeURIComponent(draft.run_id)}`;
