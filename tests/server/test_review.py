@@ -222,6 +222,11 @@ def test_review_board_by_keyboard_then_export_and_draft(research_dir, server_set
         page.locator("#draft-button").click()  # no model here: the extractive draft, or its abstention
         page.locator("#draft:not([hidden]) .draft-label").wait_for()
         assert "Interpretive draft" in page.locator("#draft").inner_text()
+        # each sentence's support verdict in words beside it (checked lexically here), as `answer --explain` says it
+        verdicts = page.locator("#draft-body .sentence .support").all_inner_texts()
+        assert len(verdicts) == page.locator("#draft-body .sentence").count() > 0
+        words = ("supported (", "partly supported (", "unsupported (", "not checked (")
+        assert all(v.startswith("verdict: ") and v.removeprefix("verdict: ").startswith(words) for v in verdicts)
         violations = axe(page)
         assert violations == [], json.dumps(violations, indent=1)[:3000]
         shot(page, "review")

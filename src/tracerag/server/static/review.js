@@ -209,6 +209,12 @@
       block.append(list, verdict(s));
       draftBody.append(block);
     }
+    if (draft.sentences.length) { // the totals, as the CLI's last --explain line
+      const n = draft.sentences.length;
+      const counts = Object.entries(draft.verdicts).map(([v, k]) => `${k} ${v}`).join(" · ");
+      draftBody.append(el("p", { class: "support-totals" },
+        el("strong", { text: `${n} sentence${n === 1 ? "" : "s"}: ${counts}` })));
+    }
     if (draft.sources.length) { // what S1, S2... stand for: the accepted sources as the drafter saw them
       const sources = el("ol", { class: "draft-sources", "aria-label": "Sources" });
       for (const src of draft.sources) {
@@ -216,12 +222,6 @@
           el("a", { href: src.document_url, dir: "auto", text: src.title }), src.date ? ` (${src.date})` : ""));
       }
       draftBody.append(el("h3", { text: "Sources" }), sources);
-    }
-    if (draft.sentences.length) { // the totals, as the CLI's last --explain line
-      const n = draft.sentences.length;
-      const counts = Object.entries(draft.verdicts).map(([v, k]) => `${k} ${v}`).join(" · ");
-      draftBody.append(el("p", { class: "support-totals" },
-        el("strong", { text: `${n} sentence${n === 1 ? "" : "s"}: ${counts}` })));
     }
     const flagged = draft.flagged ? `, ${draft.flagged} flagged` : "";
     const trail = `/trails/${encodeURIComponent(board.dataset.collection)}/${encodeURIComponent(draft.run_id)}`;
