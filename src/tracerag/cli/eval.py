@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -25,6 +26,9 @@ from tracerag.cli.app import (
 )
 from tracerag.errors import ConfigError
 from tracerag.text import safe_line
+
+if TYPE_CHECKING:
+    from tracerag.config import Settings
 
 
 @app.command("eval")
@@ -111,13 +115,11 @@ def eval_(
             out.print(Text.assemble((name, "bold"), ": ", safe_line(doc[0] if doc else "")))
         return ExitCode.OK
     if answers is not None:
-        from tracerag.cli.eval_answers import eval_answers
-
         if benchmark or runs or run_file:
             raise ConfigError("--answers grades drafts, not rankings: leave out --benchmark, --runs and --run-file")
         if collection is None:
             raise ConfigError("--answers grades drafts over a collection: give it with -c DIR")
-        return eval_answers(
+        return _eval_answers(
             settings, answers, collection, out_dir, judge=judge, against=against, k=k, limit=limit, sample=sample,
             seed=seed,
         )  # fmt: skip
@@ -162,3 +164,39 @@ def eval_(
         )
         return ExitCode.PARTIAL
     return ExitCode.OK
+
+
+def _eval_answers(
+    settings: Settings,
+    questions: Sequence[str],
+    collection: Path,
+    out: Path,
+    *,
+    judge: str | None,
+    against: Path | None,
+    k: int,
+    limit: int | None,
+    sample: int | None,
+    seed: int,
+) -> ExitCode:
+    """Grade, write the report and print it; say how to replay the run. Exit 1 when a draft failed (the model
+    gave no usable draft) or a verdict could not be had: those figures are partial."""
+    from tracerag.eval.answer_run import RECORDED, run_answer_eval
+    from tracerag.eval.report import read_markdown
+
+    if settings.llm.model is None:
+        err.print("[yellow]no language model: extractive drafts, judged lexically (no relevancy)[/yellow]")
+    with progress_bar() as progress:
+        done = run_answer_eval(
+            collection, settings, questions, out, judge=judge, k=k, limit=limit, sample=sample,
+            seed=seed, against=against,
+            progress=step_tracker(progress),
+        )  # fmt: skip
+    write_stdout(read_markdown(out) + f"\nreports in {out}\n")
+    if settings.llm.model:
+        replay = f"--llm replay:{out / RECORDED / 'llm'}"
+        if (out / RECORDED / "judge").is_dir():
+            replay += f" --judge replay:{out / RECORDED / 'judge'}"
+        write_stdout(f"replay it offline with {replay}\n")
+    partial = sum(r.unjudged for r in done.rows) + sum(r.failure is not None for r in done.rows)
+    return ExitCode.PARTIAL if partial else ExitCode.OK
