@@ -15,6 +15,7 @@ on the official SDK's low-level `Server`, which leaves the schemas, the validati
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import logging
@@ -71,8 +72,9 @@ def client_name(ctx: ServerRequestContext[Any, Any]) -> str:
     """The client as it names itself when it connects (`mcp: Claude Desktop 1.2`), one safe line."""
     params = getattr(ctx.session, "client_params", None)
     info: Any = params.client_info if params is not None else None
-    if info is None and ctx.meta:
-        info = types.Implementation.model_validate(ctx.meta.get("io.modelcontextprotocol/clientInfo") or {"name": "?"})
+    if info is None and ctx.meta:  # a stateless request names its client in its own metadata
+        with contextlib.suppress(ValidationError, TypeError):
+            info = types.Implementation.model_validate(ctx.meta.get("io.modelcontextprotocol/clientInfo"))
     name = safe_line(getattr(info, "name", "") or "unnamed client")[:100]
     version = safe_line(getattr(info, "version", "") or "")[:40]
     return f"mcp: {name} {version}".strip()
