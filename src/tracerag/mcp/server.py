@@ -34,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 from tracerag import __version__
 from tracerag.errors import TraceError
 from tracerag.mcp import resources
-from tracerag.mcp.tools import Called, Env, ToolArgumentError, ToolSpec, offered, perform
+from tracerag.mcp.tools import TOOLS, Called, Env, ToolArgumentError, ToolSpec, offered, perform
 from tracerag.server.api.catalog import Conversations
 from tracerag.server.state import ServerState
 from tracerag.text import fence_json, safe_line
@@ -144,7 +144,8 @@ class ToolServer:
         spec = self.tools.get(params.name)
         if spec is None:
             known = ", ".join(self.tools)
-            why = " (this server is read-only)" if self.read_only else ""
+            writes = any(t.name == params.name and t.writes for t in TOOLS)
+            why = " (this server is read-only)" if self.read_only and writes else ""
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool {params.name!r}{why}; offered: {known}")
         try:
             args = spec.input.model_validate(params.arguments or {})
