@@ -15,7 +15,7 @@ from tracerag.server.api.ask import AskRequest
 from tracerag.server.api.catalog import TurnOut, TurnRequest
 from tracerag.server.api.collections import Region
 from tracerag.server.api.search import SearchBody
-from tracerag.server.api.selections import DecisionName
+from tracerag.server.api.selections import DecisionName, EntryOut
 
 ExportName = Literal["ris", "csl-json", "csv"]
 
@@ -181,16 +181,6 @@ class AskOut(BaseModel):
     message: str = Field(description="What the run says of itself.")
     sub_questions: list[str] = Field(description="The plan's sub-questions, in order.")
     sources: list[SourceOut] = Field(description="The ranked sources.")
-
-
-class EntryOut(BaseModel):
-    doc_id: str = Field(description="The document.")
-    decision: DecisionName = Field(description="accept, reject or undecided.")
-    note: str = Field(description="The note kept with it.")
-    who: str = Field(description="Who decided.")
-    at: str = Field(description="When (UTC, ISO 8601).")
-    run_id: str | None = Field(description="The run the source came from, if known.")
-    span: list[int] | None = Field(description="The cited span, [start, end] in the document's text.")
 
 
 class CountsOut(BaseModel):

@@ -33,7 +33,7 @@ from tracerag.server.api import ask as ask_api
 from tracerag.server.api import search as search_api
 from tracerag.server.api.catalog import Conversations, turn_out
 from tracerag.server.api.collections import document_view
-from tracerag.server.api.selections import _DECISION, _NAME, EXPORT_TYPES, run_events, selections
+from tracerag.server.api.selections import _DECISION, _NAME, EXPORT_TYPES, entry_out, run_events, selections
 from tracerag.server.api.trails import EXPORT_TYPES as RUN_EXPORT_TYPES
 from tracerag.server.api.trails import catalog_roots
 from tracerag.server.state import NotFoundError, ServerState
@@ -281,18 +281,6 @@ def ask(env: Env, args: m.AskIn) -> Called:
 # ------------------------------------------------------------------------------------------------ selections
 
 
-def _entry(e: SelectionEntry) -> m.EntryOut:
-    return m.EntryOut(
-        doc_id=e.doc_id,
-        decision=_NAME[e.decision],
-        note=e.note,
-        who=e.who,
-        at=e.when,
-        run_id=e.run_id,
-        span=list(e.span) if e.span is not None else None,
-    )
-
-
 def _counts(entries: list[SelectionEntry]) -> m.CountsOut:
     return m.CountsOut(
         accept=sum(e.decision is Decision.ACCEPTED for e in entries),
@@ -335,7 +323,7 @@ def add_to_selection(env: Env, args: m.AddIn) -> Called:
             counts = _counts(store.entries(question))
     out = m.AddOut(
         question=entry.question,
-        entry=_entry(entry),
+        entry=entry_out(entry),
         previous=_NAME[previous.decision] if previous is not None else None,
         review_run=review_run,
         counts=counts,
@@ -391,7 +379,7 @@ def selection(env: Env, args: m.SelectionIn) -> Called:
             return Called(out, f"{len(rows)} selections in {name}", recorded=False)
         question = _resolve(store, args.question)
         entries = store.entries(question)
-    out = m.SelectionOut(selections=[], question=question, entries=[_entry(e) for e in entries])
+    out = m.SelectionOut(selections=[], question=question, entries=[entry_out(e) for e in entries])
     return Called(out, f"selection {question!r}: {len(entries)} decisions", [e.doc_id for e in entries],
                   recorded=False)  # fmt: skip
 

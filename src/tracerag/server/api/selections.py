@@ -297,7 +297,7 @@ def board_of(
     return Board(question_key(question), found, judge)
 
 
-def _entry(e: SelectionEntry) -> EntryOut:
+def entry_out(e: SelectionEntry) -> EntryOut:
     return EntryOut(
         doc_id=e.doc_id, decision=_NAME[e.decision], note=e.note, who=e.who, when=e.when, chunk_id=e.chunk_id,
         span=e.span, run_id=e.run_id,
@@ -357,7 +357,7 @@ def _candidate(
         score=c.score, origin=c.origin, reasons=list(c.reasons), verdict=c.verdict,
         judge=JudgeNoteOut(score=judge.score, reasoning=judge.reasoning, failure=judge.failure, model=judge.model,
                            run_id=judge.run_id) if judge else None,
-        decision=_entry(entry) if entry else None, document_url=document_url(name, c.doc_id, c.span),
+        decision=entry_out(entry) if entry else None, document_url=document_url(name, c.doc_id, c.span),
     )  # fmt: skip
 
 
@@ -400,7 +400,7 @@ def selection_view(
                 _candidate(name, c, raw.span is not None, documents.get(c.doc_id), entries.get(c.doc_id), question)
                 for c, raw in zip(candidates, board.found.candidates if board.found else [], strict=True)
             ],
-            others=[_entry(e) for doc_id, e in entries.items() if doc_id not in shown],
+            others=[entry_out(e) for doc_id, e in entries.items() if doc_id not in shown],
             counts=counts(store, board.question, candidates),
             exports={
                 fmt: f"/api/collections/{quote(name, safe='')}/selections/{selection_id(board.question)}/export"
@@ -578,7 +578,7 @@ def decide(
             session.store, session.who, session.index, session.finished = store, who, index, False
             entry = session.decide(_DECISION[body.decision], body.note, advance=False)
         return DecisionOut(
-            entry=_entry(entry),
+            entry=entry_out(entry),
             review_run=review.trail.run_id,
             counts=counts(store, board.question, session.candidates),
         )
@@ -609,7 +609,7 @@ def undo(name: CollectionName, selection: SelectionPath, body: UndoIn, state: St
             doc_id = session.candidates[last.index].doc_id if undone and last is not None else None
             now = store.get(session.question, doc_id) if doc_id else None
             return UndoOut(
-                undone=undone, message=session.message, doc_id=doc_id, entry=_entry(now) if now else None,
+                undone=undone, message=session.message, doc_id=doc_id, entry=entry_out(now) if now else None,
                 review_run=review.trail.run_id, counts=counts(store, session.question, session.candidates),
             )  # fmt: skip
 
