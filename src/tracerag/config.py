@@ -634,6 +634,16 @@ class AgentSettings(_Section):
     )
 
 
+class AnswerSettings(_Section):
+    evidence_share: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Before a model drafts: the share of the question's words (names and numbers across languages) "
+        "that some source must hold, else the draft abstains without a call (research/evidence.py); 0: always draft.",
+    )
+
+
 class SelectionSettings(_Section):
     user: str = Field("", description="Who the researcher's selection decisions are recorded as ('' : the login name).")
 
@@ -688,6 +698,7 @@ class Settings(BaseSettings):
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings, description="Retrieval.")
     llm: LLMSettings = Field(default_factory=LLMSettings, description="Language model.")
     agent: AgentSettings = Field(default_factory=AgentSettings, description="The TRACE agent.")
+    answer: AnswerSettings = Field(default_factory=AnswerSettings, description="Drafted answers.")
     regions: RegionsSettings = Field(
         default_factory=RegionsSettings, description="Page regions of cited spans and their IIIF links."
     )

@@ -260,6 +260,25 @@ def stem(word: str, language: str) -> str:
     return stemmer.stemWord(word) if stemmer is not None else word
 
 
+_WORDS = re.compile(r"\w+")
+
+
+def kept_forms(query: str) -> list[str]:
+    """The forms of a query that name what it is about, kept as written across languages (a translation keeps them,
+    the evidence check looks for them in any language): words holding a digit, and words of two letters or
+    more it capitalises other than its first (where some of its words are in lower case, so capitals mean
+    something)."""
+    words = _WORDS.findall(query)
+    lettered = [w for w in words if w[0].isalpha()]
+    capitals_mean = any(w[0].islower() for w in lettered)
+    forms = [
+        w
+        for i, w in enumerate(words)
+        if any(ch.isdigit() for ch in w) or (capitals_mean and i > 0 and len(w) > 1 and w[0].isupper())
+    ]
+    return list(dict.fromkeys(forms))
+
+
 TITLE_WORDS = 12
 TITLE_CHARS = 90
 # enough of a document's opening to derive its title from without reading the rest (a text may be 200 MB)

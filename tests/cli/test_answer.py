@@ -71,7 +71,7 @@ def case(tmp_path_factory, datasets_dir):
         _, refs = refs_from_selection(path, load_settings(), QUESTION)
         sources = load_chunks(col, refs).chunks
         llm = StructuredLLM(RecordingProvider(Writer(), folder))
-        check(draft(QUESTION, sources, llm, Trail(), language="en"), llm, Trail())
+        check(draft(QUESTION, sources, llm, Trail(), language="en", evidence_share=None), llm, Trail())
     return path, run, folder
 
 

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from tracerag.cli import app
 from tracerag.collection import Collection
-from tracerag.config import load_settings
+from tracerag.config import AnswerSettings, load_settings
 from tracerag.errors import ConfigError, RecordError
 from tracerag.eval.answer_metrics import (
     abstention,
@@ -38,7 +38,7 @@ from tracerag.llm import RawAnswer, StructuredLLM, Usage
 from tracerag.llm.replay import RecordingProvider
 from tracerag.model import Document
 from tracerag.trail import read_trail
-from tracerag.trail.events import LLMCallEvent, LLMPurpose
+from tracerag.trail.events import DraftEvent, LLMCallEvent, LLMPurpose
 
 runner = CliRunner()
 
@@ -145,10 +145,19 @@ def questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _record(collection: Path, questions: Path, plan, folder: Path, model: str):
+@pytest.fixture(scope="module", autouse=True)
+def every_question_drafted():
+    """The harness is measured on what the scripted model drafts: the check before a draft (research/evidence.py,
+    its own test below) would abstain on the absurd questions before the model could miss them."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TRACERAG_ANSWER__EVIDENCE_SHARE", "0")
+        yield
+
+
+def _record(collection: Path, questions: Path, plan, folder: Path, model: str, settings=None):
     """Grade the set with the scripted model through the library, its answers recorded in `folder`."""
     llm = StructuredLLM(RecordingProvider(Scripted(plan, model), folder))
-    with Collection.open(collection, load_settings(), mode="read") as col:
+    with Collection.open(collection, settings or load_settings(), mode="read") as col:
         return grade_all(col, read_questions(questions), llm, llm, folder.parent / "trails", k=2)
 
 
@@ -188,6 +197,29 @@ def test_every_verdict_is_in_the_run_s_trail_with_the_claim_and_its_span_only(ba
     shown = judged[1].messages[1]["content"]
     assert "Il écrivit Les Misérables" in shown and "Besançon" not in shown  # the span, not its context
     assert "Où est né" not in shown  # nor the question
+
+
+def test_the_check_before_drafting_abstains_where_the_sources_lack_the_question_s_words(
+    collection, questions, tmp_path
+):
+    """With the evidence check on (its default share) and sources from a search, the absurd questions the model
+    drafted anyway abstain without a draft call, saying which words the sources lack; the answerable ones are
+    drafted as before. Sources a question names (a selection) are not checked (the other tests)."""
+    settings = load_settings().model_copy(update={"answer": AnswerSettings(evidence_share=0.5)})
+    searched = tmp_path / "searched.jsonl"  # sources from a search, as no person accepted them: checked
+    searched.write_text("".join(json.dumps({**q, "sources": None}) + "\n" for q in QUESTIONS), encoding="utf-8")
+    folder = tmp_path / "recorded"
+    rows = {r.id: r for r in _record(collection, searched, BAD, folder, "scripted-bad", settings)}
+    assert rows["phone"].abstained and rows["mars"].abstained
+    assert "telephone" in rows["phone"].abstention and "portable" in rows["phone"].abstention
+    assert not rows["hugo"].abstained and not rows["port"].abstained and not rows["train"].abstained
+    drafted = {e.messages[1]["content"].split("Question: ", 1)[1].split("\n", 1)[0]
+               for r in rows.values() for e in read_trail(r.trail)
+               if isinstance(e, LLMCallEvent) and e.purpose is LLMPurpose.DRAFT}  # fmt: skip
+    assert not any("téléphone" in q or "Mars" in q for q in drafted) and any("Hugo" in q for q in drafted)
+    (event,) = [e for e in read_trail(rows["phone"].trail) if isinstance(e, DraftEvent)]
+    assert event.evidence is not None and not event.evidence.passed
+    assert event.evidence.share < 0.5 and "telephone" in event.evidence.missing
 
 
 def test_a_wrong_citation_lowers_citation_precision_not_recall(bad, good):

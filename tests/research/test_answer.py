@@ -95,7 +95,7 @@ def _recorded(tmp_path: Path, answer) -> tuple[StructuredLLM, Drafter]:
 
 def _run(question, sources, llm) -> tuple[Draft, MemoryListener]:
     events = MemoryListener()
-    result = draft(question, sources, llm, Trail(listeners=[events]), language="de")
+    result = draft(question, sources, llm, Trail(listeners=[events]), language="de", evidence_share=None)
     return result, events
 
 

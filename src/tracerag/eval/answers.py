@@ -216,7 +216,8 @@ def grade_question(
                 run=RunKind.ANSWER,
             )
         )  # fmt: skip
-        result = draft(q.question, sources, llm, trail, language=q.language)
+        share = None if q.sources is not None else col.settings.answer.evidence_share  # as `tracerag answer` does
+        result = draft(q.question, sources, llm, trail, language=q.language, evidence_share=share)
         checks = check(result, llm, trail)
         claims = _claims(result, checks, judge, trail)
         text = " ".join(s.text for s in result.sentences)

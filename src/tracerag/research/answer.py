@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,14 +28,22 @@ from tracerag.errors import LLMCallFailed
 from tracerag.ingest.language import LanguageDetector
 from tracerag.llm import StructuredLLM
 from tracerag.research import prompts
+from tracerag.research.evidence import Evidence, content_stems, evidence
 from tracerag.research.sources import SourceChunk
-from tracerag.text import fold_key, locate_quote, sentence_spans, stem
+from tracerag.text import locate_quote, sentence_spans
 from tracerag.trail import Trail
-from tracerag.trail.events import DraftCitation, DraftEvent, DraftSentence, LLMCallEvent, LLMPurpose, SentenceKind
+from tracerag.trail.events import (
+    DraftCitation,
+    DraftEvent,
+    DraftSentence,
+    EvidenceCheck,
+    LLMCallEvent,
+    LLMPurpose,
+    SentenceKind,
+)
 
 DRAFT_LABEL = "Interpretive draft: check every citation against its source before relying on it."
 EXCERPT_CHARS = 2000  # of each source, shown to the drafter
-MIN_WORD = 4  # shorter words are mostly function words in the languages of the collections; no word lists in code
 EXTRACTIVE_SHARE = 0.5  # the extractive draft quotes a sentence holding at least half of the question's words
 
 
@@ -74,6 +82,7 @@ class Draft:
     failure: str | None = None
     label: str = DRAFT_LABEL
     labels: dict[str, SourceChunk] = field(default_factory=dict)  # S1 → its source, as the drafter saw them
+    evidence: Evidence | None = None  # what the check before a model's draft found (research/evidence.py)
 
 
 def question_language(question: str, sources: Sequence[SourceChunk]) -> str:
@@ -96,9 +105,12 @@ def draft(
     llm: StructuredLLM | None,
     trail: Trail,
     *,
+    evidence_share: float | None,
     language: str | None = None,
 ) -> Draft:
-    """A cited draft of `question` from `sources` only, emitted as a `DraftEvent` (its model call before it)."""
+    """A cited draft of `question` from `sources` only, emitted as a `DraftEvent` (its model call before it).
+    Before a model is called, some source must hold `evidence_share` of the question's words (research/evidence.py),
+    else the draft abstains, saying which words they lack; None: no check (sources a person accepted)."""
     sources = list(sources)
     language = language or question_language(question, sources)
     labels = labelled(sources)
@@ -106,8 +118,15 @@ def draft(
         result = Draft(question, language, sources, True, "no accepted sources to draft from", [], "none")
     elif llm is None:
         result = _extractive(question, language, labels)
-    else:
+    elif evidence_share is None:
         result = _written(question, language, labels, llm, trail)
+    else:
+        found = evidence(question, language, sources, share=evidence_share, shown=EXCERPT_CHARS)
+        if found.passed:
+            result = _written(question, language, labels, llm, trail)
+        else:
+            result = Draft(question, language, sources, True, found.why(), [], "model", labels=labels)
+        result = replace(result, evidence=found)
     trail.emit(
         DraftEvent(
             question=question,
@@ -117,9 +136,23 @@ def draft(
             abstention=result.abstention,
             sentences=result.sentences,
             failure=result.failure,
+            evidence=_checked(result.evidence),
         )
     )
     return result
+
+
+def _checked(found: Evidence | None) -> EvidenceCheck | None:
+    if found is None:
+        return None
+    return EvidenceCheck(
+        passed=found.passed,
+        share=round(found.share, 4),
+        needed=found.needed,
+        terms=found.terms,
+        missing=found.missing,
+        cross_lingual=found.cross_lingual,
+    )
 
 
 def _written(question: str, language: str, labels: dict[str, SourceChunk], llm: StructuredLLM, trail: Trail) -> Draft:
@@ -184,12 +217,6 @@ def prose_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans of OCR'd text, whose line breaks are the page's, not the sentences': a single line break
     is read as a space (same length, so the offsets stay exact), a blank line still ends a sentence."""
     return sentence_spans(_LINE_BREAK.sub(" ", text))
-
-
-def content_stems(text: str, language: str) -> set[str]:
-    """The folded, stemmed words of `text` long enough to carry content (lexical support and extraction). A year
-    counts: "the mayor of Lucerne in 1928" is not answered by a sentence about Lucerne in another year."""
-    return {stem(w, language) for w in _WORD.findall(fold_key(text)) if len(w) >= MIN_WORD}
 
 
 def _extractive(question: str, language: str, labels: dict[str, SourceChunk]) -> Draft:

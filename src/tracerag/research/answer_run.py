@@ -20,6 +20,8 @@ from tracerag.research.sources import LoadedSources, load_chunks, refs_from_run,
 from tracerag.trail import Event, JsonlWriter, Trail, new_run_id
 from tracerag.trail.events import RunEvent, RunKind
 
+SELECTION_PREFIX = "selection:"
+
 
 @dataclass(frozen=True)
 class AnswerSources:
@@ -43,7 +45,7 @@ def answer_sources(
         raise ConfigError("give one of --selection QUESTION or --from RUN --agent-accepted")
     if selection is not None:
         resolved, refs = refs_from_selection(col.path, settings, selection)
-        return AnswerSources(f"selection:{resolved}", load_chunks(col, refs))
+        return AnswerSources(f"{SELECTION_PREFIX}{resolved}", load_chunks(col, refs))
     assert run is not None
     run_id, events = run
     refs = refs_from_run(events, accepted_only=True, source=run_id)
@@ -67,6 +69,13 @@ class AnswerRun:
     @property
     def flagged(self) -> list[CitationCheck]:
         return [c for c in self.checks if c.flagged]
+
+
+def _share(col: Collection, sources: AnswerSources) -> float | None:
+    """The evidence check's share for these sources: none for a person's selection (a researcher who accepted a
+    source has judged that it bears on the question, in words a word count cannot see: "which papers of 1881
+    report fires" holds few of a fire report's words), the setting's for what a model accepted."""
+    return None if sources.source.startswith(SELECTION_PREFIX) else col.settings.answer.evidence_share
 
 
 def answer_run(
@@ -99,7 +108,7 @@ def answer_run(
                 run=RunKind.ANSWER,
             )
         )
-        result = draft(question, loaded.chunks, model, trail, language=language)
+        result = draft(question, loaded.chunks, model, trail, language=language, evidence_share=_share(col, sources))
         checks = check(result, model, trail)
     finally:
         writer.close()

@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from tracerag.errors import LLMCallFailed
 from tracerag.llm import StructuredLLM
 from tracerag.research import prompts
-from tracerag.research.answer import Draft, content_stems, prose_sentences
+from tracerag.research.answer import Draft, prose_sentences
+from tracerag.research.evidence import content_stems
 from tracerag.research.sources import SourceChunk
 from tracerag.text import locate_quote
 from tracerag.trail import Trail

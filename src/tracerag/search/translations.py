@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from tracerag.errors import LLMCallFailed, LLMError
 from tracerag.llm import Completion, Message, StructuredLLM
 from tracerag.retrieval.expansion import Variant, VariantKind, VariantSource
-from tracerag.text import fence_json, fold_key
+from tracerag.text import fence_json, fold_key, kept_forms
 
 _WORD = re.compile(r"\w+")
 
@@ -66,21 +66,6 @@ SYSTEM = (
 def prompt(query: str, languages: Sequence[str]) -> list[Message]:
     user = f"<query>\n{fence_json(query)}\n</query>\nThe languages: {', '.join(languages)}."
     return [Message("system", SYSTEM), Message("user", user)]
-
-
-def kept_forms(query: str) -> list[str]:
-    """The query's forms every translation keeps as written: words holding a digit, and words of two letters or
-    more it capitalises other than its first (where some of its words are in lower case, so capitals mean
-    something)."""
-    words = _WORD.findall(query)
-    lettered = [w for w in words if w[0].isalpha()]
-    capitals_mean = any(w[0].islower() for w in lettered)
-    forms = [
-        w
-        for i, w in enumerate(words)
-        if any(ch.isdigit() for ch in w) or (capitals_mean and i > 0 and len(w) > 1 and w[0].isupper())
-    ]
-    return list(dict.fromkeys(forms))
 
 
 def lost_forms(forms: Sequence[str], text: str) -> list[str]:

@@ -749,6 +749,25 @@ class DraftSentence(BaseModel):
     """The sources it cites."""
 
 
+class EvidenceCheck(BaseModel):
+    """Whether the sources speak of what the question asks, checked before a model drafts (research/evidence.py)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    passed: bool
+    """True when some source holds `needed` of the question's terms: the model was asked to draft."""
+    share: float
+    """The share of the question's terms held by the source that holds most of them."""
+    needed: float
+    """The share asked for (setting `answer.evidence_share`)."""
+    terms: int
+    """How many terms the question has: its names and numbers, and its content words unless cross-lingual."""
+    missing: list[str] = []
+    """The terms that source lacks, folded, as the question writes them."""
+    cross_lingual: bool = False
+    """True when that source is in another language than the question: only its names and numbers were sought."""
+
+
 class DraftEvent(TrailEvent):
     """A cited draft (or its abstention) written only from the accepted sources."""
 
@@ -767,6 +786,8 @@ class DraftEvent(TrailEvent):
     """The draft, sentence by sentence."""
     failure: str | None = None
     """Why no draft was written, if none was."""
+    evidence: EvidenceCheck | None = None
+    """The check before a model's draft; None for an extractive draft or none."""
 
 
 class CitationCheckEvent(TrailEvent):
