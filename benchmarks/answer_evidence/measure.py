@@ -3,9 +3,13 @@ abstains where an abstention is due (the absurd set) and where it is not (the an
 the cross-lingual sets), at several shares. No model: the check reads words only.
 
     python benchmarks/answer_evidence/measure.py --hipe HIPE_COLLECTION --piaf PIAF_COLLECTION [--k 3]
+    python benchmarks/answer_evidence/measure.py --set QUESTIONS.jsonl=COLLECTION [--set ...]
 
 The collections are those the answer sets are asked over (src/tracerag/data/eval/answers/README.md): all of
-HIPE-2022 v2.1, and PIAF's 1,518 paragraphs (`tracerag eval piaf-fr` builds it). Prints a table per set and share.
+HIPE-2022 v2.1, and PIAF's 1,518 paragraphs (`tracerag eval piaf-fr` builds it); `--set` adds any question set
+(eval/answers.py's JSONL) with the collection it is asked over. Prints a table per set, kind, language and share;
+"(gold shown)" rows keep the answerable questions whose gold document was among the sources checked, where an
+abstention is a loss.
 """
 
 from __future__ import annotations
@@ -31,18 +35,21 @@ SETS = {
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--hipe", type=Path, required=True)
-    parser.add_argument("--piaf", type=Path, required=True)
+    parser.add_argument("--hipe", type=Path)
+    parser.add_argument("--piaf", type=Path)
+    parser.add_argument("--set", action="append", default=[], metavar="QUESTIONS=COLLECTION")
     parser.add_argument("--k", type=int, default=3)
     parser.add_argument("--sample", type=int, default=150, help="questions of a benchmark (PIAF's, xling)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     settings = Settings()
     rows = []
-    for name, path in (("hipe", args.hipe), ("piaf", args.piaf)):
+    plan = [(path, SETS[name]) for name, path in (("hipe", args.hipe), ("piaf", args.piaf)) if path]
+    plan += [(Path(pair.split("=", 1)[1]), [pair.split("=", 1)[0]]) for pair in args.set]
+    for path, sets in plan:
         with Collection.open(path, settings, mode="read") as col:
-            for source in SETS[name]:
-                shipped = source.startswith(("absurd", "answerable"))
+            for source in sets:
+                shipped = not source.startswith(("piaf-fr", "xling"))
                 for q in load_questions([source], settings.datasets, sample=None if shipped else args.sample, seed=1):
                     sources = _sources(col, q, args.k)
                     e = evidence(
