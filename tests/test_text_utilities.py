@@ -89,3 +89,10 @@ def test_stem_uses_the_language_and_leaves_unknown_languages_alone() -> None:
     assert stem("programs", "en") == stem("program", "en")
     assert stem("parlementaires", "fr") == stem("parlementaire", "fr")
     assert stem("Bundesräte", "xx") == "Bundesräte"
+
+
+def test_a_quote_copied_with_its_quote_marks_is_located_where_it_was_copied_from():
+    """An extractive draft quotes a whole sentence, « included: its span starts at the «, not two characters on."""
+    text = "Il dit. « Le port brûle », cria-t-il. Fin."
+    assert locate_quote("« Le port brûle », cria-t-il.", text, 100) == (108, 137)
+    assert locate_quote('"Le port brûle"', text) == (10, 23)  # marks the text lacks there are still not the quote's

@@ -156,10 +156,16 @@ def locate_quote(quote: str, text: str, offset: int = 0, *, min_chars: int = 3) 
 
     Exact first; then ignoring case and runs of whitespace; a quote elided with "..." / "…" / "[…]" is found
     piece by piece, in order, and spans from its first piece to its last. Quote marks around the quote are not
-    part of it. A quote shorter than `min_chars` locates nothing: two letters are found almost anywhere. A quote
-    that was not copied from the text gives None, so that no evidence span ever points at something else.
+    part of it, unless the text has them there too: a quote copied exactly, marks and all (a sentence that opens
+    with «), is located where it was copied from. A quote shorter than `min_chars` locates nothing: two letters
+    are found almost anywhere. A quote that was not copied from the text gives None, so that no evidence span ever
+    points at something else.
     """
-    quote = quote.strip().strip(_QUOTE_MARKS).strip()
+    exact = quote.strip()
+    at = text.find(exact) if len(exact) >= min_chars else -1
+    if at >= 0:
+        return offset + at, offset + at + len(exact)
+    quote = exact.strip(_QUOTE_MARKS).strip()
     quote = _ELLIPSIS.sub(" … ", quote).strip(" …")
     if len(quote) < min_chars:
         return None
