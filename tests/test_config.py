@@ -166,3 +166,10 @@ def test_the_names_of_a_search_are_their_strings_in_every_form():
     assert (dumped["fusion"], dumped["field_merge"], dumped["normalisation"]) == ("wrrf", "max_raw_score", "minmax")
     assert dumped["channels"] == ["bm25", "dense", "date", "phrase", "entity"]
     assert Fusion.WRRF == FusionMethod.WRRF == "wrrf" and set(FusionMethod) < set(Fusion)
+
+
+def test_llm_none_is_no_model_so_that_a_command_can_override_one_the_settings_name():
+    from tracerag.config import LLMSettings
+
+    assert LLMSettings(model="none").model is None and LLMSettings(model=" None ").model is None
+    assert LLMSettings(model="").model is None and LLMSettings(model="local").model == "local"

@@ -37,7 +37,7 @@ from tracerag.eval.datasets import Benchmark, Query
 from tracerag.llm import RawAnswer, StructuredLLM, Usage
 from tracerag.llm.replay import RecordingProvider
 from tracerag.model import Document
-from tracerag.trail import read_trail
+from tracerag.trail import read_trail, show_runs
 from tracerag.trail.events import DraftEvent, LLMCallEvent, LLMPurpose
 
 runner = CliRunner()
@@ -220,6 +220,9 @@ def test_the_check_before_drafting_abstains_where_the_sources_lack_the_question_
     (event,) = [e for e in read_trail(rows["phone"].trail) if isinstance(e, DraftEvent)]
     assert event.evidence is not None and not event.evidence.passed
     assert event.evidence.share < 0.5 and "telephone" in event.evidence.missing
+    assert show_runs.draft(event).plain.startswith("draft abstained: the sources hold ")
+    (hugo,) = [e for e in read_trail(rows["hugo"].trail) if isinstance(e, DraftEvent)]
+    assert "a source holds 100% of the question's words (50% wanted)" in show_runs.draft(hugo).plain
 
 
 def test_a_wrong_citation_lowers_citation_precision_not_recall(bad, good):
@@ -315,6 +318,24 @@ def test_the_command_replays_the_recorded_run_and_compares(bad, good, collection
     assert by_metric["faithfulness"]["a"] == pytest.approx(0.875) and by_metric["faithfulness"]["b"] == 1.0
     text = (second / "results.md").read_text(encoding="utf-8")
     assert "## Against the earlier run (A)" in text and "| phone | absurd | no (wrong) |" in text
+
+
+def test_without_a_judge_faithfulness_is_the_citation_check_s_and_relevancy_is_not_asked(
+    bad, collection, questions, tmp_path
+):
+    """`--judge none`: a cheaper run. The planted claim cites a located span the (model's) citation check supports,
+    so without a judge it counts as supported: what the judge adds is said by the difference."""
+    folder, rows = bad
+    out = tmp_path / "o"
+    args = ["eval", "--answers", str(questions), "-c", str(collection), "--k", "2", "--out", str(out)]
+    result = runner.invoke(app, [*args, "--llm", f"replay:{folder}", "--judge", "none"])
+    assert result.exit_code == 0, result.output
+    report = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert report["judge"] is None and report["aggregates"]["all"]["relevancy"]["n"] == 0
+    assert "- judge: none (the citation check's verdicts, the drafting model's; no relevancy)" in result.output
+    scores = {r["id"]: r["scores"] for r in report["rows"]}
+    assert rows["hugo"].scores["faithfulness"] == 0.5 and scores["hugo"]["faithfulness"] == 1.0
+    assert not (out / "recorded" / "judge").exists()
 
 
 def test_verdicts_a_replay_lacks_are_missing_not_guessed(bad, collection, questions, tmp_path):

@@ -82,7 +82,8 @@ def markdown(result: Mapping[str, Any]) -> str:
     agg = result["aggregates"]
     lines = [f"# Graded answers: {result.get('set', '')}", ""]
     llm = result.get("llm") or "none (extractive drafts)"
-    judge = result.get("judge") or "none (lexical verdicts of the citation check)"
+    checked = "the drafting model's" if result.get("llm") else "lexical"
+    judge = result.get("judge") or f"none (the citation check's verdicts, {checked}; no relevancy)"
     lines += [f"{result['questions']} questions", f"- drafts: {llm}", f"- judge: {judge}", ""]
     lines += _means_table(agg["all"])
     a = agg["abstention"]

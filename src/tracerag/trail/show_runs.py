@@ -64,6 +64,11 @@ def draft(event: DraftEvent) -> Text:
         why = f" ({data(event.failure)})" if event.failure else ""
         return text(("draft abstained", "bold yellow"), ": ", data(event.abstention), why)
     lines = text(("draft", "bold"), f" ({event.language}, {plural(len(event.sources), 'source')})")
+    if event.evidence is not None:  # checked before the model drafted: how much of the question a source holds
+        e = event.evidence
+        which = "names and numbers" if e.cross_lingual else "words"
+        lines.append_text(text((f"\n  a source holds {e.share:.0%} of the question's {which}", "dim"),
+                               (f" ({e.needed:.0%} wanted)", "dim")))  # fmt: skip
     for i, sentence in enumerate(event.sentences, start=1):
         cites = ", ".join(
             f"{c.label} {c.doc_id}:{c.span[0]}-{c.span[1]}" if c.span else f"{c.label} not located"
