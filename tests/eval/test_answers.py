@@ -30,7 +30,7 @@ from tracerag.eval.answer_metrics import (
     normalise_answer,
     token_f1,
 )
-from tracerag.eval.answer_report import aggregate
+from tracerag.eval.answer_report import aggregate, markdown, summary
 from tracerag.eval.answer_run import load_questions
 from tracerag.eval.answers import benchmark_questions, grade_all, question_of, read_questions
 from tracerag.eval.datasets import Benchmark, Query
@@ -211,6 +211,9 @@ def test_the_check_before_drafting_abstains_where_the_sources_lack_the_question_
     folder = tmp_path / "recorded"
     rows = {r.id: r for r in _record(collection, searched, BAD, folder, "scripted-bad", settings)}
     assert rows["phone"].abstained and rows["mars"].abstained
+    assert rows["phone"].stopped and not rows["hugo"].stopped and rows["hugo"].evidence == 1.0
+    report = markdown(summary(list(rows.values()), {"set": "searched"}))
+    assert "2 of the 6 checked before drafting were stopped there, with no model call." in report
     assert "telephone" in rows["phone"].abstention and "portable" in rows["phone"].abstention
     assert not rows["hugo"].abstained and not rows["port"].abstained and not rows["train"].abstained
     drafted = {e.messages[1]["content"].split("Question: ", 1)[1].split("\n", 1)[0]

@@ -78,6 +78,16 @@ def _means_table(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def _stopped(rows: Sequence[Mapping[str, Any]]) -> str:
+    """How many abstentions the evidence check made before any model call (research/evidence.py): the rest are the
+    model's own, or the extractive drafter's."""
+    checked = [r for r in rows if r.get("evidence") is not None]
+    if not checked:
+        return ""
+    stopped = sum(bool(r.get("stopped")) for r in checked)
+    return f" {stopped} of the {len(checked)} checked before drafting were stopped there, with no model call."
+
+
 def markdown(result: Mapping[str, Any]) -> str:
     agg = result["aggregates"]
     lines = [f"# Graded answers: {result.get('set', '')}", ""]
@@ -90,7 +100,8 @@ def markdown(result: Mapping[str, Any]) -> str:
     lines += [
         "",
         f"Abstention: rate {_fmt(a['rate'])}, precision {_fmt(a['precision'])}, recall {_fmt(a['recall'])}",
-        f"({a['abstained']} abstained; {a['expected']} of {a['questions']} called for one).",
+        f"({a['abstained']} abstained; {a['expected']} of {a['questions']} called for one)."
+        + _stopped(result.get("rows", [])),
     ]
     for group, values in agg["abstention_by"].items():
         if len(values) < 2:  # one value: the overall figures again

@@ -183,6 +183,8 @@ class AnswerRow:
     unjudged: int  # claims, and the relevancy, that the judge gave no usable verdict on
     failure: str | None  # why the drafter gave no usable draft (then counted as an abstention), if so
     scores: dict[str, float | None]
+    evidence: float | None = None  # the share of the question the best source held, when checked before drafting
+    stopped: bool = False  # abstained at that check, before any model call
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -231,6 +233,8 @@ def grade_question(
         relevancy.reason if relevancy else "",
         sum(c.supported is None for c in claims) + (relevancy is not None and relevancy.value is None),
         _draft_failure(result), scores,
+        result.evidence.share if result.evidence else None,
+        result.evidence is not None and not result.evidence.passed,
     )  # fmt: skip
 
 
