@@ -26,7 +26,7 @@ from tracerag.research.selection import Decision, open_selections
 from tracerag.research.sources import load_chunks, refs_from_selection
 from tracerag.research.support import from_events
 from tracerag.trail import Trail, read_trail
-from tracerag.trail.events import CitationCheckEvent, DraftEvent, RunEvent, RunKind
+from tracerag.trail.events import CitationCheckEvent, DraftEvent, RunEvent, RunKind, WithdrawalEvent
 
 runner = CliRunner()
 FRENCH, HOSTILE, GAZETTE, GONE = "EXP-1888-08-03-a-i0030", "hostile-1", "gaz-1881-05-27", "gone-42"
@@ -194,3 +194,41 @@ def test_explain_on_the_recorded_answer_run():
         "   verdict: unsupported (0 of 2 citations support it)",
         "3 sentences: 1 supported · 0 partly supported · 2 unsupported · 0 not checked",
     ]
+
+
+class Doubter(Writer):
+    """Drafts as `Writer` does, but finds no citation supported: the draft is withdrawn."""
+
+    model = "scripted-doubter"
+
+    def generate(self, messages, *, json_schema, temperature, max_tokens) -> RawAnswer:
+        answer = super().generate(messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens)
+        if "Sources:" in messages[-1].content:
+            return answer
+        text = json.dumps({"reasoning": "the passage is about something else", "supported": False})
+        return RawAnswer(text, Usage(10, 10), 0.0, self.model)
+
+
+def test_a_draft_none_of_whose_citations_holds_up_is_withdrawn_yet_shown_and_kept_in_the_trail(case, tmp_path):
+    path, _, _ = case
+    folder = tmp_path / "doubter"
+    with Collection.open(path, load_settings(), mode="read") as col:
+        _, refs = refs_from_selection(path, load_settings(), QUESTION)
+        sources = load_chunks(col, refs).chunks
+        llm = StructuredLLM(RecordingProvider(Doubter(), folder))
+        check(draft(QUESTION, sources, llm, Trail(), language="en", evidence_share=None), llm, Trail())
+    args = ["answer", QUESTION, "--selection", QUESTION[:20], "-c", str(path), "--llm", f"replay:{folder}"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    why = (
+        "withdrawn: none of the draft's 2 citations holds up under the check (1 not found in the source, 1 unsupported)"
+    )
+    assert f"no answer, {why}" in text and "the withdrawn draft, as written:" in text and "[paraphrase]" in text
+    as_json = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    assert as_json["withdrawn"] == why and not as_json["abstained"] and len(as_json["sentences"]) == 2
+    events = read_trail(Path(as_json["trail"]))
+    (withdrawn,) = [e for e in events if isinstance(e, WithdrawalEvent)]
+    assert withdrawn.reason == why and withdrawn.sentences == 2
+    shown = runner.invoke(app, ["trail", "show", as_json["run_id"], "-c", str(path)])
+    assert "draft withdrawn: none of the draft's 2 citations" in " ".join(shown.output.split())

@@ -228,6 +228,33 @@ def test_the_check_before_drafting_abstains_where_the_sources_lack_the_question_
     assert "a source holds 100% of the question's words (50% wanted)" in show_runs.draft(hugo).plain
 
 
+class Unconvinced(Scripted):
+    """Scripted, but its citation check finds the irrelevant sentence's citation unsupported."""
+
+    def generate(self, messages, *, json_schema, temperature, max_tokens) -> RawAnswer:
+        system, user = messages[0].content, messages[1].content
+        if "check one citation" in system and json.dumps(IRRELEVANT, ensure_ascii=False)[1:-1] in user:
+            text = json.dumps({"reasoning": "not what the passage says", "supported": False})
+            return RawAnswer(text, Usage(100, 10), 0.0, self.model)
+        return super().generate(messages, json_schema=json_schema, temperature=temperature, max_tokens=max_tokens)
+
+
+def test_a_draft_whose_citations_all_fail_is_graded_as_the_abstention_it_became(collection, questions, tmp_path):
+    """`phone`'s one citation is found unsupported: the draft is withdrawn, so the absurd question is abstained on
+    (its claims not judged, nothing cited), and the report says the abstention was a withdrawal."""
+    folder = tmp_path / "recorded"
+    llm = StructuredLLM(RecordingProvider(Unconvinced(BAD, "scripted-unconvinced"), folder))
+    with Collection.open(collection, load_settings(), mode="read") as col:
+        rows = {r.id: r for r in grade_all(col, read_questions(questions), llm, llm, tmp_path / "trails", k=2)}
+    phone = rows["phone"]
+    assert phone.withdrawn and phone.abstained and phone.abstention.startswith("withdrawn: none of the draft's 1")
+    assert phone.scores["abstained"] == 1.0 and phone.scores["faithfulness"] is None and not phone.claims
+    assert phone.answer == IRRELEVANT  # what the model wrote stays on the row, as in the trail
+    assert not rows["hugo"].withdrawn and not rows["hugo"].abstained
+    report = markdown(summary(list(rows.values()), {"set": "unconvinced"}))
+    assert "1 drafted, then withdrawn: none of their citations held up." in report
+
+
 def test_a_wrong_citation_lowers_citation_precision_not_recall(bad, good):
     _, rows = bad
     _, fine = good

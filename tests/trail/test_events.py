@@ -56,6 +56,7 @@ from tracerag.trail.events import (
     SelectionDecision,
     SentenceKind,
     VerdictEvent,
+    WithdrawalEvent,
 )
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tracerag"
@@ -63,7 +64,7 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "tracerag"
 # The kinds only the catalog records, and those only the researcher's runs record; every other kind is the agent's
 # (the research runs record some of those too: run, llm_call, channel, fusion, windows, result).
 CATALOG_KINDS = {k for k in KINDS if k.startswith("catalog_")}
-RESEARCH_KINDS = {"expansion", "judgment", "decision", "draft", "cite_check", "call"}
+RESEARCH_KINDS = {"expansion", "judgment", "decision", "draft", "cite_check", "withdrawn", "call"}
 AGENT_KINDS = set(KINDS) - CATALOG_KINDS - RESEARCH_KINDS
 CATALOG_PURPOSES = {LLMPurpose.CATALOG_PARSE, LLMPurpose.CATALOG_CHECK, LLMPurpose.CATALOG_REPLY}
 RESEARCH_PURPOSES = {
@@ -120,6 +121,7 @@ def test_the_recorded_trails_read_back_whole_and_hold_every_kind(agent, catalog,
         RunKind.JUDGE,
         RunKind.REVIEW,
         RunKind.ANSWER,
+        RunKind.ANSWER,
         RunKind.CALL,
     ]
     agent_kinds = {e.kind for e in agent.events}
@@ -167,10 +169,12 @@ def test_read_trail_gives_typed_events(agent, catalog, research):
     decisions = [e for e in studied if isinstance(e, DecisionEvent)]
     assert {e.decision for e in decisions} == {*SelectionDecision, None}  # None: the first decision undone
     assert any(e.undo for e in decisions) and all(isinstance(e.span, tuple) for e in decisions)
-    (drafted,) = [e for e in studied if isinstance(e, DraftEvent)]
+    (drafted,) = [e for e in research["answer"].events if isinstance(e, DraftEvent)]
     assert {s.kind for s in drafted.sentences} == set(SentenceKind)
-    checks = [e for e in studied if isinstance(e, CitationCheckEvent)]
+    checks = [e for e in research["answer"].events if isinstance(e, CitationCheckEvent)]
     assert {(e.located, e.supported) for e in checks} == {(True, True), (True, False), (False, None)}
+    (withdrawn,) = [e for e in research["withdrawn"].events if isinstance(e, WithdrawalEvent)]
+    assert withdrawn.sentences == 3 and "none of the draft's 4 citations holds up" in withdrawn.reason
     result = events[-1]
     assert isinstance(result, ResultEvent) and all(isinstance(r, RankedSource) for r in result.ranking)
     outcomes = [e.outcome for e in catalog.events if isinstance(e, CatalogReplyEvent)]

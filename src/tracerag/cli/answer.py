@@ -126,6 +126,7 @@ def answer(
                 "method": result.method,
                 "abstained": result.abstained,
                 "abstention": result.abstention,
+                "withdrawn": done.withdrawn,
                 "sources": [{"label": k, "doc_id": s.doc_id, "chunk_id": s.chunk_id} for k, s in result.labels.items()],
                 "sentences": [s.model_dump(mode="json") for s in result.sentences],
                 "checks": [{**vars(c), "flagged": c.flagged} for c in checks],
@@ -145,20 +146,23 @@ def answer(
             }
         )
     elif explain:
-        _head(result)
+        _head(result, done.withdrawn)
         print_support(supports, out)
         out.print(data_text(f"{result.method} draft · trail {trail_path}", "dim"))
     else:
-        _print(result, checks, trail_path)
+        _print(result, checks, trail_path, done.withdrawn)
     return ExitCode.PARTIAL if flagged or result.abstained or missing else ExitCode.OK
 
 
-def _head(result: Draft) -> None:
+def _head(result: Draft, withdrawn: str | None) -> None:
     out.print(Text(result.label, style="bold yellow"))
     if result.abstained:
         out.print(Text.assemble(("abstained: ", "yellow"), data_text(result.abstention)))
         if result.failure:
             out.print(data_text(result.failure, "red"))
+    if withdrawn:  # no answer; the draft is shown all the same, as the trail keeps it, for what it got wrong
+        out.print(Text.assemble(("no answer, ", "bold red"), data_text(withdrawn, "red")))
+        out.print(Text("the withdrawn draft, as written:", style="dim"))
 
 
 def print_support(supports: list[SentenceSupport], console: Console) -> None:
@@ -185,8 +189,8 @@ def print_support(supports: list[SentenceSupport], console: Console) -> None:
     console.print(Text(f"{counted(len(supports), 'sentence')}: {line}", style="bold"))
 
 
-def _print(result: Draft, checks: list[CitationCheck], trail_path: Path) -> None:
-    _head(result)
+def _print(result: Draft, checks: list[CitationCheck], trail_path: Path, withdrawn: str | None) -> None:
+    _head(result, withdrawn)
     by_sentence: dict[int, list[CitationCheck]] = {}
     for c in checks:
         by_sentence.setdefault(c.sentence, []).append(c)

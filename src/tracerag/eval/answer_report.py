@@ -79,13 +79,17 @@ def _means_table(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 
 def _stopped(rows: Sequence[Mapping[str, Any]]) -> str:
-    """How many abstentions the evidence check made before any model call (research/evidence.py): the rest are the
-    model's own, or the extractive drafter's."""
+    """How many abstentions the evidence check made before any model call (research/evidence.py), and how many
+    drafts the citation check withdrew (research/citecheck.py): the rest are the drafter's own."""
     checked = [r for r in rows if r.get("evidence") is not None]
-    if not checked:
-        return ""
-    stopped = sum(bool(r.get("stopped")) for r in checked)
-    return f" {stopped} of the {len(checked)} checked before drafting were stopped there, with no model call."
+    said = ""
+    if checked:
+        stopped = sum(bool(r.get("stopped")) for r in checked)
+        said += f" {stopped} of the {len(checked)} checked before drafting were stopped there, with no model call."
+    withdrawn = sum(bool(r.get("withdrawn")) for r in rows)
+    if withdrawn:
+        said += f" {withdrawn} drafted, then withdrawn: none of their citations held up."
+    return said
 
 
 def markdown(result: Mapping[str, Any]) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from tracerag.eval.answer_sets import AnswerQuestion
 from tracerag.eval.datasets import Benchmark
 from tracerag.llm import StructuredLLM
 from tracerag.research.answer import Draft, draft
-from tracerag.research.citecheck import CitationCheck, check
+from tracerag.research.citecheck import CitationCheck, check, withdraw
 from tracerag.research.sources import SourceChunk, SourceRef, load_chunks
 from tracerag.retrieval.search import Retriever, SearchRequest
 from tracerag.trail import JsonlWriter, Trail, new_run_id
@@ -185,6 +185,7 @@ class AnswerRow:
     scores: dict[str, float | None]
     evidence: float | None = None  # the share of the question the best source held, when checked before drafting
     stopped: bool = False  # abstained at that check, before any model call
+    withdrawn: bool = False  # drafted, then withdrawn: none of its citations held up (research/citecheck.py)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -221,8 +222,11 @@ def grade_question(
         share = None if q.sources is not None else col.settings.answer.evidence_share  # as `tracerag answer` does
         result = draft(q.question, sources, llm, trail, language=q.language, evidence_share=share)
         checks = check(result, llm, trail)
+        withdrawn = withdraw(result, checks, trail)
+        text = " ".join(s.text for s in result.sentences)  # a withdrawn draft's too: what the model wrote
+        if withdrawn is not None:  # graded as the abstention it is: no claims judged, nothing cited
+            result = replace(result, abstained=True, abstention=withdrawn, sentences=[])
         claims = _claims(result, checks, judge, trail)
-        text = " ".join(s.text for s in result.sentences)
         relevancy = None if result.abstained or judge is None else judge_relevancy(q.question, text, judge, trail)
     finally:
         writer.close()
@@ -235,6 +239,7 @@ def grade_question(
         _draft_failure(result), scores,
         result.evidence.share if result.evidence else None,
         result.evidence is not None and not result.evidence.passed,
+        withdrawn is not None,
     )  # fmt: skip
 
 

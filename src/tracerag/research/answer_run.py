@@ -15,7 +15,7 @@ from tracerag.config import Settings
 from tracerag.errors import ConfigError
 from tracerag.llm import StructuredLLM
 from tracerag.research.answer import Draft, draft
-from tracerag.research.citecheck import CitationCheck, check
+from tracerag.research.citecheck import CitationCheck, check, withdraw
 from tracerag.research.sources import LoadedSources, load_chunks, refs_from_run, refs_from_selection
 from tracerag.trail import Event, JsonlWriter, Trail, new_run_id
 from tracerag.trail.events import RunEvent, RunKind
@@ -65,6 +65,7 @@ class AnswerRun:
     draft: Draft
     checks: list[CitationCheck]
     missing: list[str]  # accepted sources the collection no longer holds: left out of the draft, named
+    withdrawn: str | None = None  # why the draft is withdrawn (no citation held up): then it answers nothing
 
     @property
     def flagged(self) -> list[CitationCheck]:
@@ -110,6 +111,7 @@ def answer_run(
         )
         result = draft(question, loaded.chunks, model, trail, language=language, evidence_share=_share(col, sources))
         checks = check(result, model, trail)
+        withdrawn = withdraw(result, checks, trail)
     finally:
         writer.close()
-    return AnswerRun(run_id, trail_path, result, checks, loaded.missing)
+    return AnswerRun(run_id, trail_path, result, checks, loaded.missing, withdrawn)

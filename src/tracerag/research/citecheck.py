@@ -11,6 +11,12 @@ Every citation gets a `CitationCheck`, and a failed one is flagged beside its se
    `LEXICAL_SUPPORT` of its content words (folded, stemmed) with the source's sentences the span lies in. It
    catches a citation pointing at an unrelated passage; it cannot tell a faithful paraphrase from a wrong one that
    reuses the words, and says which method judged.
+
+A draft none of whose citations is both located and supported is then **withdrawn** (`withdraw`): its answer is
+an abstention saying why, and the draft stays in the trail as written, for the reader to see what was not given.
+The local 1.5B model drafts an answer to questions no source answers ("La Joconde est peinte par Cézanne", citing a
+paragraph on Cézanne), and its own check of the citation finds it unsupported; a draft whose every citation fails
+is no cited answer. One supported citation keeps the draft, its failed ones flagged.
 """
 
 from __future__ import annotations
@@ -30,7 +36,14 @@ from tracerag.research.evidence import content_stems
 from tracerag.research.sources import SourceChunk
 from tracerag.text import locate_quote
 from tracerag.trail import Trail
-from tracerag.trail.events import CitationCheckEvent, DraftCitation, LLMCallEvent, LLMPurpose, SentenceKind
+from tracerag.trail.events import (
+    CitationCheckEvent,
+    DraftCitation,
+    LLMCallEvent,
+    LLMPurpose,
+    SentenceKind,
+    WithdrawalEvent,
+)
 
 LEXICAL_SUPPORT = 0.5  # sharing under half of its content words with the cited sentences: not their paraphrase
 CONTEXT_CHARS = 600  # of the source around the span, shown to the checking model
@@ -90,6 +103,25 @@ def check(draft: Draft, llm: StructuredLLM | None, trail: Trail) -> list[Citatio
             )
         )
     return out
+
+
+def withdraw(draft: Draft, checks: Sequence[CitationCheck], trail: Trail) -> str | None:
+    """Why `draft` is withdrawn (emitted as a `WithdrawalEvent`), or None when it abstained or one of its citations
+    holds up (located and supported)."""
+    if draft.abstained or not draft.sentences or any(c.located and c.supported is True for c in checks):
+        return None
+    cited = [c for c in checks if c.citation >= 0]
+    counts = (
+        (sum(not c.located for c in cited), "not found in the source"),
+        (sum(c.located and c.supported is False for c in cited), "unsupported"),
+        (sum(c.located and c.supported is None for c in cited), "not judged"),
+        (len(checks) - len(cited), "uncited sentences"),
+    )
+    found = ", ".join(f"{n} {what}" for n, what in counts if n)
+    total = f"{len(cited)} citation" + ("" if len(cited) == 1 else "s")
+    reason = f"withdrawn: none of the draft's {total} holds up under the check ({found})"
+    trail.emit(WithdrawalEvent(reason=reason, sentences=len(draft.sentences)))
+    return reason
 
 
 def _failed(i: int, j: int, citation: DraftCitation, llm: StructuredLLM | None, reason: str) -> CitationCheck:

@@ -819,6 +819,18 @@ class SelectionDecision(StrEnum):
     UNDECIDED = "undecided"
 
 
+class WithdrawalEvent(TrailEvent):
+    """A draft withdrawn after its citation check: not one of its citations was located and supported. The draft
+    stays in the trail as written; what it answers is an abstention."""
+
+    kind: Literal["withdrawn"] = "withdrawn"
+    """`withdrawn`: a draft none of whose citations holds up."""
+    reason: str
+    """What the check found: how many citations, how many not located, not supported, not judged."""
+    sentences: int
+    """How many sentences the withdrawn draft had."""
+
+
 class DecisionEvent(TrailEvent):
     """One decision of the researcher on a candidate source while reviewing a run (a `review` run), or one taken
     back (`undo`: `decision` is what the source went back to, None when it had none)."""
@@ -888,6 +900,7 @@ AnyEvent = (
     | JudgmentEvent
     | DraftEvent
     | CitationCheckEvent
+    | WithdrawalEvent
     | DecisionEvent
     | CallEvent
 )

@@ -37,6 +37,7 @@ from tracerag.trail.events import (
     ResultEvent,
     RunEvent,
     RunKind,
+    WithdrawalEvent,
 )
 from tracerag.trail.export import replanned, result_event, run_event
 from tracerag.trail.show_runs import CatalogEvent, call_block, catalog_line, decision_line, draft, research_line
@@ -196,6 +197,8 @@ def _standalone(event: Event, documents: Mapping[str, Document] | None) -> Rende
         return research_line(event)
     if isinstance(event, DraftEvent):
         return draft(event)
+    if isinstance(event, WithdrawalEvent):
+        return text(("draft withdrawn", "bold red"), ": ", data(event.reason.removeprefix("withdrawn: ")))
     if isinstance(event, ExpansionEvent):
         return expansion(event)
     if isinstance(event, CallEvent):

@@ -18,6 +18,7 @@ from tracerag.trail.events import (
     JudgmentEvent,
     RunEvent,
     RunKind,
+    WithdrawalEvent,
 )
 from tracerag.trail.export import result_event, run_event
 from tracerag.trail.show_text import data, plural
@@ -82,6 +83,8 @@ def research_status(events: Sequence[Event]) -> str:
     if drafts:
         checks = [e for e in events if isinstance(e, CitationCheckEvent)]
         flagged = sum(not (e.located and e.supported is True) for e in checks)
+        if any(isinstance(e, WithdrawalEvent) for e in events):
+            return f"answer · withdrawn, {flagged} citation(s) flagged"
         return "answer · " + ("abstained" if drafts[-1].abstained else f"drafted, {flagged} citation(s) flagged")
     decisions = [e for e in events if isinstance(e, DecisionEvent)]
     run = events[0] if events and isinstance(events[0], RunEvent) else None

@@ -209,6 +209,11 @@ class AnswerOut(BaseModel):
     abstained: bool = Field(description="True when the drafter declined: the sources do not answer the question.")
     abstention: str = Field(description="When abstaining: what the sources lack.")
     failure: str | None = Field(description="Why no draft was written (the model failed), if none was.")
+    withdrawn: str | None = Field(
+        None,
+        description="Why the draft answers nothing though written: none of its citations held up under the check. "
+        "Its sentences are still given, flagged, for the record.",
+    )
     sources: list[SourceOut] = Field(description="The accepted sources the draft could cite, labelled S1, S2...")
     sentences: list[SentenceOut] = Field(description="The draft, sentence by sentence, with its citations.")
     flagged: int = Field(description="Citations the check flagged.")
@@ -274,7 +279,7 @@ def answer(name: CollectionName, body: AnswerIn, state: State) -> AnswerOut:
         )
     return AnswerOut(
         run_id=done.run_id, label=result.label, question=question, language=result.language, method=result.method,
-        abstained=result.abstained, abstention=result.abstention, failure=result.failure,
+        abstained=result.abstained, abstention=result.abstention, failure=result.failure, withdrawn=done.withdrawn,
         sources=[
             SourceOut(label=label, doc_id=s.doc_id, chunk_id=s.chunk_id, title=s.shown_title or s.title,
                       title_source=s.title_source or "document", date=s.date, language=s.language,

@@ -200,6 +200,10 @@
       draftBody.append(el("p", { class: "abstention" }, el("strong", { text: "Abstained: " }), draft.abstention));
       if (draft.failure) draftBody.append(el("p", { class: "error", text: draft.failure }));
     }
+    if (draft.withdrawn) { // no answer: what was written is shown below, flagged, for the record
+      draftBody.append(el("p", { class: "abstention withdrawn" }, el("strong", { text: "No answer: " }),
+        draft.withdrawn, ". The withdrawn draft, as written:"));
+    }
     for (const s of draft.sentences) {
       const block = el("div", { class: `sentence kind-${s.kind}` },
         el("p", {}, el("span", { class: "kind", text: `[${s.kind}]` }), " ", s.text));
@@ -241,7 +245,8 @@
         method: "POST", body: { selection: board.dataset.selectionId },
       });
       showDraft(draft);
-      say(draft.abstained ? "The draft abstained." : "The draft is ready below.");
+      say(draft.abstained ? "The draft abstained."
+        : draft.withdrawn ? "The draft was withdrawn: no citation held up." : "The draft is ready below.");
       document.getElementById("draft-heading").scrollIntoView({ block: "start" });
     } catch (error) {
       say(`No draft: ${error.message}`);
