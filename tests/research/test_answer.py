@@ -17,7 +17,16 @@ from tracerag.demo_data import DEMO_FILES
 from tracerag.ingest import read_documents
 from tracerag.llm import RawAnswer, StructuredLLM, Usage
 from tracerag.llm.replay import RecordingProvider, ReplayProvider
-from tracerag.research.answer import DRAFT_LABEL, Draft, DraftAnswer, cite, draft, labelled, question_language
+from tracerag.research.answer import (
+    DRAFT_LABEL,
+    Draft,
+    DraftAnswer,
+    cite,
+    draft,
+    labelled,
+    prose_sentences,
+    question_language,
+)
 from tracerag.research.citecheck import check, flagged
 from tracerag.research.sources import SourceChunk, SourceRef, load_chunks
 from tracerag.retrieval.search import Retriever, SearchRequest
@@ -281,3 +290,15 @@ def test_the_question_language_is_detected_or_taken_from_the_sources(selected):
     assert question_language("Reichstag?", selected) == max(
         {s.language for s in selected}, key=[s.language for s in selected].count
     )
+
+
+def test_a_text_in_lower_case_is_read_sentence_by_sentence():
+    """An abstract set all in lower case (Cranfield's) has no capital to start a sentence: the letter after a full
+    stop is read as one, so that an extractive quote is a sentence, not the whole chunk; offsets stay exact."""
+    text = "the flow was studied at mach 1.9 . straße results show a shock . a. b. smith found it"
+    spans = prose_sentences(text)
+    assert [text[a:b] for a, b in spans] == [
+        "the flow was studied at mach 1.9 .", "straße results show a shock .", "a. b. smith found it",
+    ]  # fmt: skip
+    capitals = "The flow. the end"  # a text with capitals keeps the rule: no sentence starts in lower case
+    assert [capitals[a:b] for a, b in prose_sentences(capitals)] == [capitals]

@@ -95,7 +95,7 @@ def _stopped(rows: Sequence[Mapping[str, Any]]) -> str:
 def markdown(result: Mapping[str, Any]) -> str:
     agg = result["aggregates"]
     lines = [f"# Graded answers: {result.get('set', '')}", ""]
-    llm = result.get("llm") or "none (extractive drafts)"
+    llm = result.get("llm") or "extractive (no model: the sources' own sentences, quoted)"
     checked = "the drafting model's" if result.get("llm") else "lexical"
     judge = result.get("judge") or f"none (the citation check's verdicts, {checked}; no relevancy)"
     lines += [f"{result['questions']} questions", f"- drafts: {llm}", f"- judge: {judge}", ""]

@@ -211,12 +211,24 @@ def cite(label: str, quote: str, labels: dict[str, SourceChunk]) -> DraftCitatio
 
 _WORD = re.compile(r"\w+")
 _LINE_BREAK = re.compile(r"(?<!\n)\n(?!\n)")
+_LOWER_START = re.compile(r"([.!?]\s+)(\w)")
 
 
 def prose_sentences(text: str) -> list[tuple[int, int]]:
     """Sentence spans of OCR'd text, whose line breaks are the page's, not the sentences': a single line break
-    is read as a space (same length, so the offsets stay exact), a blank line still ends a sentence."""
-    return sentence_spans(_LINE_BREAK.sub(" ", text))
+    is read as a space (same length, so the offsets stay exact), a blank line still ends a sentence. A text with
+    no capital letter at all (an abstract set in lower case) has none to start its sentences: there, the letter
+    after a full stop is read as one (same length again), else its sentences run together into whole chunks."""
+    read = _LINE_BREAK.sub(" ", text)
+    if not any(ch.isupper() for ch in read):
+        read = _LOWER_START.sub(lambda m: m.group(1) + _capital(m.group(2)), read)
+    return sentence_spans(read)
+
+
+def _capital(letter: str) -> str:
+    """The letter's capital where it is one character ("ß" gives "SS": kept as it is, so that offsets hold)."""
+    upper = letter.upper()
+    return upper if len(upper) == 1 else letter
 
 
 def _extractive(question: str, language: str, labels: dict[str, SourceChunk]) -> Draft:
@@ -239,6 +251,6 @@ def _extractive(question: str, language: str, labels: dict[str, SourceChunk]) ->
         sentences.append(DraftSentence(text=" ".join(quote.split()), kind=SentenceKind.QUOTATION, citations=[citation]))
     sources = list(labels.values())
     if not sentences:
-        why = "no accepted source has a sentence holding enough of the question's words (extractive, no model)"
+        why = "no source has a sentence holding enough of the question's words (extractive, no model)"
         return Draft(question, language, sources, True, why, [], "extractive", labels=labels)
     return Draft(question, language, sources, False, "", sentences, "extractive", labels=labels)
