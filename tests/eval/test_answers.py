@@ -31,7 +31,7 @@ from tracerag.eval.answer_metrics import (
     token_f1,
 )
 from tracerag.eval.answer_report import aggregate, markdown, summary
-from tracerag.eval.answer_run import load_questions
+from tracerag.eval.answer_run import asked_over, load_questions
 from tracerag.eval.answers import benchmark_questions, grade_all, question_of, read_questions
 from tracerag.eval.datasets import Benchmark, Query
 from tracerag.llm import RawAnswer, StructuredLLM, Usage
@@ -478,3 +478,12 @@ def test_the_command_says_what_answers_need(questions, collection, tmp_path):
     mixed = runner.invoke(app, ["eval", "--answers", str(questions), "-c", str(collection), "--runs", "bm25"])
     assert mixed.exit_code != 0 and "not rankings" in mixed.output
     assert not (tmp_path / "results.json").exists()
+
+
+def test_without_a_collection_the_sets_name_the_benchmark_whose_cached_one_is_drafted_over(questions):
+    assert asked_over(["absurd:piaf", "answerable:piaf"]) == "piaf-fr"
+    assert asked_over(["absurd:hipe"]) == "xling-hipe" and asked_over(["piaf-fr", "answerable:piaf"]) == "piaf-fr"
+    with pytest.raises(ConfigError, match=r"more than one collection \(piaf-fr, xling-hipe\)"):
+        asked_over(["absurd"])
+    with pytest.raises(ConfigError, match="a question file is asked over a collection of yours"):
+        asked_over([str(questions)])

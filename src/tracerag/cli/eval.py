@@ -69,7 +69,12 @@ def eval_(
     collections: Annotated[Path | None, typer.Option(help="Where benchmark collections are built and reused.")] = None,
     collection: Annotated[
         Path | None,
-        typer.Option("--collection", "-c", help="The collection of a selection:QUESTION benchmark (the researcher's)."),
+        typer.Option(
+            "--collection",
+            "-c",
+            help="The collection of a selection:QUESTION benchmark (the researcher's), or the one --answers drafts "
+            "over (default: the cached collection of the benchmark the sets are asked over, built if need be).",
+        ),
     ] = None,
     data: Annotated[
         Path | None, typer.Option("--data", metavar="DIR", help="Datasets folder (TRACERAG_DATASETS).")
@@ -121,8 +126,13 @@ def eval_(
     if answers is not None:
         if benchmark or runs or run_file:
             raise ConfigError("--answers grades drafts, not rankings: leave out --benchmark, --runs and --run-file")
-        if collection is None:
-            raise ConfigError("--answers grades drafts over a collection: give it with -c DIR")
+        if collection is None:  # the cached collection of what the sets are asked over, built if need be
+            from tracerag.eval.answer_run import asked_over, cached_collection
+
+            over = asked_over(answers)
+            with progress_bar() as progress:
+                collection = cached_collection(over, settings, count_tracker(progress))
+            err.print(data_text(f"drafting over {collection} (the cached {over} collection)", "dim"))
         return _eval_answers(
             settings, answers, collection, out_dir, judge=judge, against=against, k=k, limit=limit, sample=sample,
             seed=seed,

@@ -18,7 +18,7 @@ from tracerag.collection import Collection
 from tracerag.config import Settings
 from tracerag.errors import ConfigError
 from tracerag.eval import answer_report
-from tracerag.eval.answer_sets import ANSWER_SETS, load_answer_questions
+from tracerag.eval.answer_sets import ANSWER_SETS, SET_COLLECTIONS, load_answer_questions
 from tracerag.eval.answers import (
     DEFAULT_K,
     AnswerRow,
@@ -30,7 +30,7 @@ from tracerag.eval.answers import (
 )
 from tracerag.eval.datasets import BENCHMARKS, load_benchmark
 from tracerag.eval.report import trails_dir
-from tracerag.eval.runner import select_queries
+from tracerag.eval.runner import build_collection, select_queries
 from tracerag.llm import StructuredLLM, load_llm
 
 RECORDED = "recorded"
@@ -60,6 +60,53 @@ def load_models(settings: Settings, judge: str | None, out: Path) -> tuple[Struc
         return llm, llm
     judged = settings.model_copy(update={"llm": settings.llm.model_copy(update={"model": judge})})
     return llm, load_llm(judged, record_to=out / RECORDED / "judge")
+
+
+def asked_over(sources: Sequence[str]) -> str:
+    """The benchmark whose corpus the sets `sources` are asked over (a shipped set's collection, or a benchmark
+    itself), so that an eval without -c drafts from its cached collection; a ConfigError when they are asked over
+    two, or one is a file (asked over a collection of its own)."""
+    names: set[str] = set()
+    for source in sources:
+        name, _, only = source.partition(":")
+        if name in ANSWER_SETS and not Path(source).exists():
+            over = {only} if only else {q.collection for q in load_answer_questions(name)}
+            names |= {SET_COLLECTIONS[c] for c in over if c in SET_COLLECTIONS}
+        elif source in BENCHMARKS and not Path(source).exists():
+            names.add(source)
+        else:
+            raise ConfigError(f"{source}: a question file is asked over a collection of yours: give it with -c DIR")
+    if len(names) != 1:
+        found = ", ".join(sorted(names)) or "none"
+        raise ConfigError(
+            f"the sets are asked over more than one collection ({found}): keep one (absurd:piaf, absurd:hipe) or "
+            "give it with -c DIR"
+        )
+    return names.pop()
+
+
+def cached_collection(
+    benchmark: str, settings: Settings, progress: Callable[[str, int], Callable[[int], None]] | None = None
+) -> Path:
+    """The benchmark's cached eval collection (as `tracerag eval BENCHMARK` builds it: under the cache folder's
+    `eval/`), built first when it is not there: read in place from the datasets folder, embedded on the CPU
+    (minutes for PIAF's 1,518 paragraphs), each step on a bar of its own."""
+    bench = load_benchmark(benchmark, settings.datasets)
+    ingested = progress(f"ingest {bench.name}", len(bench.documents)) if progress else None
+    bars: list[Callable[[int], None]] = []
+
+    def embedded(done: int, total: int) -> None:
+        if progress and not bars:
+            bars.append(progress(f"embed {bench.name} (chunks)", total))
+        for tick in bars:
+            tick(done)
+
+    col, _ = build_collection(
+        bench, settings.cache_dir / "eval", settings, dense=True,
+        progress=(lambda docs, chunks: ingested(docs)) if ingested else None, embed_progress=embedded,
+    )  # fmt: skip
+    col.close()
+    return col.path
 
 
 def load_questions(

@@ -17,6 +17,9 @@ from typing import Any
 from tracerag.errors import RecordError
 
 ANSWER_SETS = ("absurd", "answerable")  # the files shipped with the package
+# the benchmark whose corpus is each collection the shipped sets are asked over (their README): its cached eval
+# collection is what `tracerag eval --answers absurd:piaf` drafts from when no -c is given
+SET_COLLECTIONS = {"piaf": "piaf-fr", "hipe": "xling-hipe"}
 ABSTAIN_KINDS = ("absent", "anachronism", "false_premise")  # where the right answer is an abstention
 ANSWERABLE = "answerable"
 KINDS = (*ABSTAIN_KINDS, ANSWERABLE)
