@@ -184,9 +184,7 @@ def test_the_api_gives_a_withdrawn_draft_with_why_and_its_sentences(research_dir
     assert [(e.reason, e.sentences) for e in events if isinstance(e, WithdrawalEvent)] == [(WHY, 4)]
 
 
-def test_the_draft_page_says_no_answer_and_shows_the_withdrawn_draft_at_a_phones_width(
-    research_dir, server_settings, doubter, page  # noqa: F811
-):
+def test_the_page_says_no_answer_above_a_withdrawn_draft(research_dir, server_settings, doubter, page):  # noqa: F811
     settings = with_model(server_settings, doubter)
     question = f"{QUERY} Haus"  # a selection of its own
     run_id = search_run(research_dir, server_settings, question)
@@ -201,6 +199,8 @@ def test_the_draft_page_says_no_answer_and_shows_the_withdrawn_draft_at_a_phones
         said = " ".join(page.locator("#draft-body .withdrawn").inner_text().split())
         assert said == f"No answer: {WHY}. The withdrawn draft, as written:"
         assert page.locator("#draft-body .abstention").count() == 1  # the withdrawal, not an abstention besides
+        edge = page.locator("#draft-body .withdrawn").evaluate("e => getComputedStyle(e).borderLeftStyle")
+        assert edge == "solid"  # set apart from the sentences it withdraws (review.css), its words saying why
         texts = page.locator("#draft-body .sentence > p:first-child").all_inner_texts()
         assert [" ".join(t.split()) for t in texts] == [
             f"[paraphrase] {SUPPORTED}", f"[inference] {PARTLY}", f"[inference] {OUTSIDE}", f"[inference] {UNJUDGED}"
