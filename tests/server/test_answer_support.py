@@ -160,8 +160,7 @@ def test_the_draft_page_spells_out_each_verdict_at_a_phones_width(research_dir, 
 
 
 WHY = (
-    "withdrawn: none of the draft's 5 citations holds up under the check "
-    "(1 not found in the source, 3 unsupported, 1 not judged)"
+    "none of the draft's 5 citations holds up under the check (1 not found in the source, 3 unsupported, 1 not judged)"
 )
 
 
@@ -197,7 +196,7 @@ def test_the_page_says_no_answer_above_a_withdrawn_draft(research_dir, server_se
         page.locator("#draft-body .support-totals").wait_for()
         assert page.locator("#status").inner_text() == "The draft was withdrawn: no citation held up."
         said = " ".join(page.locator("#draft-body .withdrawn").inner_text().split())
-        assert said == f"No answer: {WHY}. The withdrawn draft, as written:"
+        assert said == f"No answer, withdrawn: {WHY}. The withdrawn draft, as written:"
         assert page.locator("#draft-body .abstention").count() == 1  # the withdrawal, not an abstention besides
         edge = page.locator("#draft-body .withdrawn").evaluate("e => getComputedStyle(e).borderLeftStyle")
         assert edge == "solid"  # set apart from the sentences it withdraws (review.css), its words saying why

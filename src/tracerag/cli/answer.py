@@ -161,7 +161,7 @@ def _head(result: Draft, withdrawn: str | None) -> None:
         if result.failure:
             out.print(data_text(result.failure, "red"))
     if withdrawn:  # no answer; the draft is shown all the same, as the trail keeps it, for what it got wrong
-        out.print(Text.assemble(("no answer, ", "bold red"), data_text(withdrawn, "red")))
+        out.print(Text.assemble(("no answer, withdrawn: ", "bold red"), data_text(withdrawn, "red")))
         out.print(Text("the withdrawn draft, as written:", style="dim"))
 
 

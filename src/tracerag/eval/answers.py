@@ -225,7 +225,7 @@ def grade_question(
         withdrawn = withdraw(result, checks, trail)
         text = " ".join(s.text for s in result.sentences)  # a withdrawn draft's too: what the model wrote
         if withdrawn is not None:  # graded as the abstention it is: no claims judged, nothing cited
-            result = replace(result, abstained=True, abstention=withdrawn, sentences=[])
+            result = replace(result, abstained=True, abstention=f"withdrawn: {withdrawn}", sentences=[])
         claims = _claims(result, checks, judge, trail)
         relevancy = None if result.abstained or judge is None else judge_relevancy(q.question, text, judge, trail)
     finally:

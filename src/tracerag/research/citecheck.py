@@ -119,7 +119,7 @@ def withdraw(draft: Draft, checks: Sequence[CitationCheck], trail: Trail) -> str
     )
     found = ", ".join(f"{n} {what}" for n, what in counts if n)
     total = f"{len(cited)} citation" + ("" if len(cited) == 1 else "s")
-    reason = f"withdrawn: none of the draft's {total} holds up under the check ({found})"
+    reason = f"none of the draft's {total} holds up under the check ({found})"
     trail.emit(WithdrawalEvent(reason=reason, sentences=len(draft.sentences)))
     return reason
 

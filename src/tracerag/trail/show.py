@@ -198,7 +198,7 @@ def _standalone(event: Event, documents: Mapping[str, Document] | None) -> Rende
     if isinstance(event, DraftEvent):
         return draft(event)
     if isinstance(event, WithdrawalEvent):
-        return text(("draft withdrawn", "bold red"), ": ", data(event.reason.removeprefix("withdrawn: ")))
+        return text(("draft withdrawn", "bold red"), ": ", data(event.reason))
     if isinstance(event, ExpansionEvent):
         return expansion(event)
     if isinstance(event, CallEvent):

@@ -201,7 +201,7 @@
       if (draft.failure) draftBody.append(el("p", { class: "error", text: draft.failure }));
     }
     if (draft.withdrawn) { // no answer: what was written is shown below, flagged, for the record
-      draftBody.append(el("p", { class: "abstention withdrawn" }, el("strong", { text: "No answer: " }),
+      draftBody.append(el("p", { class: "abstention withdrawn" }, el("strong", { text: "No answer, withdrawn: " }),
         draft.withdrawn, ". The withdrawn draft, as written:"));
     }
     for (const s of draft.sentences) {
