@@ -323,6 +323,8 @@ def test_the_paired_comparison_favours_the_run_without_the_planted_faults(bad, g
     assert planted.better == "b" and planted.p < 0.05
     (same,) = compare_runs(a, a, ["faithfulness"])
     assert same.better is None and same.p == 1.0
+    (few,) = compare_runs({"1": {"f1": 0.0}}, {"1": {"f1": 1.0}}, ["f1"])  # one pair: no test, not "p = 0"
+    assert few.better == "b" and few.p is None
 
 
 def test_the_command_replays_the_recorded_run_and_compares(bad, good, collection, questions, tmp_path):

@@ -125,6 +125,9 @@ def abstention(pairs: Sequence[tuple[bool, bool]]) -> Abstention:
     )
 
 
+MIN_PAIRED = 5  # questions both runs scored, fewer and no p-value is given
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Run B against run A on one metric, over the questions both scored."""
@@ -133,7 +136,7 @@ class Comparison:
     a: float
     b: float
     n: int
-    p: float
+    p: float | None  # None: too few questions to test
 
     @property
     def better(self) -> str | None:
@@ -152,8 +155,9 @@ def compare_runs(
     test: str = "bootstrap",
     seed: int = 0,
 ) -> list[Comparison]:
-    """Per metric, the questions (by id) that both runs scored on it, their means and the paired test's p-value;
-    a metric no question has in both runs is left out."""
+    """Per metric, the questions (by id) that both runs scored on it, their means and the paired test's p-value
+    (None under `MIN_PAIRED` questions: a bootstrap of one difference says p = 0); a metric no question has in both
+    runs is left out."""
     out = []
     for metric in metrics:
         ids = [q for q in rows_a if q in rows_b and rows_a[q].get(metric) is not None]
@@ -162,6 +166,6 @@ def compare_runs(
             continue
         a = np.array([float(rows_a[q][metric]) for q in ids])  # type: ignore[arg-type]
         b = np.array([float(rows_b[q][metric]) for q in ids])  # type: ignore[arg-type]
-        p = paired_pvalue(a, b, test, seed=seed)  # type: ignore[arg-type]
+        p = paired_pvalue(a, b, test, seed=seed) if len(ids) >= MIN_PAIRED else None  # type: ignore[arg-type]
         out.append(Comparison(metric, float(a.mean()), float(b.mean()), len(ids), p))
     return out

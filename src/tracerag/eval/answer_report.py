@@ -124,8 +124,10 @@ def markdown(result: Mapping[str, Any]) -> str:
         lines += ["", "## Against the earlier run (A)", "", "| metric | A | B | n | p | better |"]
         lines.append("|---|---:|---:|---:|---:|---|")
         for c in result["comparison"]:
-            better = c["better"] if c["better"] and c["p"] < SIGNIFICANCE else "-"
-            lines.append(f"| {c['metric']} | {c['a']:.3f} | {c['b']:.3f} | {c['n']} | {c['p']:.3f} | {better} |")
+            tested = c["p"] is not None
+            better = c["better"] if c["better"] and tested and c["p"] < SIGNIFICANCE else "-"
+            p = f"{c['p']:.3f}" if tested else "too few"
+            lines.append(f"| {c['metric']} | {c['a']:.3f} | {c['b']:.3f} | {c['n']} | {p} | {better} |")
         lines += ["", f"Paired bootstrap over the questions both graded; better: p < {SIGNIFICANCE}."]
     lines += ["", "## Questions", "", "| id | kind | abst. | faith. | rel. | cite P | cite R | F1 |"]
     lines.append("|---|---|---|---:|---:|---:|---:|---:|")
