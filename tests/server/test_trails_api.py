@@ -198,7 +198,7 @@ FIXTURE_TRAILS = Path(__file__).parents[1] / "fixtures" / "trails"
 
 def test_every_kind_of_run_shows_as_a_timeline(ask_setup: AskSetup, ask_config: ServerConfig, tmp_path: Path):
     """The recorded trails of tests/fixtures (an agent run, a catalog conversation, a search, judge, review and
-    answer run, and an assistant's call), each listed by its kind and shown by its own steps."""
+    two answer runs, one withdrawn, and an assistant's call), each listed by its kind and shown by its own steps."""
     copy = tmp_path / NAME
     shutil.copytree(ask_setup.collection, copy, ignore=shutil.ignore_patterns("trails"))
     (copy / "trails").mkdir()
@@ -219,7 +219,7 @@ def test_every_kind_of_run_shows_as_a_timeline(ask_setup: AskSetup, ask_config: 
     }
     with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
         items = client.get(f"/api/collections/{NAME}/trails").json()
-        assert sorted(i["kind"] for i in items) == sorted(expected)
+        assert sorted(i["kind"] for i in items) == sorted([*expected, "answer"])  # an answer withdrawn too
         for item in items:
             steps, shown = expected[item["kind"]]
             events = read_trail(copy / "trails" / f"{item['run_id']}.jsonl")
@@ -231,3 +231,5 @@ def test_every_kind_of_run_shows_as_a_timeline(ask_setup: AskSetup, ask_config: 
             assert shown in page.text, item["kind"]
             calls = sum(1 for e in events if e.kind == "llm_call")
             assert page.text.count('<details class="llm-call">') == calls
+            withdrawn = any(e.kind == "withdrawn" for e in events)
+            assert ("<strong>Withdrawn</strong>, no answer: none of the draft" in page.text) == withdrawn

@@ -74,6 +74,7 @@ EVENT_STEPS = {
     "judgment": "judge",
     "draft": "answer",
     "cite_check": "answer",
+    "withdrawn": "answer",
     "decision": "review",
     "call": "call",
 }
