@@ -370,6 +370,19 @@ def test_without_a_judge_faithfulness_is_the_citation_check_s_and_relevancy_is_n
     assert not (out / "recorded" / "judge").exists()
 
 
+def test_a_comparison_with_no_question_in_common_is_refused_before_any_call(bad, collection, questions, tmp_path):
+    folder, _ = bad
+    first = tmp_path / "first"
+    made = runner.invoke(app, ["eval", "--answers", str(questions), "-c", str(collection), "--out", str(first)])
+    assert made.exit_code == 0, made.output
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "elsewhere", "question": "Où ?", "language": "fr"}) + "\n", encoding="utf-8")
+    args = ["eval", "--answers", str(other), "-c", str(collection), "--out", str(tmp_path / "o")]
+    result = runner.invoke(app, [*args, "--llm", f"replay:{folder}", "--against", str(first)])
+    assert result.exit_code == 2 and "no question in common" in result.output
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
 def test_verdicts_a_replay_lacks_are_missing_not_guessed(bad, collection, questions, tmp_path):
     """A judge whose answers were never recorded gives no verdict: no faithfulness figure, the claims counted
     as unjudged with the replay's reason, and the command exits 1 (partial)."""

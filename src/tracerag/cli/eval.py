@@ -105,7 +105,12 @@ def eval_(
     k: Annotated[int, typer.Option("--k", min=1, help="With --answers: sources searched per question.")] = 3,
     llm: Annotated[
         str | None,
-        typer.Option("--llm", metavar="MODEL", help="Model of the agent run: openai:MODEL, local, replay:DIR."),
+        typer.Option(
+            "--llm",
+            metavar="MODEL",
+            help="Model of the agent run, or with --answers the drafter (and the default judge): openai:MODEL, local, "
+            "replay:DIR, or none (extractive drafts).",
+        ),
     ] = None,
     base_url: BaseUrlOpt = None,
     config: ConfigOpt = None,

@@ -78,17 +78,17 @@ def _means_table(table: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def _stopped(rows: Sequence[Mapping[str, Any]]) -> str:
+def _stopped(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """How many abstentions the evidence check made before any model call (research/evidence.py), and how many
     drafts the citation check withdrew (research/citecheck.py): the rest are the drafter's own."""
     checked = [r for r in rows if r.get("evidence") is not None]
-    said = ""
+    said = []
     if checked:
         stopped = sum(bool(r.get("stopped")) for r in checked)
-        said += f" {stopped} of the {len(checked)} checked before drafting were stopped there, with no model call."
+        said.append(f"{stopped} of the {len(checked)} checked before drafting were stopped there, with no model call.")
     withdrawn = sum(bool(r.get("withdrawn")) for r in rows)
     if withdrawn:
-        said += f" {withdrawn} drafted, then withdrawn: none of their citations held up."
+        said.append(f"{withdrawn} drafted, then withdrawn: none of their citations held up.")
     return said
 
 
@@ -98,14 +98,15 @@ def markdown(result: Mapping[str, Any]) -> str:
     llm = result.get("llm") or "extractive (no model: the sources' own sentences, quoted)"
     checked = "the drafting model's" if result.get("llm") else "lexical"
     judge = result.get("judge") or f"none (the citation check's verdicts, {checked}; no relevancy)"
-    lines += [f"{result['questions']} questions", f"- drafts: {llm}", f"- judge: {judge}", ""]
+    lines += [f"{result['questions']} questions", f"- drafts: {llm}", f"- judge: {judge}"]
+    lines += [f"- {name}: {result[name]}" for name in ("collection", "against") if result.get(name)] + [""]
     lines += _means_table(agg["all"])
     a = agg["abstention"]
     lines += [
         "",
         f"Abstention: rate {_fmt(a['rate'])}, precision {_fmt(a['precision'])}, recall {_fmt(a['recall'])}",
-        f"({a['abstained']} abstained; {a['expected']} of {a['questions']} called for one)."
-        + _stopped(result.get("rows", [])),
+        f"({a['abstained']} abstained; {a['expected']} of {a['questions']} called for one).",
+        *_stopped(result.get("rows", [])),
     ]
     for group, values in agg["abstention_by"].items():
         if len(values) < 2:  # one value: the overall figures again
@@ -134,9 +135,8 @@ def markdown(result: Mapping[str, Any]) -> str:
     for row in result["rows"]:
         s = row["scores"]
         cells = [s["faithfulness"], s["relevancy"], s["citation_precision"], s["citation_recall"], s["f1"]]
-        abst = "yes" if row["abstained"] else "no"
-        if row["abstained"] or not row["answerable"]:  # an abstention where none was due, or one missed, is wrong
-            abst += " (right)" if row["abstained"] != row["answerable"] else " (wrong)"
+        abst = "yes" if row["abstained"] else "no"  # right when it abstained exactly where an abstention was due
+        abst += " (right)" if row["abstained"] != row["answerable"] else " (wrong)"
         lines.append(f"| {row['id']} | {row['kind']} | {abst} | " + " | ".join(_fmt(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 

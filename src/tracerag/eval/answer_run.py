@@ -172,6 +172,8 @@ def run_answer_eval(
 ) -> AnswerEval:
     asked = load_questions(questions, settings.datasets, limit=limit, sample=sample, seed=seed)
     earlier = answer_report.read_rows(against) if against is not None else None
+    if earlier is not None and not {q.id for q in asked} & set(earlier):  # before any model call
+        raise ConfigError(f"--against {against}: no question in common with this run's sets, nothing to compare")
     llm, judge_llm = load_models(settings, judge, out)
     with Collection.open(collection, settings, mode="read") as col:
         rows = grade_all(col, asked, llm, judge_llm, trails_dir(out), k=k, progress=progress)
