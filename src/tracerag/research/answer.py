@@ -209,7 +209,6 @@ def cite(label: str, quote: str, labels: dict[str, SourceChunk]) -> DraftCitatio
     return DraftCitation(doc_id=source.doc_id, label=label, quote=quote, span=span)
 
 
-_WORD = re.compile(r"\w+")
 _LINE_BREAK = re.compile(r"(?<!\n)\n(?!\n)")
 _LOWER_START = re.compile(r"([.!?]\s+)(\w)")
 

@@ -12,8 +12,8 @@ Every citation gets a `CitationCheck`, and a failed one is flagged beside its se
    catches a citation pointing at an unrelated passage; it cannot tell a faithful paraphrase from a wrong one that
    reuses the words, and says which method judged.
 
-A draft none of whose citations is both located and supported is then **withdrawn** (`withdraw`): its answer is
-an abstention saying why, and the draft stays in the trail as written, for the reader to see what was not given.
+A draft none of whose citations is both located and supported is then **withdrawn** (`withdraw`): it answers
+nothing, saying why, and the draft stays in the trail as written, for the reader to see what was not given.
 The local 1.5B model drafts an answer to questions no source answers ("La Joconde est peinte par Cézanne", citing a
 paragraph on Cézanne), and its own check of the citation finds it unsupported; a draft whose every citation fails
 is no cited answer. One supported citation keeps the draft, its failed ones flagged.

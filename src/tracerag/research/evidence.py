@@ -51,15 +51,15 @@ def words(text: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the check found: the share of the question's terms the sources hold, the terms they lack, and the
-    verdict; `terms` 0 when there was nothing to look for (then it passes)."""
+    """What the check found in the source that holds most of the question: the share of the question's terms it
+    holds, the terms it lacks, and the verdict; `terms` 0 when there was nothing to look for (then it passes)."""
 
     passed: bool
     share: float
     needed: float
     terms: int
     missing: list[str]
-    cross_lingual: bool  # the question is in none of the sources' languages: only its forms were looked for
+    cross_lingual: bool  # that source is in another language than the question: only its forms were looked for
 
     def why(self) -> str:
         """An abstention's reason, in words a reader can check against the sources."""
