@@ -502,3 +502,5 @@ def test_without_a_collection_the_sets_name_the_benchmark_whose_cached_one_is_dr
         asked_over(["absurd"])
     with pytest.raises(ConfigError, match="a question file is asked over a collection of yours"):
         asked_over([str(questions)])
+    with pytest.raises(ConfigError, match="absurd:nowhere: no collection of the datasets folder is known"):
+        asked_over(["absurd:nowhere"])

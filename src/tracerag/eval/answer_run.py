@@ -76,8 +76,10 @@ def asked_over(sources: Sequence[str]) -> str:
             names.add(source)
         else:
             raise ConfigError(f"{source}: a question file is asked over a collection of yours: give it with -c DIR")
-    if len(names) != 1:
-        found = ", ".join(sorted(names)) or "none"
+    if not names:
+        raise ConfigError(f"{', '.join(sources)}: no collection of the datasets folder is known for it: give -c DIR")
+    if len(names) > 1:
+        found = ", ".join(sorted(names))
         raise ConfigError(
             f"the sets are asked over more than one collection ({found}): keep one (absurd:piaf, absurd:hipe) or "
             "give it with -c DIR"
