@@ -67,12 +67,18 @@ def case(tmp_path_factory, datasets_dir):
         store.decide(QUESTION, FRENCH, Decision.ACCEPTED, who="historian")
         store.decide(QUESTION, HOSTILE, Decision.REJECTED, who="historian")
     folder = root / "recorded"
+    _record(path, Writer(), folder)
+    return path, run, folder
+
+
+def _record(path: Path, model, folder: Path) -> None:
+    """`model`'s draft from the selection's accepted sources and its checks, recorded in `folder` through the
+    library, for the command to replay (a replay answers only what was recorded)."""
     with Collection.open(path, load_settings(), mode="read") as col:
         _, refs = refs_from_selection(path, load_settings(), QUESTION)
         sources = load_chunks(col, refs).chunks
-        llm = StructuredLLM(RecordingProvider(Writer(), folder))
+        llm = StructuredLLM(RecordingProvider(model, folder))
         check(draft(QUESTION, sources, llm, Trail(), language="en", evidence_share=None), llm, Trail())
-    return path, run, folder
 
 
 def test_a_draft_from_the_selection_cites_only_it_and_flags_what_fails(case):
@@ -212,11 +218,7 @@ class Doubter(Writer):
 def test_a_draft_none_of_whose_citations_holds_up_is_withdrawn_yet_shown_and_kept_in_the_trail(case, tmp_path):
     path, _, _ = case
     folder = tmp_path / "doubter"
-    with Collection.open(path, load_settings(), mode="read") as col:
-        _, refs = refs_from_selection(path, load_settings(), QUESTION)
-        sources = load_chunks(col, refs).chunks
-        llm = StructuredLLM(RecordingProvider(Doubter(), folder))
-        check(draft(QUESTION, sources, llm, Trail(), language="en", evidence_share=None), llm, Trail())
+    _record(path, Doubter(), folder)
     args = ["answer", QUESTION, "--selection", QUESTION[:20], "-c", str(path), "--llm", f"replay:{folder}"]
     result = runner.invoke(app, args)
     assert result.exit_code == 1, result.output

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from typer.testing import CliRunner
@@ -133,17 +134,24 @@ def test_the_api_and_the_cli_give_each_sentence_the_same_verdict(research_dir, s
     assert "4 sentences: 1 supported · 1 partly supported · 1 unsupported · 1 not checked" in text
 
 
-def test_the_draft_page_spells_out_each_verdict_at_a_phones_width(research_dir, server_settings, fake, page):  # noqa: F811
-    settings = with_model(server_settings, fake)
-    question = f"{QUERY} Stadt"  # a selection of its own
-    run_id = search_run(research_dir, server_settings, question)
-    page.set_viewport_size({"width": 390, "height": 844})
-    with LiveServer(ServerConfig(collections=(research_dir,), settings=settings)) as live:
-        with app_client(research_dir, settings) as client:
+@contextmanager
+def drafted_on_a_phone(collection, server_settings, model, question: str, tab) -> Iterator[None]:
+    """The review page of a search for `question` (a selection of its own), its first two candidates accepted,
+    drafted by `model` in a 390-pixel-wide browser; the live server runs until the block ends."""
+    settings = with_model(server_settings, model)
+    run_id = search_run(collection, server_settings, question)
+    tab.set_viewport_size({"width": 390, "height": 844})
+    with LiveServer(ServerConfig(collections=(collection,), settings=settings)) as live:
+        with app_client(collection, settings) as client:
             accept(client, run_id, {0: "accept", 1: "accept"})
-        page.goto(f"{live.url}/review/{NAME}/{run_id}")
-        page.locator("#draft-button").click()
-        page.locator("#draft-body .support-totals").wait_for()
+        tab.goto(f"{live.url}/review/{NAME}/{run_id}")
+        tab.locator("#draft-button").click()
+        tab.locator("#draft-body .support-totals").wait_for()
+        yield
+
+
+def test_the_draft_page_spells_out_each_verdict_at_a_phones_width(research_dir, server_settings, fake, page):  # noqa: F811
+    with drafted_on_a_phone(research_dir, server_settings, fake, f"{QUERY} Stadt", page):
         shown = [" ".join(t.split()) for t in page.locator("#draft-body .sentence .support").all_inner_texts()]
         assert [t.split(" (")[0] for t in shown] == [f"verdict: {v}" for v in EXPECTED]  # words, not colour alone
         assert shown[1] == "verdict: partly supported (1 of 2 citations support it)"
@@ -184,16 +192,7 @@ def test_the_api_gives_a_withdrawn_draft_with_why_and_its_sentences(research_dir
 
 
 def test_the_page_says_no_answer_above_a_withdrawn_draft(research_dir, server_settings, doubter, page):  # noqa: F811
-    settings = with_model(server_settings, doubter)
-    question = f"{QUERY} Haus"  # a selection of its own
-    run_id = search_run(research_dir, server_settings, question)
-    page.set_viewport_size({"width": 390, "height": 844})
-    with LiveServer(ServerConfig(collections=(research_dir,), settings=settings)) as live:
-        with app_client(research_dir, settings) as client:
-            accept(client, run_id, {0: "accept", 1: "accept"})
-        page.goto(f"{live.url}/review/{NAME}/{run_id}")
-        page.locator("#draft-button").click()
-        page.locator("#draft-body .support-totals").wait_for()
+    with drafted_on_a_phone(research_dir, server_settings, doubter, f"{QUERY} Haus", page):
         assert page.locator("#status").inner_text() == "The draft was withdrawn: no citation held up."
         said = " ".join(page.locator("#draft-body .withdrawn").inner_text().split())
         assert said == f"No answer, withdrawn: {WHY}. The withdrawn draft, as written:"

@@ -28,7 +28,7 @@ from tracerag.errors import LLMCallFailed
 from tracerag.ingest.language import LanguageDetector
 from tracerag.llm import StructuredLLM
 from tracerag.research import prompts
-from tracerag.research.evidence import Evidence, content_stems, evidence
+from tracerag.research.evidence import content_stems, evidence, why
 from tracerag.research.sources import SourceChunk
 from tracerag.text import locate_quote, sentence_spans
 from tracerag.trail import Trail
@@ -82,7 +82,7 @@ class Draft:
     failure: str | None = None
     label: str = DRAFT_LABEL
     labels: dict[str, SourceChunk] = field(default_factory=dict)  # S1 → its source, as the drafter saw them
-    evidence: Evidence | None = None  # what the check before a model's draft found (research/evidence.py)
+    evidence: EvidenceCheck | None = None  # what the check before a model's draft found (research/evidence.py)
 
 
 def question_language(question: str, sources: Sequence[SourceChunk]) -> str:
@@ -125,7 +125,7 @@ def draft(
         if found.passed:
             result = _written(question, language, labels, llm, trail)
         else:
-            result = Draft(question, language, sources, True, found.why(), [], "model", labels=labels)
+            result = Draft(question, language, sources, True, why(found), [], "model", labels=labels)
         result = replace(result, evidence=found)
     trail.emit(
         DraftEvent(
@@ -136,23 +136,10 @@ def draft(
             abstention=result.abstention,
             sentences=result.sentences,
             failure=result.failure,
-            evidence=_checked(result.evidence),
+            evidence=result.evidence,
         )
     )
     return result
-
-
-def _checked(found: Evidence | None) -> EvidenceCheck | None:
-    if found is None:
-        return None
-    return EvidenceCheck(
-        passed=found.passed,
-        share=round(found.share, 4),
-        needed=found.needed,
-        terms=found.terms,
-        missing=found.missing,
-        cross_lingual=found.cross_lingual,
-    )
 
 
 def _written(question: str, language: str, labels: dict[str, SourceChunk], llm: StructuredLLM, trail: Trail) -> Draft:

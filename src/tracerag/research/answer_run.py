@@ -16,11 +16,10 @@ from tracerag.errors import ConfigError
 from tracerag.llm import StructuredLLM
 from tracerag.research.answer import Draft, draft
 from tracerag.research.citecheck import CitationCheck, check, withdraw
+from tracerag.research.selection import SELECTION_SOURCE
 from tracerag.research.sources import LoadedSources, load_chunks, refs_from_run, refs_from_selection
 from tracerag.trail import Event, JsonlWriter, Trail, new_run_id
 from tracerag.trail.events import RunEvent, RunKind
-
-SELECTION_PREFIX = "selection:"
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ def answer_sources(
         raise ConfigError("give one of --selection QUESTION or --from RUN --agent-accepted")
     if selection is not None:
         resolved, refs = refs_from_selection(col.path, settings, selection)
-        return AnswerSources(f"{SELECTION_PREFIX}{resolved}", load_chunks(col, refs))
+        return AnswerSources(f"{SELECTION_SOURCE}{resolved}", load_chunks(col, refs))
     assert run is not None
     run_id, events = run
     refs = refs_from_run(events, accepted_only=True, source=run_id)
@@ -76,7 +75,7 @@ def _share(col: Collection, sources: AnswerSources) -> float | None:
     """The evidence check's share for these sources: none for a person's selection (a researcher who accepted a
     source has judged that it bears on the question, in words a word count cannot see: "which papers of 1881
     report fires" holds few of a fire report's words), the setting's for what a model accepted."""
-    return None if sources.source.startswith(SELECTION_PREFIX) else col.settings.answer.evidence_share
+    return None if sources.source.startswith(SELECTION_SOURCE) else col.settings.answer.evidence_share
 
 
 def answer_run(

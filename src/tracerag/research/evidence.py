@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from tracerag.research.sources import SourceChunk
 from tracerag.text import fold_key, kept_forms, stem
+from tracerag.trail.events import EvidenceCheck
 
 _WORD = re.compile(r"\w+")
 _APOSTROPHE = re.compile(r"['’ʼ]")
@@ -49,27 +49,13 @@ def words(text: str) -> list[str]:
     return _WORD.findall(fold_key(_APOSTROPHE.sub(" ", text)))
 
 
-@dataclass(frozen=True)
-class Evidence:
-    """What the check found in the source that holds most of the question: the share of the question's terms it
-    holds, the terms it lacks, and the verdict; `terms` 0 when there was nothing to look for (then it passes)."""
-
-    passed: bool
-    share: float
-    needed: float
-    terms: int
-    missing: list[str]
-    cross_lingual: bool  # that source is in another language than the question: only its forms were looked for
-
-    def why(self) -> str:
-        """An abstention's reason, in words a reader can check against the sources."""
-        if self.passed:
-            return ""
-        which = "names, numbers and dates" if self.cross_lingual else "words"
-        lacking = f": not {', '.join(self.missing[:8])}" if self.missing else ""
-        return (
-            f"the sources hold {self.share:.0%} of the question's {which} (at least {self.needed:.0%} wanted){lacking}"
-        )
+def why(found: EvidenceCheck) -> str:
+    """An abstention's reason, in words a reader can check against the sources ("" when the check passed)."""
+    if found.passed:
+        return ""
+    which = "names, numbers and dates" if found.cross_lingual else "words"
+    lacking = f": not {', '.join(found.missing[:8])}" if found.missing else ""
+    return f"the sources hold {found.share:.0%} of the question's {which} (at least {found.needed:.0%} wanted){lacking}"
 
 
 def _terms(question: str, language: str, *, forms_only: bool) -> dict[str, str]:
@@ -101,16 +87,19 @@ def evidence(
     *,
     share: float,
     shown: int,
-) -> Evidence:
+) -> EvidenceCheck:
     """Check `question` (in `language`) against the first `shown` characters of each source: the source that holds
-    most of the question's terms decides (see the module doc)."""
-    best: Evidence | None = None
+    most of the question's terms decides (see the module doc). Given as the trail records it."""
+    best: EvidenceCheck | None = None
     for source in sources:
         cross_lingual = (source.language or language) != language
         terms = _terms(question, language, forms_only=cross_lingual)
         missing = _lacks(source, terms, shown, language)
         held = 1 - len(missing) / len(terms) if terms else 1.0
-        found = Evidence(held >= share, held, share, len(terms), missing, cross_lingual)
+        found = EvidenceCheck(
+            passed=held >= share, share=round(held, 4), needed=share, terms=len(terms), missing=missing,
+            cross_lingual=cross_lingual,
+        )  # fmt: skip
         if best is None or (found.share, -found.terms) > (best.share, -best.terms):
             best = found
-    return best or Evidence(True, 1.0, share, 0, [], False)
+    return best or EvidenceCheck(passed=True, share=1.0, needed=share, terms=0)

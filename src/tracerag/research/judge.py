@@ -37,6 +37,7 @@ from tracerag.errors import ConfigError, LLMCallFailed
 from tracerag.llm import Completion, StructuredLLM
 from tracerag.research import prompts
 from tracerag.research.criteria import Criteria
+from tracerag.research.selection import SELECTION_SOURCE
 from tracerag.research.sources import SourceChunk
 from tracerag.text import fence_json
 from tracerag.trail import Event, Trail
@@ -330,7 +331,7 @@ def judge_sources(
         raise ConfigError("give one of --from RUN or --selection QUESTION")
     if selection is not None:
         question, refs = refs_from_selection(col.path, settings, selection)
-        source = f"selection:{question}"
+        source = f"{SELECTION_SOURCE}{question}"
     else:
         assert run is not None
         source, events = run

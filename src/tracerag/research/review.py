@@ -18,7 +18,7 @@ from pathlib import Path
 from tracerag import __version__
 from tracerag.collection import Collection
 from tracerag.errors import SelectionError, TrailError
-from tracerag.research.selection import Decision, SelectionEntry, SelectionStore, question_key
+from tracerag.research.selection import SELECTION_SOURCE, Decision, SelectionEntry, SelectionStore, question_key
 from tracerag.trail import EVENT_ADAPTER, JsonlWriter, Trail, trails_by_run
 from tracerag.trail.events import (
     DecisionEvent,
@@ -145,7 +145,7 @@ def source_run_id(run: RunEvent) -> str | None:
     """The run a judge run judged, when its settings name it."""
     for key in ("from_run", "source_run", "from"):
         value = run.config.get(key)
-        if isinstance(value, str) and value and not value.startswith("selection:"):  # a selection is no run
+        if isinstance(value, str) and value and not value.startswith(SELECTION_SOURCE):  # a selection is no run
             return value
     return None
 

@@ -27,6 +27,7 @@ from tracerag.config import Settings
 from tracerag.errors import SelectionError
 from tracerag.trail.events import SelectionDecision
 
+SELECTION_SOURCE = "selection:"  # a run whose sources are a selection's says "selection:QUESTION", not a run id
 BUSY_TIMEOUT_S = 30.0  # a decision is one small transaction: another process's never holds the file this long
 
 _SCHEMA = """
